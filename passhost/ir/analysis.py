@@ -1,0 +1,49 @@
+"""Small analyses over expressions: free variables, bound variables, op counts."""
+from __future__ import annotations
+
+from .expr import Call, Expr, Function, Let, Var
+from .op import Op
+from .visitor import post_order
+
+__all__ = ["free_vars", "bound_vars", "all_vars", "count_ops"]
+
+
+def bound_vars(expr: Expr) -> list:
+    """Variables bound inside ``expr`` (function parameters and let variables), in
+    post-order of their binders."""
+    out: list = []
+    seen: set = set()
+    for node in post_order(expr):
+        t = type(node)
+        if t is Function:
+            for p in node.params:
+                if p not in seen:
+                    seen.add(p)
+                    out.append(p)
+        elif t is Let:
+            if node.var not in seen:
+                seen.add(node.var)
+                out.append(node.var)
+    return out
+
+
+def all_vars(expr: Expr) -> list:
+    """Every variable reachable from ``expr``, in post-order."""
+    return [n for n in post_order(expr) if type(n) is Var]
+
+
+def free_vars(expr: Expr) -> list:
+    """Variables used in ``expr`` but not bound in it, in order of first occurrence
+    in a left-to-right depth-first walk (TVM's ``relay.analysis.free_vars``)."""
+    bound = set(bound_vars(expr))
+    return [v for v in all_vars(expr) if v not in bound]
+
+
+def count_ops(expr: Expr) -> dict:
+    """``{op_name: number of calls}`` over every call reachable from ``expr``."""
+    counts: dict = {}
+    for node in post_order(expr):
+        if type(node) is Call and type(node.op) is Op:
+            name = node.op.name
+            counts[name] = counts.get(name, 0) + 1
+    return counts

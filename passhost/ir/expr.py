@@ -1,0 +1,410 @@
+"""Expression nodes of the IR.
+
+Nodes are immutable and compared by identity: two ``add(x, y)`` calls built
+separately are different nodes (use :func:`passhost.ir.structural_equal` to
+compare structure). A DAG shares sub-expressions by object identity, exactly as
+Relay's graph normal form does.
+
+``checked_type`` is the one field filled in later: type inference writes it once;
+reading it before inference raises :class:`~passhost.errors.IRError`. Type
+inference also fills in a missing ``Var.type_annotation`` once (TVM prints
+``%w: Tensor[...]`` after ``InferType`` even for ``relay.var("w")``).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+import numpy as np
+
+from ..errors import IRError
+from .types import Type, TensorType, check_dtype
+
+__all__ = [
+    "Attrs",
+    "Expr",
+    "Var",
+    "Constant",
+    "Call",
+    "Function",
+    "Tuple",
+    "TupleGetItem",
+    "Let",
+    "If",
+    "GlobalVar",
+    "EMPTY_ATTRS",
+]
+
+_set = object.__setattr__
+
+
+def _freeze(value: Any) -> Any:
+    """Normalise an attribute value to a hashable, immutable Python value."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return _freeze(value.tolist())
+    if isinstance(value, dict):
+        return Attrs(value)
+    return value
+
+
+class Attrs(dict):
+    """An immutable mapping of attribute names to plain values.
+
+    Lists are stored as tuples, so attrs hash and compare by value. Fields are also
+    readable as attributes (``call.attrs.strides``), as in TVM.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, items: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> None:
+        src = items.items() if isinstance(items, Mapping) else items
+        dict.__init__(self, ((k, _freeze(v)) for k, v in src))
+
+    def _readonly(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("Attrs are immutable; build a new node with different attrs")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _readonly  # type: ignore[assignment]
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"attrs have no field {name!r}; fields: {sorted(self)}") from None
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(frozenset(self.items()))
+
+    def __repr__(self) -> str:
+        return "Attrs(" + dict.__repr__(self) + ")"
+
+    def __reduce__(self):  # pragma: no cover - copy support
+        return (Attrs, (dict(self),))
+
+
+#: the shared empty attrs (calls of ops without attributes, functions without attrs)
+EMPTY_ATTRS = Attrs()
+
+
+class Expr:
+    """Base class of every expression node."""
+
+    __slots__ = ("_checked_type",)
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} nodes are immutable; build a new node instead")
+
+    def __delattr__(self, key: str) -> None:
+        raise AttributeError(f"{type(self).__name__} nodes are immutable")
+
+    @property
+    def checked_type(self) -> Type:
+        """The type computed by type inference.
+
+        :raises IRError: if type inference has not run on this node yet
+        """
+        t = self._checked_type
+        if t is None:
+            raise IRError(
+                f"the type of this {type(self).__name__} is not known yet: run type "
+                "inference first (passhost.ir.infer_type(mod) or the InferType pass)"
+            )
+        return t
+
+    @property
+    def has_type(self) -> bool:
+        """Whether type inference has set :attr:`checked_type`."""
+        return self._checked_type is not None
+
+    def _set_checked_type(self, ty: Type) -> None:
+        # The single place that writes a node after construction (type inference).
+        _set(self, "_checked_type", ty)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __str__(self) -> str:
+        from .printer import pretty_print
+
+        return pretty_print(self)
+
+    def astext(self, show_meta_data: bool = True) -> str:
+        """Text form with the version header (and metadata section when asked)."""
+        from .printer import astext
+
+        return astext(self, show_meta_data=show_meta_data)
+
+    # Arithmetic sugar, as Relay's Python API offers.
+    def __add__(self, other: Any) -> "Call":
+        from . import builders
+
+        return builders.add(self, _lift(other, self))
+
+    def __sub__(self, other: Any) -> "Call":
+        from . import builders
+
+        return builders.subtract(self, _lift(other, self))
+
+    def __mul__(self, other: Any) -> "Call":
+        from . import builders
+
+        return builders.multiply(self, _lift(other, self))
+
+    def __truediv__(self, other: Any) -> "Call":
+        from . import builders
+
+        return builders.divide(self, _lift(other, self))
+
+    def __neg__(self) -> "Call":
+        from . import builders
+
+        return builders.negative(self)
+
+    # Equality and hashing are object identity (inherited from ``object``).
+
+
+def _lift(value: Any, like: Expr) -> Expr:
+    if isinstance(value, Expr):
+        return value
+    dtype = None
+    t = like._checked_type
+    if isinstance(t, TensorType):
+        dtype = t.dtype
+    elif isinstance(like, Var) and isinstance(like.type_annotation, TensorType):
+        dtype = like.type_annotation.dtype
+    return Constant(np.array(value, dtype=dtype or "float32"))
+
+
+class Var(Expr):
+    """A local variable: a function parameter or a ``let``-bound name.
+
+    :param name_hint: the name printed as ``%name`` (made unique when printing)
+    :param type_annotation: its declared type, or ``None`` to let inference fill it
+    """
+
+    __slots__ = ("name_hint", "type_annotation")
+
+    def __init__(self, name_hint: str, type_annotation: Optional[Type] = None) -> None:
+        if not isinstance(name_hint, str):
+            raise IRError(f"Var name must be a string, got {name_hint!r}")
+        if type_annotation is not None and not isinstance(type_annotation, Type):
+            raise IRError(f"type annotation of %{name_hint} must be a Type, got {type_annotation!r}")
+        _set(self, "name_hint", name_hint)
+        _set(self, "type_annotation", type_annotation)
+        _set(self, "_checked_type", None)
+
+    def _set_type_annotation(self, ty: Type) -> None:
+        # Type inference fills a missing annotation once (as TVM's InferType does).
+        _set(self, "type_annotation", ty)
+
+    def __repr__(self) -> str:
+        return f"Var(%{self.name_hint})"
+
+
+class Constant(Expr):
+    """A constant tensor. ``data`` is a read-only numpy array."""
+
+    __slots__ = ("data", "_data_hash")
+
+    def __init__(self, data: Any) -> None:
+        arr = np.asarray(data)
+        check_dtype(arr.dtype)
+        if arr.flags.writeable or not arr.flags.c_contiguous:
+            arr = np.array(arr, copy=True, order="C")
+            arr.flags.writeable = False
+        _set(self, "data", arr)
+        _set(self, "_data_hash", None)
+        _set(self, "_checked_type", None)
+
+    @property
+    def dtype(self) -> str:
+        return self.data.dtype.name
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.data.ndim == 0
+
+    def data_hash(self) -> int:
+        """Hash of dtype, shape and bytes (cached; constants never change)."""
+        h = self._data_hash
+        if h is None:
+            arr = self.data
+            h = hash((arr.dtype.name, arr.shape, hash(arr.data.cast("B") if arr.size else b"")))
+            _set(self, "_data_hash", h)
+        return h
+
+    def __repr__(self) -> str:
+        if self.data.ndim == 0:
+            return f"Constant({self.data.item()!r}, {self.dtype})"
+        return f"Constant(shape={self.data.shape}, {self.dtype})"
+
+
+class GlobalVar(Expr):
+    """A reference to a function of the module: ``@name``."""
+
+    __slots__ = ("name_hint",)
+
+    def __init__(self, name_hint: str) -> None:
+        if not isinstance(name_hint, str) or not name_hint:
+            raise IRError(f"GlobalVar needs a non-empty name, got {name_hint!r}")
+        _set(self, "name_hint", name_hint)
+        _set(self, "_checked_type", None)
+
+    def __repr__(self) -> str:
+        return f"GlobalVar(@{self.name_hint})"
+
+
+class Call(Expr):
+    """``op(args..., attrs)``: a call of an operator, function, closure or global.
+
+    For operators, ``attrs`` is validated against the op's declared attributes and
+    completed with their defaults (unknown names raise).
+    """
+
+    __slots__ = ("op", "args", "attrs")
+
+    def __init__(self, op: Expr, args: Sequence[Expr], attrs: Optional[Mapping[str, Any]] = None) -> None:
+        args = tuple(args) if type(args) is not tuple else args
+        if type(op) is Op:
+            attrs = op._normalize_attrs(attrs)
+            n = op.num_inputs
+            if n >= 0 and len(args) != n:
+                raise IRError(f"operator {op.name} takes {n} argument{'s' if n != 1 else ''}, got {len(args)}")
+        elif attrs is None:
+            attrs = EMPTY_ATTRS
+        elif type(attrs) is not Attrs:
+            attrs = Attrs(attrs)
+        if not isinstance(op, Expr):
+            raise IRError(f"the callee of a Call must be an expression, got {op!r}")
+        for a in args:
+            if not isinstance(a, Expr):
+                raise IRError(f"call arguments must be expressions, got {a!r}")
+        _set(self, "op", op)
+        _set(self, "args", args)
+        _set(self, "attrs", attrs)
+        _set(self, "_checked_type", None)
+
+    def __repr__(self) -> str:
+        name = self.op.name if type(self.op) is Op else type(self.op).__name__
+        return f"Call({name}, {len(self.args)} args)"
+
+
+class Function(Expr):
+    """``fn (%params) -> ret_type { body }`` with optional ``attrs`` (e.g. ``Primitive=1``)."""
+
+    __slots__ = ("params", "body", "ret_type", "attrs")
+
+    def __init__(self, params: Sequence[Var], body: Expr, ret_type: Optional[Type] = None,
+                 attrs: Optional[Mapping[str, Any]] = None) -> None:
+        params = tuple(params)
+        for p in params:
+            if type(p) is not Var:
+                raise IRError(f"function parameters must be Vars, got {p!r}")
+        if not isinstance(body, Expr):
+            raise IRError(f"function body must be an expression, got {body!r}")
+        if ret_type is not None and not isinstance(ret_type, Type):
+            raise IRError(f"function return type must be a Type, got {ret_type!r}")
+        if attrs is None:
+            attrs = EMPTY_ATTRS
+        elif type(attrs) is not Attrs:
+            attrs = Attrs(attrs)
+        _set(self, "params", params)
+        _set(self, "body", body)
+        _set(self, "ret_type", ret_type)
+        _set(self, "attrs", attrs)
+        _set(self, "_checked_type", None)
+
+    def with_attr(self, key: str, value: Any) -> "Function":
+        """A copy of this function with one attribute set."""
+        attrs = dict(self.attrs)
+        attrs[key] = value
+        return Function(self.params, self.body, self.ret_type, attrs)
+
+    def __repr__(self) -> str:
+        return f"Function({len(self.params)} params)"
+
+
+class Tuple(Expr):
+    """``(a, b, ...)``."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self, fields: Sequence[Expr]) -> None:
+        fields = tuple(fields)
+        for f in fields:
+            if not isinstance(f, Expr):
+                raise IRError(f"tuple fields must be expressions, got {f!r}")
+        _set(self, "fields", fields)
+        _set(self, "_checked_type", None)
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def __getitem__(self, i: int) -> Expr:
+        return self.fields[i]
+
+    def __repr__(self) -> str:
+        return f"Tuple({len(self.fields)} fields)"
+
+
+class TupleGetItem(Expr):
+    """``tuple_value.index``."""
+
+    __slots__ = ("tuple_value", "index")
+
+    def __init__(self, tuple_value: Expr, index: int) -> None:
+        if not isinstance(tuple_value, Expr):
+            raise IRError(f"TupleGetItem needs an expression, got {tuple_value!r}")
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
+            raise IRError(f"tuple index must be a non-negative int, got {index!r}")
+        _set(self, "tuple_value", tuple_value)
+        _set(self, "index", int(index))
+        _set(self, "_checked_type", None)
+
+    def __repr__(self) -> str:
+        return f"TupleGetItem(.{self.index})"
+
+
+class Let(Expr):
+    """``let %var = value; body``."""
+
+    __slots__ = ("var", "value", "body")
+
+    def __init__(self, var: Var, value: Expr, body: Expr) -> None:
+        if type(var) is not Var:
+            raise IRError(f"let binds a Var, got {var!r}")
+        if not isinstance(value, Expr) or not isinstance(body, Expr):
+            raise IRError("let value and body must be expressions")
+        _set(self, "var", var)
+        _set(self, "value", value)
+        _set(self, "body", body)
+        _set(self, "_checked_type", None)
+
+    def __repr__(self) -> str:
+        return f"Let(%{self.var.name_hint})"
+
+
+class If(Expr):
+    """``if (cond) { true_branch } else { false_branch }``."""
+
+    __slots__ = ("cond", "true_branch", "false_branch")
+
+    def __init__(self, cond: Expr, true_branch: Expr, false_branch: Expr) -> None:
+        for e in (cond, true_branch, false_branch):
+            if not isinstance(e, Expr):
+                raise IRError(f"If needs expressions, got {e!r}")
+        _set(self, "cond", cond)
+        _set(self, "true_branch", true_branch)
+        _set(self, "false_branch", false_branch)
+        _set(self, "_checked_type", None)
+
+    def __repr__(self) -> str:
+        return "If()"
+
+
+from .op import Op  # noqa: E402  (Op is an Expr; defined after the base class)

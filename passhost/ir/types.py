@@ -1,0 +1,195 @@
+"""Types of the IR: tensors, tuples and functions.
+
+Types are small immutable *values*: two ``TensorType((1, 3), "float32")`` objects
+compare equal and hash alike. Their printed form is TVM's::
+
+    Tensor[(1, 64, 56, 56), float32]    # rank 4
+    Tensor[(3), float32]                # rank 1 (no trailing comma)
+    float32                             # rank 0
+    (Tensor[(2), float32], int32)       # tuple
+    fn (Tensor[(2), float32]) -> Tensor[(2), float32]
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from ..errors import IRError
+
+__all__ = ["Type", "TensorType", "TupleType", "FuncType", "DTYPES", "check_dtype"]
+
+#: dtypes the IR knows, with their numpy names
+DTYPES = frozenset(
+    ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"]
+)
+
+_set = object.__setattr__
+
+
+def check_dtype(dtype: object) -> str:
+    """Return ``dtype`` as a canonical dtype string, or raise :class:`IRError`."""
+    if isinstance(dtype, str) and dtype in DTYPES:
+        return dtype
+    name = getattr(dtype, "name", None)  # numpy dtype / numpy scalar type
+    if name is None and isinstance(dtype, type):
+        name = getattr(dtype, "__name__", None)
+    if isinstance(name, str) and name in DTYPES:
+        return name
+    raise IRError(
+        f"unknown dtype {dtype!r}: use one of {', '.join(sorted(DTYPES))}"
+    )
+
+
+class Type:
+    """Base class of all types (immutable, compared structurally)."""
+
+    __slots__ = ("_text",)
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __str__(self) -> str:
+        text = self._text
+        if text is None:
+            text = self._render()
+            _set(self, "_text", text)
+        return text
+
+    def _render(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class TensorType(Type):
+    """A tensor of static ``shape`` (tuple of ints) and ``dtype``.
+
+    >>> str(TensorType((1, 3), "float32"))
+    'Tensor[(1, 3), float32]'
+    """
+
+    __slots__ = ("shape", "dtype", "_hash")
+
+    def __init__(self, shape: Iterable[int] = (), dtype: str = "float32") -> None:
+        try:
+            dims = tuple(int(d) for d in shape)
+        except (TypeError, ValueError):
+            raise IRError(f"tensor shape must be a sequence of ints, got {shape!r}") from None
+        for d in dims:
+            if d < 0:
+                raise IRError(f"tensor shape {dims} has a negative dimension")
+        dtype = check_dtype(dtype)
+        _set(self, "shape", dims)
+        _set(self, "dtype", dtype)
+        _set(self, "_hash", hash((dims, dtype)))
+        _set(self, "_text", None)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def concrete_shape(self) -> tuple:
+        """TVM-compatible alias of :attr:`shape`."""
+        return self.shape
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not TensorType:
+            return NotImplemented
+        return self._hash == other._hash and self.shape == other.shape and self.dtype == other.dtype  # type: ignore[attr-defined]
+
+    def __ne__(self, other: object) -> bool:
+        r = self.__eq__(other)
+        return r if r is NotImplemented else not r
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def _render(self) -> str:
+        if not self.shape:
+            return self.dtype
+        if len(self.shape) == 1:
+            return f"Tensor[({self.shape[0]}), {self.dtype}]"
+        return f"Tensor[({', '.join(map(str, self.shape))}), {self.dtype}]"
+
+    def __repr__(self) -> str:
+        return f"TensorType({self.shape!r}, {self.dtype!r})"
+
+
+class TupleType(Type):
+    """A tuple of field types. ``TupleType([a, b])`` prints ``(a, b)``; one field ``(a,)``."""
+
+    __slots__ = ("fields", "_hash")
+
+    def __init__(self, fields: Sequence[Type]) -> None:
+        fields = tuple(fields)
+        for f in fields:
+            if not isinstance(f, Type):
+                raise IRError(f"TupleType fields must be types, got {f!r}")
+        _set(self, "fields", fields)
+        _set(self, "_hash", hash(("tuple",) + fields))
+        _set(self, "_text", None)
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not TupleType:
+            return NotImplemented
+        return self._hash == other._hash and self.fields == other.fields  # type: ignore[attr-defined]
+
+    def __ne__(self, other: object) -> bool:
+        r = self.__eq__(other)
+        return r if r is NotImplemented else not r
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def __getitem__(self, i: int) -> Type:
+        return self.fields[i]
+
+    def _render(self) -> str:
+        if len(self.fields) == 1:
+            return f"({self.fields[0]},)"
+        return "(" + ", ".join(str(f) for f in self.fields) + ")"
+
+    def __repr__(self) -> str:
+        return f"TupleType({list(self.fields)!r})"
+
+
+class FuncType(Type):
+    """The type of a function: ``fn (T1, T2) -> R``."""
+
+    __slots__ = ("arg_types", "ret_type", "_hash")
+
+    def __init__(self, arg_types: Sequence[Type], ret_type: Type) -> None:
+        args = tuple(arg_types)
+        for a in args + (ret_type,):
+            if not isinstance(a, Type):
+                raise IRError(f"FuncType needs types, got {a!r}")
+        _set(self, "arg_types", args)
+        _set(self, "ret_type", ret_type)
+        _set(self, "_hash", hash(("fn", args, ret_type)))
+        _set(self, "_text", None)
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not FuncType:
+            return NotImplemented
+        return (self._hash == other._hash and self.arg_types == other.arg_types  # type: ignore[attr-defined]
+                and self.ret_type == other.ret_type)  # type: ignore[attr-defined]
+
+    def __ne__(self, other: object) -> bool:
+        r = self.__eq__(other)
+        return r if r is NotImplemented else not r
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def _render(self) -> str:
+        return "fn (" + ", ".join(str(a) for a in self.arg_types) + f") -> {self.ret_type}"
+
+    def __repr__(self) -> str:
+        return f"FuncType({list(self.arg_types)!r}, {self.ret_type!r})"

@@ -1,0 +1,360 @@
+"""Traversals: post-order walks, TVM-style visitors and mutators.
+
+Nothing here recurses per node: every walk keeps its own explicit stack, so a
+100,000-deep chain works at Python's default recursion limit.
+
+Two styles are offered:
+
+* :class:`ExprVisitor` / :class:`ExprMutator` — TVM's style. Override
+  ``visit_call`` etc. and call ``self.visit(child)`` inside. Before a node's
+  ``visit_*`` runs, all of its children have already been visited (an explicit
+  post-order pre-pass), so ``self.visit(child)`` only reads the memo and never
+  recurses. Exception: when a subclass overrides ``visit_function``, the body of
+  a function is visited when that override calls ``self.visit(fn.body)``, so any
+  state it sets up first is in effect for the body.
+* :func:`rewrite_post_order` — the fast functional style the built-in passes use:
+  a callback receives each node with its children already rewritten.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .op import Op
+
+__all__ = [
+    "children",
+    "post_order",
+    "post_order_visit",
+    "rewrite_post_order",
+    "with_children",
+    "ExprVisitor",
+    "ExprMutator",
+    "ExprFunctor",
+]
+
+
+def children(node: Expr) -> tuple:
+    """The direct sub-expressions of ``node`` in canonical (evaluation) order:
+
+    Call: callee, args; Function: params, body; Let: var, value, body;
+    If: cond, then, else; Tuple: fields; TupleGetItem: tuple. Leaves: ``()``.
+    """
+    t = type(node)
+    if t is Call:
+        return (node.op,) + node.args
+    if t is Tuple:
+        return node.fields
+    if t is TupleGetItem:
+        return (node.tuple_value,)
+    if t is Function:
+        return node.params + (node.body,)
+    if t is Let:
+        return (node.var, node.value, node.body)
+    if t is If:
+        return (node.cond, node.true_branch, node.false_branch)
+    return ()
+
+
+def post_order(root: Expr, skip: Optional[Callable[[Expr], bool]] = None,
+               visited: Optional[set] = None) -> list:
+    """Every node reachable from ``root``, each once, children before parents,
+    siblings left to right.
+
+    :param skip: nodes for which ``skip(node)`` is true are listed but their
+        children are not entered
+    :param visited: nodes to treat as already walked (not listed, not entered);
+        the set is updated in place
+    """
+    order: list = []
+    append = order.append
+    done = set() if visited is None else visited
+    entered: set = set()
+    stack = [root]
+    push = stack.append
+    pop = stack.pop
+    _Call, _Tuple, _TGI, _Function, _Let, _If = Call, Tuple, TupleGetItem, Function, Let, If
+    while stack:
+        node = stack[-1]
+        if node in done:
+            pop()
+            continue
+        if node in entered:
+            pop()
+            done.add(node)
+            append(node)
+            continue
+        entered.add(node)
+        if skip is not None and skip(node):
+            continue
+        t = type(node)
+        if t is _Call:
+            args = node.args
+            for i in range(len(args) - 1, -1, -1):
+                a = args[i]
+                if a not in done:
+                    push(a)
+            op = node.op
+            if op not in done:
+                push(op)
+        elif t is _TGI:
+            push(node.tuple_value)
+        elif t is _Tuple:
+            fields = node.fields
+            for i in range(len(fields) - 1, -1, -1):
+                push(fields[i])
+        elif t is _Let:
+            push(node.body)
+            push(node.value)
+            push(node.var)
+        elif t is _Function:
+            push(node.body)
+            params = node.params
+            for i in range(len(params) - 1, -1, -1):
+                push(params[i])
+        elif t is _If:
+            push(node.false_branch)
+            push(node.true_branch)
+            push(node.cond)
+    return order
+
+
+def post_order_visit(expr: Expr, fn: Callable[[Expr], object]) -> None:
+    """Call ``fn(node)`` on every node reachable from ``expr`` (operators and
+    variables included), each once, in post-order — TVM's ``post_order_visit``."""
+    for node in post_order(expr):
+        fn(node)
+
+
+def with_children(node: Expr, new: tuple) -> Expr:
+    """``node`` rebuilt with the children ``new`` (same order as :func:`children`).
+    Returns ``node`` itself when nothing changed, so unchanged sub-graphs keep their
+    identity (and their inferred types)."""
+    t = type(node)
+    if t is Call:
+        op = new[0]
+        args = new[1:]
+        if op is node.op and all(a is b for a, b in zip(args, node.args)):
+            return node
+        return Call(op, args, node.attrs if type(op) is type(node.op) else None)
+    if t is Tuple:
+        if all(a is b for a, b in zip(new, node.fields)):
+            return node
+        return Tuple(new)
+    if t is TupleGetItem:
+        return node if new[0] is node.tuple_value else TupleGetItem(new[0], node.index)
+    if t is Function:
+        params, body = new[:-1], new[-1]
+        if body is node.body and all(a is b for a, b in zip(params, node.params)):
+            return node
+        return Function(params, body, node.ret_type, node.attrs)
+    if t is Let:
+        if new[0] is node.var and new[1] is node.value and new[2] is node.body:
+            return node
+        return Let(new[0], new[1], new[2])
+    if t is If:
+        if new[0] is node.cond and new[1] is node.true_branch and new[2] is node.false_branch:
+            return node
+        return If(new[0], new[1], new[2])
+    return node
+
+
+def rewrite_post_order(root: Expr, rewrite: Callable[[Expr], Optional[Expr]],
+                       memo: Optional[dict] = None,
+                       skip: Optional[Callable[[Expr], bool]] = None) -> Expr:
+    """Rebuild ``root`` bottom-up.
+
+    Each node is first rebuilt with its already-rewritten children (identity kept when
+    none changed), then ``rewrite(node)`` may return a replacement (or ``None`` to keep
+    it). Shared sub-expressions are rewritten once and stay shared.
+
+    :param memo: ``{old: new}``; pre-seed it to substitute nodes (e.g. variables)
+    :param skip: nodes for which this is true are kept as they are, children unvisited
+    """
+    if memo is None:
+        memo = {}
+    get = memo.get
+    for node in post_order(root, skip=skip, visited=set(memo)):
+        t = type(node)
+        if t is Call:
+            op = node.op
+            nop = get(op, op)
+            args = node.args
+            nargs = None
+            for i, a in enumerate(args):
+                na = get(a, a)
+                if na is not a:
+                    if nargs is None:
+                        nargs = list(args)
+                    nargs[i] = na
+            if nargs is not None or nop is not op:
+                new = Call(nop, args if nargs is None else nargs,
+                           node.attrs if type(nop) is type(op) else None)
+            else:
+                new = node
+        elif t is Var or t is Constant or t is Op or t is GlobalVar:
+            new = node
+        elif skip is not None and skip(node):
+            new = node
+        else:
+            kids = children(node)
+            new = with_children(node, tuple(get(c, c) for c in kids))
+        r = rewrite(new)
+        memo[node] = new if r is None else r
+    return memo.get(root, root)
+
+
+class ExprFunctor:
+    """Dispatch on node type to ``visit_<kind>`` methods, memoised per node."""
+
+    _DISPATCH = {
+        Var: "visit_var",
+        Constant: "visit_constant",
+        Call: "visit_call",
+        Function: "visit_function",
+        Tuple: "visit_tuple",
+        TupleGetItem: "visit_tuple_getitem",
+        Let: "visit_let",
+        If: "visit_if",
+        GlobalVar: "visit_global_var",
+        Op: "visit_op",
+    }
+
+    def __init__(self) -> None:
+        self.memo_map: dict = {}
+
+    def _function_is_barrier(self) -> bool:
+        base = ExprMutator if isinstance(self, ExprMutator) else ExprVisitor
+        return type(self).visit_function is not getattr(base, "visit_function", None)
+
+    def visit(self, expr: Expr):
+        """Visit ``expr`` (memoised: each node is visited once)."""
+        memo = self.memo_map
+        try:
+            return memo[expr]
+        except KeyError:
+            pass
+        except TypeError:
+            raise TypeError(f"visit() needs an IR expression, got {type(expr).__name__}") from None
+        dispatch = self._DISPATCH
+        skip = (lambda n: type(n) is Function) if self._function_is_barrier() else None
+        for node in post_order(expr, skip=skip, visited=set(memo)):
+            if node in memo:
+                continue
+            if skip is not None and type(node) is Function and node is not expr:
+                # visited later, when the enclosing node's visitor asks for it
+                continue
+            try:
+                name = dispatch[type(node)]
+            except KeyError:
+                raise TypeError(f"cannot visit {type(node).__name__}") from None
+            memo[node] = getattr(self, name)(node)
+        if expr not in memo:  # a function reached only through a barrier
+            memo[expr] = getattr(self, dispatch[type(expr)])(expr)
+        return memo[expr]
+
+
+class ExprVisitor(ExprFunctor):
+    """Visit every node once. Override ``visit_<kind>`` to act on nodes.
+
+    The default methods visit children (memo hits when entered through :meth:`visit`).
+    """
+
+    def visit_var(self, var: Var) -> None:
+        return None
+
+    def visit_constant(self, const: Constant) -> None:
+        return None
+
+    def visit_global_var(self, gv: GlobalVar) -> None:
+        return None
+
+    def visit_op(self, op: Op) -> None:
+        return None
+
+    def visit_call(self, call: Call) -> None:
+        self.visit(call.op)
+        for a in call.args:
+            self.visit(a)
+
+    def visit_tuple(self, tup: Tuple) -> None:
+        for f in tup.fields:
+            self.visit(f)
+
+    def visit_tuple_getitem(self, t: TupleGetItem) -> None:
+        self.visit(t.tuple_value)
+
+    def visit_function(self, fn: Function) -> None:
+        for p in fn.params:
+            self.visit(p)
+        self.visit(fn.body)
+
+    def visit_let(self, let: Let) -> None:
+        self.visit(let.var)
+        self.visit(let.value)
+        self.visit(let.body)
+
+    def visit_if(self, ite: If) -> None:
+        self.visit(ite.cond)
+        self.visit(ite.true_branch)
+        self.visit(ite.false_branch)
+
+
+class ExprMutator(ExprFunctor):
+    """Rebuild an expression; override ``visit_<kind>`` to replace nodes.
+
+    Default methods rebuild a node from its visited children and return the very
+    same node when no child changed, so unchanged sub-graphs keep their identity.
+    """
+
+    def visit_var(self, var: Var) -> Expr:
+        return var
+
+    def visit_constant(self, const: Constant) -> Expr:
+        return const
+
+    def visit_global_var(self, gv: GlobalVar) -> Expr:
+        return gv
+
+    def visit_op(self, op: Op) -> Expr:
+        return op
+
+    def visit_call(self, call: Call) -> Expr:
+        new_op = self.visit(call.op)
+        new_args = [self.visit(a) for a in call.args]
+        if new_op is call.op and all(a is b for a, b in zip(new_args, call.args)):
+            return call
+        return Call(new_op, new_args, call.attrs if type(new_op) is type(call.op) else None)
+
+    def visit_tuple(self, tup: Tuple) -> Expr:
+        fields = [self.visit(f) for f in tup.fields]
+        if all(a is b for a, b in zip(fields, tup.fields)):
+            return tup
+        return Tuple(fields)
+
+    def visit_tuple_getitem(self, t: TupleGetItem) -> Expr:
+        v = self.visit(t.tuple_value)
+        return t if v is t.tuple_value else TupleGetItem(v, t.index)
+
+    def visit_function(self, fn: Function) -> Expr:
+        params = [self.visit(p) for p in fn.params]
+        body = self.visit(fn.body)
+        if body is fn.body and all(a is b for a, b in zip(params, fn.params)):
+            return fn
+        return Function(params, body, fn.ret_type, fn.attrs)
+
+    def visit_let(self, let: Let) -> Expr:
+        var = self.visit(let.var)
+        value = self.visit(let.value)
+        body = self.visit(let.body)
+        if var is let.var and value is let.value and body is let.body:
+            return let
+        return Let(var, value, body)
+
+    def visit_if(self, ite: If) -> Expr:
+        c = self.visit(ite.cond)
+        t = self.visit(ite.true_branch)
+        f = self.visit(ite.false_branch)
+        if c is ite.cond and t is ite.true_branch and f is ite.false_branch:
+            return ite
+        return If(c, t, f)
