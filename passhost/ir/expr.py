@@ -289,6 +289,10 @@ class Call(Expr):
         _set(self, "attrs", attrs)
         _set(self, "_checked_type", None)
 
+    def __getitem__(self, index: int) -> "TupleGetItem":
+        """``call[i]`` is ``TupleGetItem(call, i)`` (for tuple-valued calls such as batch_norm)."""
+        return TupleGetItem(self, index)
+
     def __repr__(self) -> str:
         name = self.op.name if type(self.op) is Op else type(self.op).__name__
         return f"Call({name}, {len(self.args)} args)"
@@ -318,6 +322,10 @@ class Function(Expr):
         _set(self, "ret_type", ret_type)
         _set(self, "attrs", attrs)
         _set(self, "_checked_type", None)
+
+    def _set_ret_type(self, ty: Type) -> None:
+        # Type inference fills a missing return type once (as TVM's InferType does).
+        _set(self, "ret_type", ty)
 
     def with_attr(self, key: str, value: Any) -> "Function":
         """A copy of this function with one attribute set."""
