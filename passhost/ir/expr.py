@@ -269,18 +269,23 @@ class Call(Expr):
     __slots__ = ("op", "args", "attrs")
 
     def __init__(self, op: Expr, args: Sequence[Expr], attrs: Optional[Mapping[str, Any]] = None) -> None:
-        args = tuple(args) if type(args) is not tuple else args
+        if type(args) is not tuple:
+            args = tuple(args)
         if type(op) is Op:
-            attrs = op._normalize_attrs(attrs)
-            n = op.num_inputs
+            if attrs is None or (attrs.__class__ is Attrs and attrs.keys() == op._keys):
+                attrs = op._defaults if attrs is None else attrs
+            else:
+                attrs = op._normalize_attrs(attrs)
+            n = op._def.num_inputs
             if n >= 0 and len(args) != n:
                 raise IRError(f"operator {op.name} takes {n} argument{'s' if n != 1 else ''}, got {len(args)}")
-        elif attrs is None:
-            attrs = EMPTY_ATTRS
-        elif type(attrs) is not Attrs:
-            attrs = Attrs(attrs)
-        if not isinstance(op, Expr):
-            raise IRError(f"the callee of a Call must be an expression, got {op!r}")
+        else:
+            if not isinstance(op, Expr):
+                raise IRError(f"the callee of a Call must be an expression, got {op!r}")
+            if attrs is None:
+                attrs = EMPTY_ATTRS
+            elif type(attrs) is not Attrs:
+                attrs = Attrs(attrs)
         for a in args:
             if not isinstance(a, Expr):
                 raise IRError(f"call arguments must be expressions, got {a!r}")

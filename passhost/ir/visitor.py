@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from ._gc import gc_paused
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .op import Op
 
@@ -56,6 +57,7 @@ def children(node: Expr) -> tuple:
     return ()
 
 
+@gc_paused
 def post_order(root: Expr, skip: Optional[Callable[[Expr], bool]] = None,
                visited: Optional[set] = None) -> list:
     """Every node reachable from ``root``, each once, children before parents,
@@ -159,6 +161,7 @@ def with_children(node: Expr, new: tuple) -> Expr:
     return node
 
 
+@gc_paused
 def rewrite_post_order(root: Expr, rewrite: Callable[[Expr], Optional[Expr]],
                        memo: Optional[dict] = None,
                        skip: Optional[Callable[[Expr], bool]] = None) -> Expr:
