@@ -164,7 +164,8 @@ def with_children(node: Expr, new: tuple) -> Expr:
 @gc_paused
 def rewrite_post_order(root: Expr, rewrite: Callable[[Expr], Optional[Expr]],
                        memo: Optional[dict] = None,
-                       skip: Optional[Callable[[Expr], bool]] = None) -> Expr:
+                       skip: Optional[Callable[[Expr], bool]] = None,
+                       keep_types: bool = False) -> Expr:
     """Rebuild ``root`` bottom-up.
 
     Each node is first rebuilt with its already-rewritten children (identity kept when
@@ -173,6 +174,10 @@ def rewrite_post_order(root: Expr, rewrite: Callable[[Expr], Optional[Expr]],
 
     :param memo: ``{old: new}``; pre-seed it to substitute nodes (e.g. variables)
     :param skip: nodes for which this is true are kept as they are, children unvisited
+    :param keep_types: for type-preserving rewrites (CSE, constant folding): a node
+        rebuilt because a child was replaced keeps the old node's ``checked_type``
+        when all its new children are typed — as TVM's copy-on-write rebuild does —
+        so type inference afterwards only has to type genuinely new nodes
     """
     if memo is None:
         memo = {}
@@ -202,6 +207,11 @@ def rewrite_post_order(root: Expr, rewrite: Callable[[Expr], Optional[Expr]],
         else:
             kids = children(node)
             new = with_children(node, tuple(get(c, c) for c in kids))
+        if keep_types and new is not node:
+            ct = node._checked_type
+            if ct is not None and new._checked_type is None and all(
+                    c._checked_type is not None or type(c) is Op for c in children(new)):
+                new._set_checked_type(ct)
         r = rewrite(new)
         memo[node] = new if r is None else r
     return memo.get(root, root)
