@@ -234,7 +234,7 @@ class Constant(Expr):
         h = self._data_hash
         if h is None:
             arr = self.data
-            h = hash((arr.dtype.name, arr.shape, hash(arr.data.cast("B") if arr.size else b"")))
+            h = hash((arr.dtype.name, arr.shape, hash(arr.tobytes())))
             _set(self, "_data_hash", h)
         return h
 
