@@ -1,0 +1,450 @@
+"""Type inference: give every expression its ``checked_type``.
+
+:func:`infer_type` walks an expression (or every function of a module) bottom-up
+with an explicit stack, so a 100,000-deep chain needs no Python recursion. Each
+node is typed once, through ``node._set_checked_type(t)``; the walk stops at
+nodes that already have a type (a typed node has typed children), so running
+inference again after a pass only types the nodes that pass built::
+
+    def @main(%x: Tensor[(1, 3), float32]) {          # before
+      add(%x, %x)
+    }
+    def @main(%x: Tensor[(1, 3), float32]) -> Tensor[(1, 3), float32] {   # after
+      add(%x, %x) /* ty=Tensor[(1, 3), float32] */
+    }
+
+Rules:
+
+* ``Var``: its annotation. A variable without one is filled in by the type
+  relation of the first operator call that consumes it (the relation receives
+  ``None`` for it and may write the type into its ``arg_types`` list), by the
+  parameter type of a function it is passed to, or by the value of the ``let``
+  that binds it. The filled type becomes the variable's annotation too (as TVM's
+  ``InferType`` does). A variable nothing determines is an error.
+* ``Constant``: ``Tensor[data.shape, dtype]``.
+* ``Call`` of an operator: ``op.type_rel(arg_types, attrs)``; errors name the op.
+  ``Call`` of anything else (function literal, closure variable, global): the
+  argument types must equal the callee's ``FuncType`` parameters; the result is
+  its return type.
+* ``Tuple`` → ``TupleType``; ``TupleGetItem`` → the field's type.
+* ``Let`` → the body's type; ``If`` → the (equal) type of both branches, its
+  condition a rank-0 tensor.
+* ``Function`` → ``FuncType(param types, body type)``; a missing ``ret_type`` is
+  filled in, a given one must match the body.
+* ``GlobalVar`` → the type of its function in the module. Callees are typed
+  first; a recursive function needs annotated parameters and return type.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional, Union
+
+from ..errors import PasshostError, TypeInferenceError
+from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .module import IRModule
+from .op import Op
+from .types import FuncType, TensorType, TupleType, Type
+
+__all__ = ["infer_type"]
+
+_Resolver = Callable[[GlobalVar], FuncType]
+
+
+class _NeedGlobal(Exception):
+    """Internal: the function of ``gv`` must be typed before the current one."""
+
+    def __init__(self, gv: GlobalVar) -> None:
+        super().__init__(gv.name_hint)
+        self.gv = gv
+
+
+def infer_type(obj: Union[IRModule, Expr]) -> Union[IRModule, Expr]:
+    """Type ``obj``.
+
+    :param obj: an :class:`IRModule` (every function is typed; a shallow copy of the
+        module holding the same, now typed, function objects is returned) or an
+        expression (typed in place and returned)
+    :raises TypeInferenceError: on a shape or dtype mismatch, an untypable variable,
+        a bad tuple index, a recursive function without annotations, ...
+    """
+    if isinstance(obj, IRModule):
+        _infer_module(obj)
+        return obj.copy()
+    if isinstance(obj, Expr):
+        if type(obj) is Op:
+            raise TypeInferenceError(f"cannot infer the type of operator {obj.name} on its own: "
+                                     "type a call of it instead")
+        _infer_expr(obj, _no_module)
+        return obj
+    raise TypeInferenceError(
+        f"infer_type needs an IRModule or an expression, got {type(obj).__name__}")
+
+
+# ---------------------------------------------------------------------------
+# modules
+
+
+def _signature(fn: Function) -> Optional[FuncType]:
+    """The declared type of ``fn`` when its parameters and return type are all annotated."""
+    if fn.ret_type is None:
+        return None
+    anns = []
+    for p in fn.params:
+        if p.type_annotation is None:
+            return None
+        anns.append(p.type_annotation)
+    return FuncType(anns, fn.ret_type)
+
+
+def _lookup(mod: IRModule, gv: GlobalVar) -> tuple:
+    """``(the module's own GlobalVar, its function)``, or ``(None, None)`` if undefined.
+
+    A GlobalVar object that is not the module's key but has the same name (e.g. built
+    by hand) refers to the same function.
+    """
+    funcs = mod._funcs
+    fn = funcs.get(gv)
+    if fn is not None:
+        return gv, fn
+    own = mod._by_name.get(gv.name_hint)
+    if own is None:
+        return None, None
+    return own, funcs[own]
+
+
+def _infer_module(mod: IRModule) -> None:
+    items = list(mod.items())
+    # A GlobalVar keeps the type of the function it named when it was last typed;
+    # functions replaced since then must be looked up again.
+    for gv, fn in items:
+        ft = fn._checked_type
+        if ft is not None:
+            if gv._checked_type != ft:
+                gv._set_checked_type(ft)
+        elif gv._checked_type is not None:
+            gv._set_checked_type(None)  # stale: its function changed
+
+    in_progress: set = set()
+
+    def resolve(gv: GlobalVar) -> FuncType:
+        own, fn = _lookup(mod, gv)
+        if fn is None:
+            names = ", ".join("@" + g.name_hint for g in mod.get_global_vars()) or "none"
+            raise TypeInferenceError(
+                f"@{gv.name_hint} is not defined in the module (functions: {names}): add it "
+                "to the module or call an existing function")
+        ft = fn._checked_type
+        if ft is None:
+            ft = _signature(fn)
+            if ft is None:
+                if own in in_progress:
+                    raise TypeInferenceError(
+                        f"@{gv.name_hint} calls itself (directly or through other functions): "
+                        "annotate its parameter types and return type so the recursive call "
+                        "can be typed")
+                raise _NeedGlobal(own)
+        gv._set_checked_type(ft)
+        return ft
+
+    for gv, fn in items:
+        if fn._checked_type is not None:
+            continue
+        work = [gv]
+        while work:
+            g = work[-1]
+            f = mod._funcs[g]
+            if f._checked_type is not None:
+                work.pop()
+                in_progress.discard(g)
+                continue
+            in_progress.add(g)
+            try:
+                _infer_expr(f, resolve, name=g.name_hint)
+            except _NeedGlobal as need:
+                work.append(need.gv)
+                continue
+            g._set_checked_type(f._checked_type)
+            in_progress.discard(g)
+            work.pop()
+
+
+def _no_module(gv: GlobalVar) -> FuncType:
+    raise TypeInferenceError(
+        f"cannot type @{gv.name_hint} outside a module: run infer_type on the IRModule "
+        "that defines it")
+
+
+# ---------------------------------------------------------------------------
+# expressions
+
+
+def _untyped_var(var: Var, role: str = "") -> TypeInferenceError:
+    return TypeInferenceError(
+        f"cannot infer the type of {role}%{var.name_hint}: nothing determines it, so annotate "
+        f"it (e.g. ir.var({var.name_hint!r}, shape=(...), dtype=\"float32\"))")
+
+
+def _where(node: Function, root: Expr, name: Optional[str]) -> str:
+    if node is root and name is not None:
+        return f"@{name}"
+    return "a function"
+
+
+def _callee_name(op: Expr) -> str:
+    t = type(op)
+    if t is GlobalVar:
+        return f"@{op.name_hint}"
+    if t is Var:
+        return f"%{op.name_hint}"
+    return "a function"
+
+
+def _leaf(node: Expr, resolve: _Resolver) -> bool:
+    """Type ``node`` on the spot if it is a leaf; ``True`` if it must be pushed."""
+    if node._checked_type is not None:
+        return False
+    t = type(node)
+    if t is Var:
+        ann = node.type_annotation
+        if ann is not None:
+            node._set_checked_type(ann)
+        return False
+    if t is Constant:
+        data = node.data
+        node._set_checked_type(TensorType(data.shape, data.dtype.name))
+        return False
+    if t is GlobalVar:
+        resolve(node)
+        return False
+    if t is Op:
+        raise TypeInferenceError(
+            f"operator {node.name} is used as a value: operators can only be called")
+    return True
+
+
+def _known(node: Expr, what: str) -> Type:
+    t = node._checked_type
+    if t is None:  # only an unannotated variable gets here
+        raise _untyped_var(node) if type(node) is Var else TypeInferenceError(
+            f"the {what} has no type")
+    return t
+
+
+def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None) -> Type:
+    """Type ``root`` and everything under it that is not typed yet."""
+    if root._checked_type is not None:
+        return root._checked_type
+    if not _leaf(root, resolve):
+        if root._checked_type is None:
+            raise _untyped_var(root)
+        return root._checked_type
+
+    pending: list = []  # untyped variables consumed by op calls
+    stack = [root]
+    push = stack.append
+    pop = stack.pop
+    _Call, _Var, _Constant, _GlobalVar, _Op, _TensorType = Call, Var, Constant, GlobalVar, Op, TensorType
+    while stack:
+        node = stack[-1]
+        if node._checked_type is not None:
+            pop()
+            continue
+        t = type(node)
+        if t is _Call:
+            pushed = False
+            unknown = False
+            args = node.args
+            for a in reversed(args):
+                if a._checked_type is None:
+                    ta = type(a)
+                    if ta is _Var:
+                        ann = a.type_annotation
+                        if ann is not None:
+                            a._set_checked_type(ann)
+                        else:
+                            unknown = True
+                    elif ta is _Constant:
+                        data = a.data
+                        a._set_checked_type(_TensorType(data.shape, data.dtype.name))
+                    elif ta is _GlobalVar or ta is _Op:
+                        _leaf(a, resolve)
+                    else:
+                        push(a)
+                        pushed = True
+            op = node.op
+            top = type(op)
+            if top is not _Op and op._checked_type is None:
+                if _leaf(op, resolve):
+                    push(op)
+                    pushed = True
+                elif op._checked_type is None:
+                    raise _untyped_var(op, "the called variable ")
+            if pushed:
+                continue
+            pop()
+            if top is _Op:
+                arg_types = [a._checked_type for a in args]
+                try:
+                    ty = op._def.type_rel(arg_types, node.attrs)
+                except PasshostError as e:
+                    raise TypeInferenceError(f"in call to {op.name}: {e}") from e
+                except Exception as e:  # a bug in the relation: still say which op
+                    raise TypeInferenceError(
+                        f"in call to {op.name}: its type relation failed with "
+                        f"{type(e).__name__}: {e}") from e
+                if type(ty) is not _TensorType and not isinstance(ty, Type):
+                    raise TypeInferenceError(
+                        f"in call to {op.name}: the type relation returned {ty!r}, not a type")
+                if unknown:
+                    _fill_vars(args, arg_types, pending)
+            else:
+                ty = _call_type(node, op)
+            node._set_checked_type(ty)
+        elif t is Function:
+            body = node.body
+            if _leaf(body, resolve):
+                push(body)
+                continue
+            pop()
+            node._set_checked_type(_function_type(node, root, name))
+        elif t is Let:
+            value = node.value
+            if _leaf(value, resolve):
+                push(value)
+                continue
+            vt = _known(value, "let value")
+            var = node.var
+            cur = var._checked_type
+            if cur is None:
+                ann = var.type_annotation
+                if ann is None:
+                    var._set_type_annotation(vt)
+                    cur = vt
+                else:
+                    cur = ann
+                var._set_checked_type(cur)
+            if cur != vt:
+                raise TypeInferenceError(
+                    f"let %{var.name_hint} is annotated {cur} but its value has type {vt}: "
+                    "fix the annotation or the value")
+            body = node.body
+            if _leaf(body, resolve):
+                push(body)
+                continue
+            pop()
+            node._set_checked_type(_known(body, "let body"))
+        elif t is Tuple:
+            pushed = False
+            for f in reversed(node.fields):
+                if _leaf(f, resolve):
+                    push(f)
+                    pushed = True
+            if pushed:
+                continue
+            pop()
+            node._set_checked_type(TupleType([_known(f, "tuple field") for f in node.fields]))
+        elif t is TupleGetItem:
+            tv = node.tuple_value
+            if _leaf(tv, resolve):
+                push(tv)
+                continue
+            pop()
+            node._set_checked_type(_getitem_type(node, _known(tv, "tuple")))
+        elif t is If:
+            pushed = False
+            for c in (node.false_branch, node.true_branch, node.cond):
+                if _leaf(c, resolve):
+                    push(c)
+                    pushed = True
+            if pushed:
+                continue
+            pop()
+            node._set_checked_type(_if_type(node))
+        else:  # leaves only reach here as the root, which _leaf handled
+            raise TypeInferenceError(f"cannot infer the type of a {t.__name__}")
+
+    for v in pending:
+        if v._checked_type is None:
+            raise _untyped_var(v)
+    return root._checked_type
+
+
+def _fill_vars(args: tuple, arg_types: list, pending: list) -> None:
+    """Write types a relation filled in into the untyped variables among ``args``."""
+    for a, at in zip(args, arg_types):
+        if a._checked_type is None and type(a) is Var:
+            if at is None:
+                pending.append(a)
+            elif isinstance(at, Type):
+                a._set_type_annotation(at)
+                a._set_checked_type(at)
+            else:
+                raise TypeInferenceError(
+                    f"a type relation filled %{a.name_hint} with {at!r}, which is not a type")
+
+
+def _call_type(node: Call, op: Expr) -> Type:
+    ft = op._checked_type
+    callee = _callee_name(op)
+    if type(ft) is not FuncType:
+        raise TypeInferenceError(f"cannot call {callee}: it has type {ft}, not a function type")
+    params = ft.arg_types
+    args = node.args
+    if len(args) != len(params):
+        raise TypeInferenceError(
+            f"call to {callee} passes {len(args)} argument{'s' if len(args) != 1 else ''} "
+            f"but it takes {len(params)} ({ft})")
+    for i, (a, pt) in enumerate(zip(args, params)):
+        at = a._checked_type
+        if at is None:  # an unannotated variable: the parameter type fills it
+            a._set_type_annotation(pt)
+            a._set_checked_type(pt)
+        elif at != pt:
+            raise TypeInferenceError(
+                f"argument {i} of call to {callee} has type {at}, but the parameter expects {pt}")
+    return ft.ret_type
+
+
+def _function_type(node: Function, root: Expr, name: Optional[str]) -> FuncType:
+    ptypes = []
+    for p in node.params:
+        pt = p._checked_type
+        if pt is None:
+            pt = p.type_annotation
+            if pt is None:
+                raise _untyped_var(p, f"parameter of {_where(node, root, name)} ")
+            p._set_checked_type(pt)
+        ptypes.append(pt)
+    body_type = _known(node.body, "function body")
+    rt = node.ret_type
+    if rt is None:
+        node._set_ret_type(body_type)
+    elif rt != body_type:
+        raise TypeInferenceError(
+            f"{_where(node, root, name)} is annotated to return {rt} but its body has type "
+            f"{body_type}: fix the return type annotation or the body")
+    return FuncType(ptypes, body_type)
+
+
+def _getitem_type(node: TupleGetItem, tt: Type) -> Type:
+    if type(tt) is not TupleType:
+        raise TypeInferenceError(
+            f"tuple index .{node.index} is applied to a value of type {tt}, which is not a tuple")
+    n = len(tt.fields)
+    if node.index >= n:
+        raise TypeInferenceError(
+            f"tuple index {node.index} is out of range for a tuple of {n} field"
+            f"{'s' if n != 1 else ''} ({tt}): use an index below {n}")
+    return tt.fields[node.index]
+
+
+def _if_type(node: If) -> Type:
+    ct = _known(node.cond, "if condition")
+    if type(ct) is not TensorType or ct.shape != ():
+        raise TypeInferenceError(
+            f"the condition of an if must be a rank-0 (scalar) tensor such as bool, got {ct}")
+    tt = _known(node.true_branch, "then branch")
+    ft = _known(node.false_branch, "else branch")
+    if tt != ft:
+        raise TypeInferenceError(
+            f"the branches of an if have different types: {tt} (then) and {ft} (else)")
+    return tt
