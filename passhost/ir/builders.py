@@ -1,0 +1,255 @@
+"""Builders: ``ir.var``, ``ir.const`` and one function per core operator.
+
+They mirror TVM's ``relay`` Python API::
+
+    x = ir.var("x", shape=(1, 3), dtype="float32")
+    y = ir.add(x, ir.const(1.0))          # add(%x, 1f)
+    z = ir.sum(y, axis=1, keepdims=True)  # sum(%0, axis=[1], keepdims=True)
+
+Neural-network builders live in :mod:`passhost.ir.nn`.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from ..errors import IRError
+from .expr import Call, Constant, Expr, Tuple, Var
+from .op import Op
+from .types import TensorType, Type, check_dtype
+
+__all__ = [
+    "var", "const",
+    "add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
+    "less", "greater", "equal", "not_equal", "less_equal", "greater_equal", "where",
+    "negative", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "cast", "clip",
+    "reshape", "transpose", "expand_dims", "squeeze", "concatenate", "split",
+    "sum", "mean", "max", "min", "variance",
+    "layout_transform", "shape_of", "stop_fusion",
+]
+
+_OPS: dict = {}
+
+
+def _op(name: str) -> Op:
+    op = _OPS.get(name)
+    if op is None:
+        op = _OPS[name] = Op.get(name)
+    return op
+
+
+def _call(name: str, args: Sequence[Any], attrs: Optional[dict] = None) -> Call:
+    return Call(_op(name), [_expr(a, args) for a in args], attrs)
+
+
+def _expr(value: Any, siblings: Sequence[Any]) -> Expr:
+    """An argument as an expression; plain numbers become constants of a sibling's dtype."""
+    if isinstance(value, Expr):
+        return value
+    dtype = None
+    for s in siblings:
+        if isinstance(s, Expr):
+            t = s._checked_type if s._checked_type is not None else getattr(s, "type_annotation", None)
+            if isinstance(t, TensorType):
+                dtype = t.dtype
+                break
+    if isinstance(value, (bool, int, float, np.generic, np.ndarray, list)):
+        return const(value, dtype)
+    raise IRError(f"operator arguments must be expressions or numbers, got {value!r}")
+
+
+# -- leaves ----------------------------------------------------------------------------
+def var(name: str, type_annotation: Any = None, *, shape: Optional[Sequence[int]] = None,
+        dtype: str = "float32") -> Var:
+    """A variable ``%name``.
+
+    :param type_annotation: a :class:`Type`, or a dtype string meaning a scalar tensor
+        of that dtype, or ``None`` (inferred later, or from ``shape``)
+    :param shape: builds ``TensorType(shape, dtype)`` when no annotation is given
+    :param dtype: dtype used with ``shape``
+    """
+    if isinstance(type_annotation, str):
+        type_annotation = TensorType((), check_dtype(type_annotation))
+    elif type_annotation is None and shape is not None:
+        type_annotation = TensorType(shape, dtype)
+    elif type_annotation is not None and not isinstance(type_annotation, Type):
+        if isinstance(type_annotation, (tuple, list)):
+            raise IRError(f"var {name!r}: pass a shape with shape=..., not as the type annotation")
+        raise IRError(f"var {name!r}: type_annotation must be a Type or a dtype string, got {type_annotation!r}")
+    return Var(name, type_annotation)
+
+
+def const(value: Any, dtype: Optional[str] = None) -> Constant:
+    """A constant with TVM's dtype rules.
+
+    Python ``float`` → float32, ``int`` → int32, ``bool`` → bool; numpy float64 →
+    float32 and int64 → int32 when ``dtype`` is not given.
+    """
+    if isinstance(value, Constant):
+        return value if dtype is None or value.dtype == dtype else Constant(value.data.astype(check_dtype(dtype)))
+    if dtype is not None:
+        dtype = check_dtype(dtype)
+        return Constant(np.array(value, dtype=dtype))
+    if isinstance(value, bool):
+        return Constant(np.array(value, dtype="bool"))
+    if isinstance(value, int):
+        return Constant(np.array(value, dtype="int32"))
+    if isinstance(value, float):
+        return Constant(np.array(value, dtype="float32"))
+    arr = np.asarray(value)
+    if arr.dtype == np.float64:
+        arr = arr.astype("float32")
+    elif arr.dtype == np.int64:
+        arr = arr.astype("int32")
+    return Constant(arr)
+
+
+# -- element-wise ------------------------------------------------------------------------
+def _binary(name: str):
+    def build(lhs: Any, rhs: Any) -> Call:
+        return _call(name, (lhs, rhs))
+
+    build.__name__ = build.__qualname__ = name
+    build.__doc__ = f"``{name}(lhs, rhs)`` with numpy broadcasting."
+    return build
+
+
+def _unary(name: str, doc: str):
+    def build(data: Expr) -> Call:
+        return _call(name, (data,))
+
+    build.__name__ = build.__qualname__ = name.split(".")[-1]
+    build.__doc__ = doc
+    return build
+
+
+add = _binary("add")
+subtract = _binary("subtract")
+multiply = _binary("multiply")
+divide = _binary("divide")
+power = _binary("power")
+maximum = _binary("maximum")
+minimum = _binary("minimum")
+less = _binary("less")
+greater = _binary("greater")
+equal = _binary("equal")
+not_equal = _binary("not_equal")
+less_equal = _binary("less_equal")
+greater_equal = _binary("greater_equal")
+
+negative = _unary("negative", "``-x``.")
+exp = _unary("exp", "``e**x``.")
+log = _unary("log", "Natural logarithm.")
+sqrt = _unary("sqrt", "Square root.")
+rsqrt = _unary("rsqrt", "``1 / sqrt(x)``.")
+sigmoid = _unary("sigmoid", "``1 / (1 + exp(-x))``.")
+tanh = _unary("tanh", "Hyperbolic tangent.")
+stop_fusion = _unary("annotation.stop_fusion", "``annotation.stop_fusion(x)``: a barrier for FuseOps.")
+
+
+def where(condition: Any, x: Any, y: Any) -> Call:
+    """``x`` where ``condition`` holds, else ``y`` (broadcasting)."""
+    return _call("where", (condition, x, y))
+
+
+def cast(data: Expr, dtype: str) -> Call:
+    """Convert ``data`` to ``dtype``."""
+    return _call("cast", (data,), {"dtype": check_dtype(dtype)})
+
+
+def clip(a: Expr, a_min: float, a_max: float) -> Call:
+    """Clip values into ``[a_min, a_max]`` (stored as floats, as TVM does)."""
+    return _call("clip", (a,), {"a_min": float(a_min), "a_max": float(a_max)})
+
+
+def shape_of(data: Expr, dtype: str = "int32") -> Call:
+    """The shape of ``data`` as a 1-D tensor."""
+    return _call("shape_of", (data,), {"dtype": check_dtype(dtype)})
+
+
+# -- shapes --------------------------------------------------------------------------
+def _ints(value: Any, what: str) -> tuple:
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return (int(value),)
+    try:
+        out = tuple(int(v) for v in value)
+    except (TypeError, ValueError):
+        raise IRError(f"{what} must be an int or a sequence of ints, got {value!r}") from None
+    return out
+
+
+def reshape(data: Expr, newshape: Any) -> Call:
+    """``reshape(data, newshape)`` (TVM's codes 0, -1, -2, -3, -4 are accepted)."""
+    return _call("reshape", (data,), {"newshape": _ints(newshape, "reshape newshape")})
+
+
+def transpose(data: Expr, axes: Optional[Sequence[int]] = None) -> Call:
+    """Permute axes (reverse them when ``axes`` is None)."""
+    return _call("transpose", (data,), {"axes": None if axes is None else _ints(axes, "transpose axes")})
+
+
+def expand_dims(data: Expr, axis: int, num_newaxis: int = 1) -> Call:
+    """Insert ``num_newaxis`` size-1 axes at ``axis``."""
+    return _call("expand_dims", (data,), {"axis": int(axis), "num_newaxis": int(num_newaxis)})
+
+
+def squeeze(data: Expr, axis: Optional[Any] = None) -> Call:
+    """Remove size-1 axes (all of them when ``axis`` is None)."""
+    return _call("squeeze", (data,), {"axis": None if axis is None else _ints(axis, "squeeze axis")})
+
+
+def concatenate(data: Any, axis: int = 0) -> Call:
+    """Join tensors along ``axis``; ``data`` is a list/tuple of expressions or a Tuple expression."""
+    if isinstance(data, (list, tuple)):
+        data = Tuple([_expr(d, data) for d in data])
+    elif not isinstance(data, Expr):
+        raise IRError(f"concatenate needs a list of expressions or a Tuple, got {data!r}")
+    return Call(_op("concatenate"), (data,), {"axis": int(axis)})
+
+
+def split(data: Expr, indices_or_sections: Any, axis: int = 0) -> Call:
+    """Split along ``axis`` into equal sections (int) or at indices (list); tuple-valued.
+
+    Use ``call[i]`` (a :class:`TupleGetItem`) to get one part.
+    """
+    if isinstance(indices_or_sections, (int, np.integer)) and not isinstance(indices_or_sections, bool):
+        ios: Any = int(indices_or_sections)
+    else:
+        ios = _ints(indices_or_sections, "split indices_or_sections")
+    return _call("split", (data,), {"indices_or_sections": ios, "axis": int(axis)})
+
+
+def layout_transform(data: Expr, src_layout: str, dst_layout: str) -> Call:
+    """Convert ``data`` from ``src_layout`` to ``dst_layout`` (e.g. NCHW → NHWC)."""
+    return _call("layout_transform", (data,), {"src_layout": src_layout, "dst_layout": dst_layout})
+
+
+# -- reductions --------------------------------------------------------------------------
+def _axis(axis: Any) -> Any:
+    return None if axis is None else _ints(axis, "reduction axis")
+
+
+def _reduce(name: str):
+    def build(data: Expr, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> Call:
+        return _call(name, (data,), {"axis": _axis(axis), "keepdims": bool(keepdims), "exclude": bool(exclude)})
+
+    build.__name__ = build.__qualname__ = name
+    build.__doc__ = (f"``{name}`` over ``axis`` (None: all axes; ``exclude``: all but those; "
+                     "``keepdims``: keep reduced axes as size 1).")
+    return build
+
+
+sum = _reduce("sum")  # noqa: A001  (TVM's name)
+mean = _reduce("mean")
+max = _reduce("max")  # noqa: A001
+min = _reduce("min")  # noqa: A001
+
+
+def variance(data: Expr, mean: Optional[Expr] = None, axis: Any = None, keepdims: bool = False,
+             exclude: bool = False, unbiased: bool = False) -> Call:
+    """Variance over ``axis``; ``mean`` defaults to ``mean(data, axis, keepdims=True, exclude)``."""
+    if mean is None:
+        mean = _call("mean", (data,), {"axis": _axis(axis), "keepdims": True, "exclude": bool(exclude)})
+    return _call("variance", (data, mean), {"axis": _axis(axis), "keepdims": bool(keepdims),
+                                            "exclude": bool(exclude), "unbiased": bool(unbiased)})

@@ -1,0 +1,148 @@
+"""Neural-network builders: ``ir.nn.conv2d``, ``ir.nn.batch_norm`` ... (TVM's ``relay.nn``).
+
+As in TVM's Python API, convolution and pooling padding is normalised to four
+values ``(top, left, bottom, right)``, so ``conv2d(x, w)`` prints
+``nn.conv2d(%x, %w, padding=[0, 0, 0, 0])``.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ..errors import IRError
+from .builders import _call, _ints, _op
+from .expr import Call, Expr, TupleGetItem
+
+__all__ = [
+    "conv2d", "relu", "leaky_relu", "batch_norm", "layer_norm", "instance_norm", "dense", "bias_add",
+    "max_pool2d", "avg_pool2d", "global_avg_pool2d", "batch_flatten", "softmax", "dropout",
+]
+
+
+def _pair(value: Any, what: str) -> tuple:
+    v = _ints(value, what)
+    if len(v) == 1:
+        return v * 2
+    if len(v) != 2:
+        raise IRError(f"{what} must be an int or two ints, got {value!r}")
+    return v
+
+
+def _pad4(value: Any, what: str) -> tuple:
+    """TVM's ``get_pad_tuple2d``: 1 → all sides, 2 → (h, w, h, w), 4 → as given."""
+    v = _ints(value, what)
+    if len(v) == 1:
+        return v * 4
+    if len(v) == 2:
+        return (v[0], v[1], v[0], v[1])
+    if len(v) == 4:
+        return v
+    raise IRError(f"{what} must have 1, 2 or 4 values (top, left, bottom, right), got {value!r}")
+
+
+def conv2d(data: Expr, weight: Expr, strides: Any = (1, 1), padding: Any = (0, 0), dilation: Any = (1, 1),
+           groups: int = 1, channels: Optional[int] = None, kernel_size: Any = None,
+           data_layout: str = "NCHW", kernel_layout: str = "OIHW", out_layout: str = "",
+           out_dtype: str = "") -> Call:
+    """2-D convolution ``nn.conv2d``."""
+    attrs = {
+        "strides": _pair(strides, "conv2d strides"),
+        "padding": _pad4(padding, "conv2d padding"),
+        "dilation": _pair(dilation, "conv2d dilation"),
+        "groups": int(groups),
+        "channels": None if channels is None else int(channels),
+        "kernel_size": None if kernel_size is None else _pair(kernel_size, "conv2d kernel_size"),
+        "data_layout": data_layout, "kernel_layout": kernel_layout,
+        "out_layout": out_layout, "out_dtype": out_dtype,
+    }
+    return _call("nn.conv2d", (data, weight), attrs)
+
+
+def relu(data: Expr) -> Call:
+    """``nn.relu``: max(x, 0)."""
+    return _call("nn.relu", (data,))
+
+
+def leaky_relu(data: Expr, alpha: float = 0.01) -> Call:
+    """``nn.leaky_relu``: x if x > 0 else alpha * x."""
+    return _call("nn.leaky_relu", (data,), {"alpha": float(alpha)})
+
+
+def _norm_attrs(axis: int, epsilon: float, center: bool, scale: bool) -> dict:
+    return {"axis": int(axis), "epsilon": float(epsilon), "center": bool(center), "scale": bool(scale)}
+
+
+def batch_norm(data: Expr, gamma: Expr, beta: Expr, moving_mean: Expr, moving_var: Expr, axis: int = 1,
+               epsilon: float = 1e-5, center: bool = True, scale: bool = True) -> Call:
+    """``nn.batch_norm`` — the tuple-valued call ``(out, mean, var)``; ``call[0]`` is the output."""
+    return _call("nn.batch_norm", (data, gamma, beta, moving_mean, moving_var),
+                 _norm_attrs(axis, epsilon, center, scale))
+
+
+def layer_norm(data: Expr, gamma: Expr, beta: Expr, axis: int = -1, epsilon: float = 1e-5,
+               center: bool = True, scale: bool = True) -> Call:
+    """``nn.layer_norm`` over one axis."""
+    return _call("nn.layer_norm", (data, gamma, beta), _norm_attrs(axis, epsilon, center, scale))
+
+
+def instance_norm(data: Expr, gamma: Expr, beta: Expr, axis: int = 1, epsilon: float = 1e-5,
+                  center: bool = True, scale: bool = True) -> Call:
+    """``nn.instance_norm`` over the spatial axes of each sample and channel."""
+    return _call("nn.instance_norm", (data, gamma, beta), _norm_attrs(axis, epsilon, center, scale))
+
+
+def dense(data: Expr, weight: Expr, units: Optional[int] = None, out_dtype: str = "") -> Call:
+    """``nn.dense``: ``data @ weight.T`` with ``weight`` of shape (units, in_features)."""
+    return _call("nn.dense", (data, weight), {"units": None if units is None else int(units),
+                                              "out_dtype": out_dtype})
+
+
+def bias_add(data: Expr, bias: Expr, axis: int = 1) -> Call:
+    """``nn.bias_add``: add a 1-D ``bias`` along ``axis``."""
+    return _call("nn.bias_add", (data, bias), {"axis": int(axis)})
+
+
+def _pool_attrs(pool_size, strides, dilation, padding, layout, out_layout, ceil_mode, name) -> dict:
+    return {
+        "pool_size": _pair(pool_size, f"{name} pool_size"),
+        "strides": _pair(strides, f"{name} strides"),
+        "dilation": _pair(dilation, f"{name} dilation"),
+        "padding": _pad4(padding, f"{name} padding"),
+        "layout": layout, "out_layout": out_layout, "ceil_mode": bool(ceil_mode),
+    }
+
+
+def max_pool2d(data: Expr, pool_size: Any = (1, 1), strides: Any = (1, 1), dilation: Any = (1, 1),
+               padding: Any = (0, 0), layout: str = "NCHW", out_layout: str = "",
+               ceil_mode: bool = False) -> Call:
+    """``nn.max_pool2d``."""
+    return _call("nn.max_pool2d", (data,), _pool_attrs(pool_size, strides, dilation, padding, layout,
+                                                      out_layout, ceil_mode, "max_pool2d"))
+
+
+def avg_pool2d(data: Expr, pool_size: Any = (1, 1), strides: Any = (1, 1), dilation: Any = (1, 1),
+               padding: Any = (0, 0), layout: str = "NCHW", out_layout: str = "",
+               ceil_mode: bool = False, count_include_pad: bool = False) -> Call:
+    """``nn.avg_pool2d``."""
+    attrs = _pool_attrs(pool_size, strides, dilation, padding, layout, out_layout, ceil_mode, "avg_pool2d")
+    attrs["count_include_pad"] = bool(count_include_pad)
+    return _call("nn.avg_pool2d", (data,), attrs)
+
+
+def global_avg_pool2d(data: Expr, layout: str = "NCHW", out_layout: str = "") -> Call:
+    """``nn.global_avg_pool2d``: (N, C, H, W) → (N, C, 1, 1)."""
+    return _call("nn.global_avg_pool2d", (data,), {"layout": layout, "out_layout": out_layout})
+
+
+def batch_flatten(data: Expr) -> Call:
+    """``nn.batch_flatten``: (N, ...) → (N, prod(...))."""
+    return _call("nn.batch_flatten", (data,))
+
+
+def softmax(data: Expr, axis: int = -1) -> Call:
+    """``nn.softmax`` along ``axis``."""
+    return _call("nn.softmax", (data,), {"axis": int(axis)})
+
+
+def dropout(data: Expr, rate: float = 0.5) -> TupleGetItem:
+    """``nn.dropout(data).0`` — the op yields (output, mask) and is stateful."""
+    return TupleGetItem(Call(_op("nn.dropout"), (data,), {"rate": float(rate)}), 0)

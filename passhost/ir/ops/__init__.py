@@ -1,0 +1,34 @@
+"""The core operators, registered on import of :mod:`passhost.ir`.
+
+Modules: :mod:`.elemwise` (unary, binary, comparisons, ``where``, ``cast``,
+``clip``, ``shape_of``, ``annotation.stop_fusion``), :mod:`.transform`
+(``reshape``, ``transpose``, ``expand_dims``, ``squeeze``, ``concatenate``,
+``split``, ``nn.batch_flatten``), :mod:`.reduce` (``sum mean max min variance``),
+:mod:`.nn` (``nn.conv2d nn.dense nn.bias_add nn.softmax nn.batch_norm nn.dropout
+nn.layer_norm nn.instance_norm``), :mod:`.pool` (pooling) and :mod:`.layout`
+(``layout_transform`` and the layout helpers ``parse_layout``/``layout_axes``).
+
+Keys of :attr:`OpDef.extra <passhost.ir.OpDef>` set by core ops (read them with
+``op.definition.extra.get(key)``):
+
+``"data_layout_attr"``
+    name of the attribute holding the data layout (``"data_layout"`` for
+    ``nn.conv2d``, ``"layout"`` for the pools).
+``"kernel_layout_attr"``
+    name of the attribute holding the kernel layout (``nn.conv2d``).
+``"out_layout_attr"``
+    name of the attribute holding the output layout (``""`` = same as the data).
+``"channel_axis_attr"``
+    name of the int attribute selecting the channel / feature axis
+    (``nn.bias_add``, ``nn.batch_norm``, ``nn.layer_norm``, ``nn.instance_norm``, ``nn.softmax``).
+``"layout_attrs"``
+    ``("src_layout", "dst_layout")`` for ``layout_transform``.
+``"layout_agnostic"``
+    ``True`` for unary element-wise ops whose result does not depend on the layout.
+"""
+from __future__ import annotations
+
+from . import elemwise, layout, nn, pool, reduce, transform  # noqa: F401  (registration)
+from .layout import layout_axes, parse_layout
+
+__all__ = ["layout_axes", "parse_layout"]

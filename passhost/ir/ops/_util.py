@@ -1,0 +1,183 @@
+"""Shared helpers for the core operator definitions.
+
+Type-relation helpers raise :class:`~passhost.errors.TypeInferenceError` with a
+message that starts with the operator name (``"add: cannot broadcast ..."``).
+Kernels are wrapped by :func:`kernel`, which silences numpy floating-point
+warnings (overflow, division by zero, invalid) and turns numpy scalars back into
+arrays, so every kernel returns ``ndarray`` (or a tuple of them).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ...errors import IRError, TypeInferenceError
+from ..op import OpDef, OpPattern, register_op
+from ..types import TensorType, TupleType
+
+__all__ = [
+    "reg",
+    "kernel",
+    "tensor_arg",
+    "norm_axis",
+    "norm_axes",
+    "broadcast_shape",
+    "vector_type",
+    "prod",
+    "check_int_pair",
+    "check_pad",
+]
+
+
+def reg(name: str, num_inputs: int, type_rel: Callable, compute: Optional[Callable] = None, *,
+        attrs: tuple = (), pattern: int = OpPattern.OPAQUE, stateful: bool = False,
+        summary: str = "", attr_check: Optional[Callable] = None, extra: Optional[dict] = None):
+    """Register one core operator (a thin wrapper over :func:`register_op`)."""
+    return register_op(OpDef(name=name, num_inputs=num_inputs, type_rel=type_rel, compute=compute,
+                             attrs=attrs, pattern=pattern, stateful=stateful, summary=summary,
+                             attr_check=attr_check, extra=dict(extra or {})))
+
+
+def _as_array(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return tuple(np.asarray(v) for v in value)
+    return np.asarray(value)
+
+
+def kernel(fn: Callable) -> Callable:
+    """Decorate a numpy kernel: no floating-point warnings, arrays out."""
+
+    @functools.wraps(fn)
+    def run(args: list, attrs: Any) -> Any:
+        with np.errstate(all="ignore"):
+            return _as_array(fn(args, attrs))
+
+    return run
+
+
+def tensor_arg(op: str, types: list, i: int, what: str = "") -> TensorType:
+    """``types[i]`` as a :class:`TensorType`, or a clear error."""
+    t = types[i]
+    label = what or f"argument {i}"
+    if t is None:
+        raise TypeInferenceError(
+            f"{op}: the type of {label} is unknown; give the variable a type annotation "
+            "(e.g. ir.var(name, shape=..., dtype=...))")
+    if type(t) is not TensorType:
+        raise TypeInferenceError(f"{op}: {label} must be a tensor, got {t}")
+    return t
+
+
+def norm_axis(op: str, axis: Any, ndim: int, what: str = "axis", extra: int = 0) -> int:
+    """Normalise a possibly negative axis into ``[0, ndim + extra)``."""
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise TypeInferenceError(f"{op}: {what} must be an int, got {axis!r}")
+    n = ndim + extra
+    a = int(axis)
+    if not -n <= a < n:
+        raise TypeInferenceError(f"{op}: {what}={a} is out of range for a rank-{ndim} tensor "
+                                 f"(valid: {-n}..{n - 1})")
+    return a + n if a < 0 else a
+
+
+def norm_axes(op: str, axis: Any, ndim: int, exclude: bool = False) -> tuple:
+    """Sorted reduction axes: ``None`` means all, an int one, a sequence several."""
+    if axis is None:
+        axes = set(range(ndim))
+    else:
+        items = axis if isinstance(axis, (tuple, list)) else (axis,)
+        axes = set()
+        for a in items:
+            k = norm_axis(op, a, ndim)
+            if k in axes:
+                raise TypeInferenceError(f"{op}: axis {a} is listed twice in {axis!r}")
+            axes.add(k)
+    if exclude:
+        axes = set(range(ndim)) - axes
+    return tuple(sorted(axes))
+
+
+def broadcast_shape(a: tuple, b: tuple) -> Optional[tuple]:
+    """numpy broadcasting of two shapes, or ``None`` when they do not broadcast."""
+    if a == b:
+        return a
+    la, lb = len(a), len(b)
+    n = la if la > lb else lb
+    out = []
+    for i in range(n):
+        da = a[i - n + la] if i - n + la >= 0 else 1
+        db = b[i - n + lb] if i - n + lb >= 0 else 1
+        if da == db or db == 1:
+            out.append(da)
+        elif da == 1:
+            out.append(db)
+        else:
+            return None
+    return tuple(out)
+
+
+def vector_type(op: str, types: list, i: int, length: int, dtype: str, what: str, reason: str,
+                cache: Optional[list] = None) -> TensorType:
+    """Check (or fill in, when unknown) a rank-1 parameter of ``length`` elements.
+
+    ``cache`` is a one-element list holding the vector type shared by all the
+    parameters of one call (so the result tuple reuses one object).
+    """
+    t = types[i]
+    if t is None:
+        if cache is not None and cache[0] is not None:
+            t = cache[0]
+        else:
+            t = TensorType((length,), dtype)
+        types[i] = t
+    elif type(t) is not TensorType or t.shape != (length,) or t.dtype != dtype:
+        expected = TensorType((length,), dtype)
+        raise TypeInferenceError(f"{op}: {what} has type {t} but {reason}; expected {expected}")
+    if cache is not None and cache[0] is None:
+        cache[0] = t
+    return t
+
+
+def prod(values: Any) -> int:
+    out = 1
+    for v in values:
+        out *= int(v)
+    return out
+
+
+def check_int_pair(op: str, attrs: Any, name: str, positive: bool = True, allow_none: bool = False) -> None:
+    """Attribute check: ``attrs[name]`` is a pair of ints (positive unless told)."""
+    v = attrs[name]
+    if v is None and allow_none:
+        return
+    ok = isinstance(v, tuple) and len(v) == 2 and all(
+        isinstance(x, int) and not isinstance(x, bool) and (x > 0 if positive else x >= 0) for x in v)
+    if not ok:
+        kind = "positive" if positive else "non-negative"
+        raise IRError(f"operator {op}: attribute {name} must be two {kind} ints, got {v!r}")
+
+
+def check_pad(op: str, attrs: Any, name: str = "padding") -> None:
+    """Attribute check: padding has 1, 2 or 4 non-negative ints."""
+    v = attrs[name]
+    ok = isinstance(v, tuple) and len(v) in (1, 2, 4) and all(
+        isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in v)
+    if not ok:
+        raise IRError(f"operator {op}: attribute {name} must be 1, 2 or 4 non-negative ints "
+                      f"(top, left, bottom, right), got {v!r}")
+
+
+def pad4(padding: tuple) -> tuple:
+    """``(top, left, bottom, right)`` from 1, 2 or 4 padding values (TVM's get_pad_tuple2d)."""
+    if len(padding) == 1:
+        p = padding[0]
+        return (p, p, p, p)
+    if len(padding) == 2:
+        return (padding[0], padding[1], padding[0], padding[1])
+    return tuple(padding)
+
+
+def tuple_type(fields: list) -> TupleType:
+    return TupleType(fields)

@@ -1,0 +1,253 @@
+"""Element-wise and broadcasting operators.
+
+Unary: ``negative exp log sqrt rsqrt sigmoid tanh nn.relu nn.leaky_relu cast clip``
+(pattern ELEMWISE) and the opaque helpers ``annotation.stop_fusion`` and ``shape_of``.
+Binary (numpy broadcasting, equal dtypes): ``add subtract multiply divide power
+maximum minimum`` and the comparisons ``less greater equal not_equal less_equal
+greater_equal`` (bool result); ternary ``where``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import IRError, TypeInferenceError
+from ..op import OpPattern
+from ..types import TensorType, check_dtype
+from ._util import broadcast_shape, kernel, reg, tensor_arg
+
+E, B, OPAQUE = OpPattern.ELEMWISE, OpPattern.BROADCAST, OpPattern.OPAQUE
+
+
+# -- unary -------------------------------------------------------------------------
+def _identity_rel(name: str):
+    def rel(types: list, attrs) -> TensorType:
+        return tensor_arg(name, types, 0, "data")
+
+    rel.__name__ = f"{name.replace('.', '_')}_rel"
+    return rel
+
+
+def _unary_kernel(fn):
+    @kernel
+    def run(args: list, attrs) -> np.ndarray:
+        x = args[0]
+        return np.asarray(fn(x)).astype(x.dtype, copy=False)
+
+    return run
+
+
+def _rsqrt(x):
+    return 1.0 / np.sqrt(x)
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _relu(x):
+    return np.maximum(x, np.zeros((), dtype=x.dtype))
+
+
+_UNARY = [
+    ("negative", np.negative, "Numerical negative, -x."),
+    ("exp", np.exp, "Exponential, e**x."),
+    ("log", np.log, "Natural logarithm."),
+    ("sqrt", np.sqrt, "Square root."),
+    ("rsqrt", _rsqrt, "Reciprocal square root, 1/sqrt(x)."),
+    ("sigmoid", _sigmoid, "Logistic sigmoid, 1/(1+exp(-x))."),
+    ("tanh", np.tanh, "Hyperbolic tangent."),
+    ("nn.relu", _relu, "Rectified linear unit, max(x, 0)."),
+]
+for _name, _fn, _doc in _UNARY:
+    reg(_name, 1, _identity_rel(_name), _unary_kernel(_fn), pattern=E, summary=_doc,
+        extra={"layout_agnostic": True})
+
+
+@kernel
+def _leaky_relu(args: list, attrs) -> np.ndarray:
+    x = args[0]
+    return np.where(x > 0, x, x * attrs.alpha).astype(x.dtype, copy=False)
+
+
+reg("nn.leaky_relu", 1, _identity_rel("nn.leaky_relu"), _leaky_relu, attrs=(("alpha", 0.25),),
+    pattern=E, summary="Leaky ReLU: x if x > 0 else alpha * x.", extra={"layout_agnostic": True})
+
+
+@kernel
+def _clip(args: list, attrs) -> np.ndarray:
+    x = args[0]
+    return np.clip(x, attrs.a_min, attrs.a_max).astype(x.dtype, copy=False)
+
+
+def _check_clip(attrs) -> None:
+    for key in ("a_min", "a_max"):
+        v = attrs[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise IRError(f"operator clip: attribute {key} must be a number, got {v!r}")
+
+
+reg("clip", 1, _identity_rel("clip"), _clip, attrs=(("a_min", None), ("a_max", None)), pattern=E,
+    attr_check=_check_clip, summary="Clip values into [a_min, a_max].", extra={"layout_agnostic": True})
+
+
+def _cast_rel(types: list, attrs) -> TensorType:
+    t = tensor_arg("cast", types, 0, "data")
+    if t.dtype == attrs.dtype:
+        return t
+    return TensorType(t.shape, attrs.dtype)
+
+
+@kernel
+def _cast(args: list, attrs) -> np.ndarray:
+    return args[0].astype(attrs.dtype, copy=False)
+
+
+def _check_dtype_attr(op: str):
+    def check(attrs) -> None:
+        try:
+            check_dtype(attrs.dtype)
+        except IRError as err:
+            raise IRError(f"operator {op}: attribute dtype: {err}") from None
+
+    return check
+
+
+reg("cast", 1, _cast_rel, _cast, attrs=(("dtype", None),), pattern=E, attr_check=_check_dtype_attr("cast"),
+    summary="Convert to another dtype.", extra={"layout_agnostic": True})
+
+
+@kernel
+def _identity(args: list, attrs) -> np.ndarray:
+    return args[0]
+
+
+reg("annotation.stop_fusion", 1, _identity_rel("annotation.stop_fusion"), _identity, pattern=OPAQUE,
+    summary="Identity that FuseOps never fuses across (removed by FuseOps).")
+
+
+def _shape_of_rel(types: list, attrs) -> TensorType:
+    t = tensor_arg("shape_of", types, 0, "data")
+    return TensorType((t.ndim,), attrs.dtype)
+
+
+@kernel
+def _shape_of(args: list, attrs) -> np.ndarray:
+    return np.array(args[0].shape, dtype=attrs.dtype)
+
+
+reg("shape_of", 1, _shape_of_rel, _shape_of, attrs=(("dtype", "int32"),), pattern=OPAQUE,
+    attr_check=_check_dtype_attr("shape_of"), summary="The shape of a tensor as a 1-D tensor.")
+
+
+# -- binary ------------------------------------------------------------------------
+def _binary_rel(name: str, result_dtype: str = ""):
+    def rel(types: list, attrs) -> TensorType:
+        a, b = types[0], types[1]
+        if a is None and b is not None:
+            types[0] = a = b
+        elif b is None and a is not None:
+            types[1] = b = a
+        a = tensor_arg(name, types, 0, "the left operand")
+        b = tensor_arg(name, types, 1, "the right operand")
+        if a.dtype != b.dtype:
+            raise TypeInferenceError(f"{name}: dtype mismatch between {a} and {b}; cast one operand")
+        dtype = result_dtype or a.dtype
+        if a is b or a.shape == b.shape:
+            shape = a.shape
+        else:
+            shape = broadcast_shape(a.shape, b.shape)
+            if shape is None:
+                raise TypeInferenceError(f"{name}: cannot broadcast {a} with {b}")
+        if dtype == a.dtype:
+            if shape == a.shape:
+                return a
+            if shape == b.shape:
+                return b
+        return TensorType(shape, dtype)
+
+    rel.__name__ = f"{name}_rel"
+    return rel
+
+
+def _divide(a, b):
+    if a.dtype.kind in "iu":
+        # C (truncating) integer division, as TVM does; x / 0 gives 0 here
+        q = np.floor_divide(a, b)
+        fix = (q < 0) & (q * b != a)
+        return np.where(b == 0, np.zeros_like(q), q + fix.astype(q.dtype))
+    return np.true_divide(a, b)
+
+
+def _power(a, b):
+    if a.dtype.kind in "iu":
+        return np.power(a.astype("float64"), b.astype("float64"))
+    return np.power(a, b)
+
+
+def _binary_kernel(fn, result_dtype: str = ""):
+    @kernel
+    def run(args: list, attrs) -> np.ndarray:
+        a, b = args
+        return np.asarray(fn(a, b)).astype(result_dtype or a.dtype, copy=False)
+
+    return run
+
+
+_BINARY = [
+    ("add", np.add, "Element-wise addition with broadcasting."),
+    ("subtract", np.subtract, "Element-wise subtraction with broadcasting."),
+    ("multiply", np.multiply, "Element-wise multiplication with broadcasting."),
+    ("divide", _divide, "Element-wise division with broadcasting (integers truncate)."),
+    ("power", _power, "Element-wise power with broadcasting."),
+    ("maximum", np.maximum, "Element-wise maximum with broadcasting."),
+    ("minimum", np.minimum, "Element-wise minimum with broadcasting."),
+]
+for _name, _fn, _doc in _BINARY:
+    reg(_name, 2, _binary_rel(_name), _binary_kernel(_fn), pattern=B, summary=_doc)
+
+_COMPARE = [
+    ("less", np.less, "x < y"),
+    ("greater", np.greater, "x > y"),
+    ("equal", np.equal, "x == y"),
+    ("not_equal", np.not_equal, "x != y"),
+    ("less_equal", np.less_equal, "x <= y"),
+    ("greater_equal", np.greater_equal, "x >= y"),
+]
+for _name, _fn, _doc in _COMPARE:
+    reg(_name, 2, _binary_rel(_name, "bool"), _binary_kernel(_fn, "bool"), pattern=B,
+        summary=f"Element-wise comparison {_doc} with broadcasting (bool result).")
+
+
+def _where_rel(types: list, attrs) -> TensorType:
+    op = "where"
+    x, y = types[1], types[2]
+    if x is None and y is not None:
+        types[1] = x = y
+    elif y is None and x is not None:
+        types[2] = y = x
+    cond = tensor_arg(op, types, 0, "the condition")
+    x = tensor_arg(op, types, 1, "the true operand")
+    y = tensor_arg(op, types, 2, "the false operand")
+    if x.dtype != y.dtype:
+        raise TypeInferenceError(f"{op}: dtype mismatch between {x} and {y}; cast one operand")
+    shape = broadcast_shape(x.shape, y.shape)
+    if shape is None:
+        raise TypeInferenceError(f"{op}: cannot broadcast {x} with {y}")
+    full = broadcast_shape(cond.shape, shape)
+    if full is None:
+        raise TypeInferenceError(f"{op}: cannot broadcast the condition {cond} with {TensorType(shape, x.dtype)}")
+    if full == x.shape:
+        return x
+    if full == y.shape:
+        return y
+    return TensorType(full, x.dtype)
+
+
+@kernel
+def _where(args: list, attrs) -> np.ndarray:
+    c, x, y = args
+    return np.where(c.astype(bool, copy=False), x, y).astype(x.dtype, copy=False)
+
+
+reg("where", 3, _where_rel, _where, pattern=B,
+    summary="Select from x where the condition holds, else from y (broadcasting).")

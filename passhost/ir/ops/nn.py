@@ -1,0 +1,339 @@
+"""Neural-network operators: ``nn.conv2d nn.dense nn.bias_add nn.softmax nn.batch_norm
+nn.dropout nn.layer_norm nn.instance_norm`` (pooling lives in :mod:`.pool`).
+
+Convolution supports any data layout that permutes ``NCHW`` (``NCHW``, ``NHWC`` ...)
+and any kernel layout that permutes ``OIHW`` (``OIHW``, ``HWIO``, ``HWOI`` ...), with
+strides, dilation, 1/2/4-value padding ``(top, left, bottom, right)`` and groups
+(depthwise included). The kernel is vectorised: a sliding-window view of the
+padded input contracted with the weight (``tensordot``; one ``einsum`` for groups).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ...errors import IRError, TypeInferenceError
+from ..op import OpPattern
+from ..types import TensorType, TupleType
+from ._util import (check_int_pair, check_pad, kernel, norm_axis, pad4, reg, tensor_arg, vector_type)
+from .layout import layout_axes, layout_index, parse_layout
+
+FUSABLE, B, OPAQUE = OpPattern.OUT_ELEMWISE_FUSABLE, OpPattern.BROADCAST, OpPattern.OPAQUE
+
+
+# -- conv2d ------------------------------------------------------------------------
+def conv_out_dim(size: int, pad_lo: int, pad_hi: int, k: int, stride: int, dilation: int) -> int:
+    return (size + pad_lo + pad_hi - dilation * (k - 1) - 1) // stride + 1
+
+
+def _conv2d_rel(types: list, attrs) -> TensorType:
+    op = "nn.conv2d"
+    data = tensor_arg(op, types, 0, "data")
+    n_, c_, h_, w_ = layout_index(attrs.data_layout, "NCHW", op)
+    o_, i_, kh_, kw_ = layout_index(attrs.kernel_layout, "OIHW", op)
+    out_layout = attrs.out_layout or attrs.data_layout
+    layout_index(out_layout, "NCHW", op)
+    if data.ndim != 4:
+        raise TypeInferenceError(f"{op}: data must be 4-D ({attrs.data_layout}), got {data}")
+    groups = attrs.groups
+    in_ch = data.shape[c_]
+    if in_ch % groups:
+        raise TypeInferenceError(f"{op}: data has {in_ch} input channels, not divisible by groups={groups}")
+    weight = types[1]
+    if weight is None:
+        if attrs.channels is None or attrs.kernel_size is None:
+            raise TypeInferenceError(
+                f"{op}: the weight's type is unknown and cannot be derived; give the weight a type "
+                "annotation or set channels and kernel_size")
+        dims = [0, 0, 0, 0]
+        dims[o_], dims[i_] = attrs.channels, in_ch // groups
+        dims[kh_], dims[kw_] = attrs.kernel_size
+        weight = types[1] = TensorType(dims, data.dtype)
+    weight = tensor_arg(op, types, 1, "the weight")
+    if weight.ndim != 4:
+        raise TypeInferenceError(f"{op}: the weight must be 4-D ({attrs.kernel_layout}), got {weight}")
+    if weight.dtype != data.dtype:
+        raise TypeInferenceError(f"{op}: dtype mismatch between the data {data} and the weight {weight}")
+    ws = weight.shape
+    if ws[i_] * groups != in_ch:
+        raise TypeInferenceError(
+            f"{op}: data has {in_ch} input channels but the weight expects {ws[i_] * groups} "
+            f"(weight {weight} in layout {attrs.kernel_layout}, groups={groups})")
+    out_ch = ws[o_]
+    if out_ch % groups:
+        raise TypeInferenceError(f"{op}: the weight's {out_ch} output channels are not divisible by groups={groups}")
+    if attrs.channels is not None and attrs.channels != out_ch:
+        raise TypeInferenceError(f"{op}: channels={attrs.channels} but the weight {weight} has {out_ch} output channels")
+    kh, kw = ws[kh_], ws[kw_]
+    if attrs.kernel_size is not None and tuple(attrs.kernel_size) != (kh, kw):
+        raise TypeInferenceError(f"{op}: kernel_size={list(attrs.kernel_size)} but the weight {weight} is {kh}x{kw}")
+    pt, pl, pb, pr = pad4(attrs.padding)
+    sh, sw = attrs.strides
+    dh, dw = attrs.dilation
+    oh = conv_out_dim(data.shape[h_], pt, pb, kh, sh, dh)
+    ow = conv_out_dim(data.shape[w_], pl, pr, kw, sw, dw)
+    if oh <= 0 or ow <= 0:
+        raise TypeInferenceError(f"{op}: the {kh}x{kw} kernel (dilation {dh}x{dw}) does not fit the padded input {data}")
+    nchw = (data.shape[n_], out_ch, oh, ow)
+    shape = tuple(nchw["NCHW".index(c)] for c in parse_layout(out_layout))
+    return TensorType(shape, attrs.out_dtype or data.dtype)
+
+
+def _windows(x: np.ndarray, kh: int, kw: int, strides: tuple, dilation: tuple, oh: int, ow: int) -> np.ndarray:
+    """``(N, C, OH, OW, kh, kw)`` view of the windows of a padded NCHW array."""
+    dh, dw = dilation
+    win = sliding_window_view(x, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))
+    return win[:, :, ::strides[0], ::strides[1], ::dh, ::dw][:, :, :oh, :ow]
+
+
+@kernel
+def _conv2d(args: list, attrs) -> np.ndarray:
+    x, w = args
+    out_dtype = attrs.out_dtype or x.dtype
+    x = np.transpose(x, layout_axes(attrs.data_layout, "NCHW"))
+    w = np.transpose(w, layout_axes(attrs.kernel_layout, "OIHW"))
+    if np.dtype(out_dtype) != x.dtype:
+        x, w = x.astype(out_dtype), w.astype(out_dtype)
+    pt, pl, pb, pr = pad4(attrs.padding)
+    n, c, h, wd = x.shape
+    o, ig, kh, kw = w.shape
+    oh = conv_out_dim(h, pt, pb, kh, attrs.strides[0], attrs.dilation[0])
+    ow = conv_out_dim(wd, pl, pr, kw, attrs.strides[1], attrs.dilation[1])
+    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    win = _windows(xp, kh, kw, attrs.strides, attrs.dilation, oh, ow)
+    g = attrs.groups
+    if g == 1:
+        out = np.tensordot(win, w, axes=([1, 4, 5], [1, 2, 3])).transpose(0, 3, 1, 2)
+    else:
+        wing = win.reshape(n, g, c // g, oh, ow, kh, kw)
+        wg = w.reshape(g, o // g, ig, kh, kw)
+        out = np.einsum("ngchwij,gocij->ngohw", wing, wg, optimize=True).reshape(n, o, oh, ow)
+    out = np.transpose(out, layout_axes("NCHW", attrs.out_layout or attrs.data_layout))
+    return np.ascontiguousarray(out).astype(out_dtype, copy=False)
+
+
+def _check_layout_attr(op: str, attrs, key: str, allow_empty: bool = False) -> None:
+    v = attrs[key]
+    if allow_empty and v == "":
+        return
+    try:
+        parse_layout(v)
+    except IRError as err:
+        raise IRError(f"operator {op}: attribute {key}: {err}") from None
+
+
+def _check_conv2d(attrs) -> None:
+    op = "nn.conv2d"
+    check_int_pair(op, attrs, "strides")
+    check_int_pair(op, attrs, "dilation")
+    check_int_pair(op, attrs, "kernel_size", allow_none=True)
+    check_pad(op, attrs)
+    g = attrs.groups
+    if isinstance(g, bool) or not isinstance(g, int) or g < 1:
+        raise IRError(f"operator {op}: attribute groups must be a positive int, got {g!r}")
+    ch = attrs.channels
+    if ch is not None and (isinstance(ch, bool) or not isinstance(ch, int) or ch < 1):
+        raise IRError(f"operator {op}: attribute channels must be a positive int or None, got {ch!r}")
+    for key in ("data_layout", "kernel_layout"):
+        _check_layout_attr(op, attrs, key)
+    _check_layout_attr(op, attrs, "out_layout", allow_empty=True)
+
+
+reg("nn.conv2d", 2, _conv2d_rel, _conv2d,
+    attrs=(("strides", (1, 1)), ("padding", (0, 0)), ("dilation", (1, 1)), ("groups", 1),
+           ("channels", None), ("kernel_size", None), ("data_layout", "NCHW"),
+           ("kernel_layout", "OIHW"), ("out_layout", ""), ("out_dtype", "")),
+    pattern=FUSABLE, attr_check=_check_conv2d,
+    summary="2-D convolution (strides, padding, dilation, groups; NCHW/NHWC data, OIHW/HWIO kernels).",
+    extra={"data_layout_attr": "data_layout", "kernel_layout_attr": "kernel_layout",
+           "out_layout_attr": "out_layout"})
+
+
+# -- dense / bias_add ----------------------------------------------------------------
+def _dense_rel(types: list, attrs) -> TensorType:
+    op = "nn.dense"
+    data = tensor_arg(op, types, 0, "data")
+    if data.ndim < 1:
+        raise TypeInferenceError(f"{op}: data must have at least one axis, got {data}")
+    k = data.shape[-1]
+    if types[1] is None:
+        if attrs.units is None:
+            raise TypeInferenceError(f"{op}: the weight's type is unknown; give it a type annotation or set units")
+        types[1] = TensorType((attrs.units, k), data.dtype)
+    weight = tensor_arg(op, types, 1, "the weight")
+    if weight.ndim != 2 or weight.shape[1] != k:
+        raise TypeInferenceError(f"{op}: data {data} has {k} input features but the weight {weight} "
+                                 f"expects shape (units, {k})")
+    if weight.dtype != data.dtype:
+        raise TypeInferenceError(f"{op}: dtype mismatch between the data {data} and the weight {weight}")
+    if attrs.units is not None and attrs.units != weight.shape[0]:
+        raise TypeInferenceError(f"{op}: units={attrs.units} but the weight {weight} has {weight.shape[0]} rows")
+    return TensorType(data.shape[:-1] + (weight.shape[0],), attrs.out_dtype or data.dtype)
+
+
+@kernel
+def _dense(args: list, attrs) -> np.ndarray:
+    x, w = args
+    dtype = attrs.out_dtype or x.dtype
+    if np.dtype(dtype) != x.dtype:
+        x, w = x.astype(dtype), w.astype(dtype)
+    return np.matmul(x, w.T).astype(dtype, copy=False)
+
+
+reg("nn.dense", 2, _dense_rel, _dense, attrs=(("units", None), ("out_dtype", "")), pattern=FUSABLE,
+    summary="Fully connected layer: data @ weight.T with weight (units, in_features).")
+
+
+def _bias_add_rel(types: list, attrs) -> TensorType:
+    op = "nn.bias_add"
+    data = tensor_arg(op, types, 0, "data")
+    axis = norm_axis(op, attrs.axis, data.ndim)
+    dim = data.shape[axis]
+    vector_type(op, types, 1, dim, data.dtype, "the bias",
+                f"the data {data} has {dim} elements on axis {attrs.axis}")
+    return data
+
+
+@kernel
+def _bias_add(args: list, attrs) -> np.ndarray:
+    x, b = args
+    axis = attrs.axis % x.ndim
+    return (x + b.reshape((-1,) + (1,) * (x.ndim - axis - 1))).astype(x.dtype, copy=False)
+
+
+reg("nn.bias_add", 2, _bias_add_rel, _bias_add, attrs=(("axis", 1),), pattern=B,
+    summary="Add a 1-D bias along an axis.", extra={"channel_axis_attr": "axis"})
+
+
+# -- softmax -------------------------------------------------------------------------
+def _softmax_rel(types: list, attrs) -> TensorType:
+    data = tensor_arg("nn.softmax", types, 0, "data")
+    norm_axis("nn.softmax", attrs.axis, data.ndim)
+    return data
+
+
+@kernel
+def _softmax(args: list, attrs) -> np.ndarray:
+    x = args[0]
+    e = np.exp(x - np.max(x, axis=attrs.axis, keepdims=True))
+    return (e / np.sum(e, axis=attrs.axis, keepdims=True)).astype(x.dtype, copy=False)
+
+
+reg("nn.softmax", 1, _softmax_rel, _softmax, attrs=(("axis", -1),), pattern=FUSABLE,
+    summary="Softmax along an axis.", extra={"channel_axis_attr": "axis"})
+
+
+# -- normalisations --------------------------------------------------------------------
+def _norm_rel(op: str, nparams: int, tuple_out: bool):
+    names = ("gamma", "beta", "moving_mean", "moving_var")[:nparams]
+
+    def rel(types: list, attrs):
+        data = tensor_arg(op, types, 0, "data")
+        axis = norm_axis(op, attrs.axis, data.ndim)
+        dim = data.shape[axis]
+        cache = [None]
+        reason = f"the data {data} has {dim} channels on axis {attrs.axis}"
+        vec = None
+        for i, name in enumerate(names, start=1):
+            vec = vector_type(op, types, i, dim, data.dtype, name, reason, cache)
+        if tuple_out:
+            return TupleType([data, vec, vec])
+        return data
+
+    rel.__name__ = f"{op.replace('.', '_')}_rel"
+    return rel
+
+
+def _bcast(v: np.ndarray, ndim: int, axis: int) -> np.ndarray:
+    return v.reshape((-1,) + (1,) * (ndim - axis - 1))
+
+
+def _affine(x, gamma, beta, attrs, axis) -> np.ndarray:
+    if attrs.scale:
+        x = x * _bcast(gamma, x.ndim, axis)
+    if attrs.center:
+        x = x + _bcast(beta, x.ndim, axis)
+    return x
+
+
+@kernel
+def _batch_norm(args: list, attrs) -> tuple:
+    x, gamma, beta, mean, var = args
+    axis = attrs.axis % x.ndim
+    inv = 1.0 / np.sqrt(var.astype("float64") + attrs.epsilon)
+    out = (x - _bcast(mean, x.ndim, axis)) * _bcast(inv, x.ndim, axis).astype(x.dtype)
+    out = _affine(out, gamma, beta, attrs, axis)
+    return out.astype(x.dtype, copy=False), mean, var
+
+
+def _check_norm(op: str):
+    def check(attrs) -> None:
+        eps = attrs.epsilon
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or eps < 0:
+            raise IRError(f"operator {op}: attribute epsilon must be a non-negative float, got {eps!r}")
+
+    return check
+
+
+_NORM_ATTRS = (("epsilon", 1e-5), ("center", True), ("scale", True))
+
+reg("nn.batch_norm", 5, _norm_rel("nn.batch_norm", 4, True), _batch_norm,
+    attrs=(("axis", 1),) + _NORM_ATTRS, pattern=FUSABLE, attr_check=_check_norm("nn.batch_norm"),
+    summary="Batch normalisation (inference): (out, moving_mean, moving_var).",
+    extra={"channel_axis_attr": "axis"})
+
+
+def _normalize(x: np.ndarray, axes: tuple, eps: float) -> np.ndarray:
+    xf = x.astype("float64")
+    mu = xf.mean(axis=axes, keepdims=True)
+    var = np.square(xf - mu).mean(axis=axes, keepdims=True)
+    return (xf - mu) / np.sqrt(var + eps)
+
+
+@kernel
+def _layer_norm(args: list, attrs) -> np.ndarray:
+    x, gamma, beta = args
+    axis = attrs.axis % x.ndim
+    out = _affine(_normalize(x, (axis,), attrs.epsilon), gamma, beta, attrs, axis)
+    return out.astype(x.dtype, copy=False)
+
+
+@kernel
+def _instance_norm(args: list, attrs) -> np.ndarray:
+    x, gamma, beta = args
+    axis = attrs.axis % x.ndim
+    axes = tuple(i for i in range(1, x.ndim) if i != axis)
+    out = _affine(_normalize(x, axes, attrs.epsilon), gamma, beta, attrs, axis)
+    return out.astype(x.dtype, copy=False)
+
+
+reg("nn.layer_norm", 3, _norm_rel("nn.layer_norm", 2, False), _layer_norm,
+    attrs=(("axis", -1),) + _NORM_ATTRS, pattern=OPAQUE, attr_check=_check_norm("nn.layer_norm"),
+    summary="Layer normalisation over one axis, with per-axis gamma and beta.",
+    extra={"channel_axis_attr": "axis"})
+reg("nn.instance_norm", 3, _norm_rel("nn.instance_norm", 2, False), _instance_norm,
+    attrs=(("axis", 1),) + _NORM_ATTRS, pattern=OPAQUE, attr_check=_check_norm("nn.instance_norm"),
+    summary="Instance normalisation over all axes but the batch and channel axes.",
+    extra={"channel_axis_attr": "axis"})
+
+
+# -- dropout ---------------------------------------------------------------------------
+def _dropout_rel(types: list, attrs) -> TupleType:
+    data = tensor_arg("nn.dropout", types, 0, "data")
+    return TupleType([data, data])
+
+
+@kernel
+def _dropout(args: list, attrs) -> tuple:
+    x = args[0]
+    return x, np.ones_like(x)
+
+
+def _check_rate(attrs) -> None:
+    r = attrs.rate
+    if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 <= r < 1:
+        raise IRError(f"operator nn.dropout: attribute rate must be a float in [0, 1), got {r!r}")
+
+
+reg("nn.dropout", 1, _dropout_rel, _dropout, attrs=(("rate", 0.5),), pattern=OPAQUE, stateful=True,
+    attr_check=_check_rate, summary="Dropout (identity at inference); yields (output, mask).")
