@@ -20,6 +20,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from ..errors import EvaluationError, PasshostError
+from ._gc import paused
 from .analysis import free_vars
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
@@ -101,7 +102,7 @@ def evaluate(mod_or_func: Union[IRModule, Expr], *args: Any) -> Any:
                 "with that parameter to evaluate it")
         env = {}
         body = func
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), paused():
         return _Machine(mod).run(body, env)
 
 

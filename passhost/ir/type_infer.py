@@ -39,6 +39,7 @@ from __future__ import annotations
 from typing import Callable, Optional, Union
 
 from ..errors import PasshostError, TypeInferenceError
+from ._gc import paused
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
 from .op import Op
@@ -67,13 +68,16 @@ def infer_type(obj: Union[IRModule, Expr]) -> Union[IRModule, Expr]:
         a bad tuple index, a recursive function without annotations, ...
     """
     if isinstance(obj, IRModule):
-        _infer_module(obj)
+        with paused():
+            _infer_module(obj)
         return obj.copy()
     if isinstance(obj, Expr):
         if type(obj) is Op:
             raise TypeInferenceError(f"cannot infer the type of operator {obj.name} on its own: "
                                      "type a call of it instead")
-        _infer_expr(obj, _no_module)
+        if obj._checked_type is None:
+            with paused():
+                _infer_expr(obj, _no_module)
         return obj
     raise TypeInferenceError(
         f"infer_type needs an IRModule or an expression, got {type(obj).__name__}")
