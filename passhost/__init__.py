@@ -1,0 +1,47 @@
+"""passhost: Relay-style graph-level compiler passes, every pass and instrument a plugin.
+
+The public door (CONTRACT §1-§7)::
+
+    import passhost
+    from passhost import ir, transform, instrument
+
+    mod = ir.parse(text)
+    seq = passhost.pipeline("FoldConstant,EliminateCommonSubexpr,FuseOps(fuse_opt_level=2)")
+    with transform.PassContext(opt_level=3):
+        mod = seq(mod)
+
+Importing passhost loads no plugin: the registry is built on first use of
+:mod:`passhost.passes`, :mod:`passhost.instruments`, :func:`pipeline` or
+:func:`default_pipeline`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from . import instrument, ir, transform
+from . import instruments, passes
+from .hookspecs import hookimpl
+from .pipeline import default_pipeline, pipeline
+
+__all__ = [
+    "hookimpl",
+    "ir",
+    "transform",
+    "instrument",
+    "passes",
+    "instruments",
+    "pipeline",
+    "default_pipeline",
+    "__version__",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("passhost")
+        except PackageNotFoundError:  # running from a source tree that was never installed
+            return "0.0.0+unknown"
+    raise AttributeError(f"module 'passhost' has no attribute {name!r}")

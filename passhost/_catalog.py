@@ -1,0 +1,46 @@
+"""Which first-party distribution provides which name.
+
+Used only to print an install hint when a name is not registered (for example after
+``pip uninstall passhost-fold-constant``). The registry itself never consults this
+table: what is installed is what the entry points say. ``tests/test_registry.py`` keeps
+it in sync with ``plugins/*/pyproject.toml``.
+"""
+from __future__ import annotations
+
+from typing import Final, Mapping
+
+__all__ = ["PASSES", "INSTRUMENTS", "distribution_for"]
+
+#: pass name -> distribution
+PASSES: Final[Mapping[str, str]] = {
+    "CanonicalizeOps": "passhost-canonicalize-ops",
+    "ConvertLayout": "passhost-convert-layout",
+    "DeadCodeElimination": "passhost-dead-code-elimination",
+    "EliminateCommonSubexpr": "passhost-eliminate-common-subexpr",
+    "FoldConstant": "passhost-fold-constant",
+    "FoldScaleAxis": "passhost-fold-scale-axis",
+    "FuseOps": "passhost-fuse-ops",
+    "InferType": "passhost-infer-type",
+    "Inline": "passhost-inline",
+    "PrintIR": "passhost-print-ir-pass",
+    "RemoveUnusedFunctions": "passhost-remove-unused-functions",
+    "SimplifyInference": "passhost-simplify-inference",
+    "ToANormalForm": "passhost-to-a-normal-form",
+    "ToGraphNormalForm": "passhost-to-graph-normal-form",
+}
+
+#: instrument name -> distribution
+INSTRUMENTS: Final[Mapping[str, str]] = {
+    "op-diff": "passhost-op-diff",
+    "print-ir": "passhost-print-ir",
+    "timing": "passhost-timing",
+}
+
+
+def distribution_for(kind: str, name: str) -> str | None:
+    """The first-party distribution providing pass or instrument ``name``, if any.
+
+    :param kind: ``"pass"`` or ``"instrument"``
+    """
+    table = PASSES if kind == "pass" else INSTRUMENTS
+    return table.get(name)

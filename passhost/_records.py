@@ -1,0 +1,204 @@
+"""What the registry knows about each plugin and each name it registered.
+
+Plugins never build these: the registry attaches the entry point, distribution and
+version of the plugin that yielded a :mod:`passhost.hookspecs` record.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from .errors import PipelineError
+from .hookspecs import ConfigEntry, InstrumentEntry, PassEntry
+
+__all__ = ["PluginSource", "BrokenPlugin", "PassRecord", "InstrumentRecord", "ConfigRecord", "Conflict"]
+
+
+@dataclass(frozen=True)
+class PluginSource:
+    """Where a plugin came from.
+
+    :ivar name: the entry-point name (or the name given to ``register_plugin``)
+    :ivar distribution: the installed distribution, ``None`` for in-process plugins
+    :ivar version: the distribution's version
+    """
+
+    name: str
+    distribution: Optional[str] = None
+    version: Optional[str] = None
+
+    @property
+    def requirement(self) -> str:
+        """``dist==version`` as ``passhost list`` shows it."""
+        if self.distribution is None:
+            return f"{self.name} (in-process)"
+        return f"{self.distribution}=={self.version}"
+
+    def describe(self) -> str:
+        """``passhost-fold-constant 0.1.0 (entry point 'fold-constant')``."""
+        if self.distribution is None:
+            return f"in-process plugin {self.name!r}"
+        return f"{self.distribution} {self.version} (entry point {self.name!r})"
+
+    def as_dict(self) -> dict:
+        return {"plugin": self.name, "distribution": self.distribution, "version": self.version}
+
+
+@dataclass(frozen=True)
+class BrokenPlugin:
+    """A plugin that failed to load; listed by ``passhost list``, otherwise ignored.
+
+    :ivar error: one line: the exception type and message
+    """
+
+    name: str
+    distribution: Optional[str]
+    version: Optional[str]
+    error: str
+
+    @property
+    def source(self) -> PluginSource:
+        return PluginSource(self.name, self.distribution, self.version)
+
+    @property
+    def message(self) -> str:
+        return f"plugin {self.source.describe()} failed to load: {self.error}"
+
+    def as_dict(self) -> dict:
+        return {**self.source.as_dict(), "error": self.error}
+
+
+def _options_text(options: dict) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in options.items())
+
+
+@dataclass(frozen=True)
+class PassRecord:
+    """One registered pass: the plugin's entry plus what the registry learnt about it.
+
+    ``opt_level`` and ``required`` come from ``entry.factory().info``.
+    """
+
+    entry: PassEntry
+    source: PluginSource
+    opt_level: int
+    required: tuple
+    summary: str
+
+    kind = "pass"
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def distribution(self) -> Optional[str]:
+        return self.source.distribution
+
+    @property
+    def version(self) -> Optional[str]:
+        return self.source.version
+
+    @property
+    def after(self) -> tuple:
+        return self.entry.after
+
+    @property
+    def before(self) -> tuple:
+        return self.entry.before
+
+    def build(self, **options: Any) -> Any:
+        """Call the factory with ``options``.
+
+        :raises PipelineError: if the factory rejects the options
+        """
+        if not options:
+            return self.entry.factory()
+        try:
+            return self.entry.factory(**options)
+        except Exception as err:
+            raise PipelineError(
+                f"pass {self.name!r} ({self.source.requirement}) rejected the options "
+                f"({_options_text(options)}): {type(err).__name__}: {err}") from err
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name, "kind": self.kind, "opt_level": self.opt_level,
+            "required": list(self.required), **self.source.as_dict(), "summary": self.summary,
+            "default": self.entry.default, "after": list(self.entry.after),
+            "before": list(self.entry.before),
+        }
+
+
+@dataclass(frozen=True)
+class InstrumentRecord:
+    """One registered pass instrument."""
+
+    entry: InstrumentEntry
+    source: PluginSource
+    summary: str
+
+    kind = "instrument"
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def distribution(self) -> Optional[str]:
+        return self.source.distribution
+
+    @property
+    def version(self) -> Optional[str]:
+        return self.source.version
+
+    def build(self, **options: Any) -> Any:
+        """Call the factory with ``options``.
+
+        :raises PipelineError: if the factory rejects the options
+        """
+        try:
+            return self.entry.factory(**options)
+        except Exception as err:
+            raise PipelineError(
+                f"instrument {self.name!r} ({self.source.requirement}) could not be built"
+                f"{' with ' + _options_text(options) if options else ''}: {type(err).__name__}: {err}"
+            ) from err
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, **self.source.as_dict(), "summary": self.summary}
+
+
+@dataclass(frozen=True)
+class ConfigRecord:
+    """One registered PassContext config option."""
+
+    entry: ConfigEntry
+    source: PluginSource
+
+    @property
+    def key(self) -> str:
+        return self.entry.key
+
+    def as_dict(self) -> dict:
+        return {"key": self.key, "type": self.entry.type.__name__, "default": repr(self.entry.default),
+                "doc": self.entry.doc, **self.source.as_dict()}
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Two or more plugins registered the same name; the name is unusable until one goes."""
+
+    kind: str
+    name: str
+    sources: tuple
+
+    @property
+    def message(self) -> str:
+        who = " and ".join(f"by {s.describe()}" for s in self.sources)
+        return (f"{self.kind} {self.name!r} is registered {len(self.sources)} times: {who}; "
+                "uninstall (or disable with PASSHOST_DISABLE_PLUGINS) all but one of them")
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "name": self.name, "plugins": [s.as_dict() for s in self.sources],
+                "error": self.message}

@@ -1,0 +1,282 @@
+"""Hook specifications and the records plugins hand to passhost.
+
+This is the one file a plugin author reads. A plugin is a module (named by an entry
+point in the group ``passhost``) holding one or more functions marked with
+:data:`hookimpl` whose names are the hooks below. Every hook takes **no arguments**
+and returns -- or yields -- an iterable of frozen records:
+
+==================================  =====================
+hook                                record
+==================================  =====================
+``passhost_register_passes``        :class:`PassEntry`
+``passhost_register_instruments``   :class:`InstrumentEntry`
+``passhost_register_ops``           :class:`OpEntry`
+``passhost_register_configs``       :class:`ConfigEntry`
+==================================  =====================
+
+The records are declarations, not actions: the registry collects them, checks them
+(names, types, clashes with other plugins) and attaches the distribution and version
+of the plugin that yielded them. A hook that raises or yields something else makes its
+plugin *broken*: it is listed with the error by ``passhost list`` and every other plugin
+keeps working.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+import pluggy
+
+from .errors import PluginLoadError
+from .ir.op import OpDef
+
+__all__ = [
+    "PROJECT",
+    "hookspec",
+    "hookimpl",
+    "PassEntry",
+    "InstrumentEntry",
+    "ConfigEntry",
+    "OpEntry",
+    "passhost_register_passes",
+    "passhost_register_instruments",
+    "passhost_register_ops",
+    "passhost_register_configs",
+]
+
+#: the pluggy project name and the entry-point group
+PROJECT = "passhost"
+#: marks the hook specifications below
+hookspec = pluggy.HookspecMarker(PROJECT)
+#: marks a plugin's hook implementations (re-exported as ``passhost.hookimpl``)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+#: an extra operator: the host's operator definition (:class:`passhost.ir.OpDef`)
+OpEntry = OpDef
+
+
+def _names(record: str, field_name: str, value: Any) -> tuple:
+    """Validate a collection of pass names *before* converting it to a tuple."""
+    if isinstance(value, str) or not isinstance(value, (tuple, list)):
+        raise PluginLoadError(
+            f"{record}: {field_name} must be a tuple or list of pass names, got {value!r}")
+    for item in value:
+        if not isinstance(item, str) or not item:
+            raise PluginLoadError(f"{record}: {field_name} holds a non-name {item!r}")
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class PassEntry:
+    """One pass a plugin provides.
+
+    :param name: the pass name, CamelCase as in TVM; must equal ``factory().info.name``
+    :param factory: ``factory(**options)`` returns the :class:`passhost.transform.Pass`;
+        it must work without options (that builds the pass ``required`` lookups run)
+    :param summary: one line for ``passhost list``; defaults to the first line of the
+        factory's docstring
+    :param default: the pass joins :func:`passhost.default_pipeline`
+    :param after: passes this one runs after in the default pipeline (names that are not
+        installed are ignored)
+    :param before: passes this one runs before in the default pipeline
+
+    ``opt_level`` and ``required`` are not repeated here: the registry reads them from
+    ``factory().info``, the one source of truth.
+    """
+
+    name: str
+    factory: Callable[..., Any]
+    summary: str = ""
+    default: bool = False
+    after: tuple = ()
+    before: tuple = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise PluginLoadError(f"PassEntry: name must be a non-empty string, got {self.name!r}")
+        label = f"PassEntry {self.name!r}"
+        if not callable(self.factory):
+            raise PluginLoadError(f"{label}: factory must be callable, got {self.factory!r}")
+        if not isinstance(self.summary, str):
+            raise PluginLoadError(f"{label}: summary must be a string, got {self.summary!r}")
+        if not isinstance(self.default, bool):
+            raise PluginLoadError(f"{label}: default must be True or False, got {self.default!r}")
+        object.__setattr__(self, "after", _names(label, "after", self.after))
+        object.__setattr__(self, "before", _names(label, "before", self.before))
+
+
+@dataclass(frozen=True)
+class InstrumentEntry:
+    """One pass instrument a plugin provides.
+
+    :param name: the instrument name, kebab-case (``timing``, ``print-ir``)
+    :param factory: ``factory(**options)`` returns a :class:`passhost.instrument.PassInstrument`
+    :param summary: one line for ``passhost list``; defaults to the factory's docstring
+    """
+
+    name: str
+    factory: Callable[..., Any]
+    summary: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise PluginLoadError(f"InstrumentEntry: name must be a non-empty string, got {self.name!r}")
+        if not callable(self.factory):
+            raise PluginLoadError(
+                f"InstrumentEntry {self.name!r}: factory must be callable, got {self.factory!r}")
+        if not isinstance(self.summary, str):
+            raise PluginLoadError(
+                f"InstrumentEntry {self.name!r}: summary must be a string, got {self.summary!r}")
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    """One :class:`passhost.transform.PassContext` config option.
+
+    :param key: dotted key, by convention ``"relay.<PassName>.<option>"``
+    :param type: the value type (``int``, ``bool``, ``float``, ``str``, ``tuple`` ...);
+        ``PassContext(config=...)`` rejects values of another type
+    :param default: the value passes read when the option is not set
+    :param doc: one line shown by ``passhost info`` and in the "known keys" error
+    """
+
+    key: str
+    type: type
+    default: Any
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.key, str) or not self.key:
+            raise PluginLoadError(f"ConfigEntry: key must be a non-empty string, got {self.key!r}")
+        if not isinstance(self.type, type):
+            raise PluginLoadError(f"ConfigEntry {self.key!r}: type must be a class, got {self.type!r}")
+        if not isinstance(self.doc, str):
+            raise PluginLoadError(f"ConfigEntry {self.key!r}: doc must be a string, got {self.doc!r}")
+
+
+# --------------------------------------------------------------------------------------
+# hook specifications
+# --------------------------------------------------------------------------------------
+
+
+@hookspec
+def passhost_register_passes() -> Iterable[PassEntry]:
+    """Register passes.
+
+    Called once per plugin when the registry is first used (``passhost.passes``,
+    ``passhost.pipeline``, ``passhost list`` ...). Return or yield one
+    :class:`PassEntry` per pass; each name becomes ``passhost.passes.<name>``, a
+    ``-p`` pipeline element and a name ``required`` lists can use.
+
+    Example:
+
+    .. code-block:: python
+
+        from passhost import hookimpl
+        from passhost.hookspecs import PassEntry
+        from passhost.transform import module_pass
+
+
+        @module_pass(opt_level=0, name="Identity")
+        def identity(mod, ctx):
+            \"\"\"Return the module unchanged.\"\"\"
+            return mod
+
+
+        @hookimpl
+        def passhost_register_passes():
+            yield PassEntry("Identity", lambda: identity, summary="return the module unchanged")
+    """
+
+
+@hookspec
+def passhost_register_instruments() -> Iterable[InstrumentEntry]:
+    """Register pass instruments.
+
+    Called once per plugin when the registry is first used. Return or yield one
+    :class:`InstrumentEntry` per instrument; each becomes available as
+    ``passhost.instruments.get(name, **options)`` and ``passhost run --instrument NAME``.
+
+    Example:
+
+    .. code-block:: python
+
+        from passhost import hookimpl
+        from passhost.hookspecs import InstrumentEntry
+        from passhost.instrument import pass_instrument
+
+
+        @pass_instrument
+        class CountPasses:
+            \"\"\"Count the passes that ran.\"\"\"
+
+            def __init__(self):
+                self.count = 0
+
+            def run_after_pass(self, mod, info):
+                self.count += 1
+
+
+        @hookimpl
+        def passhost_register_instruments():
+            yield InstrumentEntry("count-passes", CountPasses)
+    """
+
+
+@hookspec
+def passhost_register_ops() -> Iterable[OpEntry]:
+    """Register extra operators.
+
+    Core operators (``add``, ``nn.conv2d`` ...) are built in and can be looked up with
+    ``ir.Op.get`` at import time. Operators from this hook exist only once the registry
+    has loaded, so a plugin looks them up lazily (inside its pass), never at import.
+    An :class:`OpEntry` is the host's :class:`passhost.ir.OpDef`.
+
+    Example:
+
+    .. code-block:: python
+
+        import numpy as np
+
+        from passhost import hookimpl
+        from passhost.hookspecs import OpEntry
+        from passhost.ir import OpPattern
+
+
+        def _same_type(arg_types, attrs):
+            return arg_types[0]
+
+
+        @hookimpl
+        def passhost_register_ops():
+            yield OpEntry(
+                name="my.square",
+                num_inputs=1,
+                type_rel=_same_type,
+                compute=lambda args, attrs: np.square(args[0]),
+                pattern=OpPattern.ELEMWISE,
+                summary="elementwise x * x",
+            )
+    """
+
+
+@hookspec
+def passhost_register_configs() -> Iterable[ConfigEntry]:
+    """Register :class:`~passhost.transform.PassContext` config options.
+
+    ``PassContext(config={...})`` accepts only registered keys and values of the
+    registered type; an unknown key is rejected with the list of known keys. A pass
+    reads its option with ``ctx.config.get(key, default)``.
+
+    Example:
+
+    .. code-block:: python
+
+        from passhost import hookimpl
+        from passhost.hookspecs import ConfigEntry
+
+
+        @hookimpl
+        def passhost_register_configs():
+            yield ConfigEntry("relay.MyPass.max_depth", int, 16, doc="deepest chain MyPass rewrites")
+    """

@@ -1,0 +1,459 @@
+"""The plugin registry: pluggy hooks fed by the ``passhost`` entry-point group.
+
+Nothing is loaded when this module is imported. :func:`get_registry` builds the
+registry on first use and caches it. Entry points are loaded **one at a time**, sorted
+by name, and every failure -- an import error, a misspelled hook, a hook that raises or
+returns a bad record, a pass whose ``info.name`` differs from its entry -- is recorded
+as a :class:`BrokenPlugin` attributed to that plugin, while every other plugin keeps
+working. Two plugins registering the same name make the name unusable (a
+:class:`~passhost.errors.PluginConflict` naming both) until one is removed.
+
+Environment:
+
+``PASSHOST_DISABLE_PLUGINS=fold-constant,timing``
+    entry-point names that are not loaded
+``PASSHOST_DISABLE_PLUGIN_AUTOLOAD=1``
+    load no entry points at all
+
+In-process use (tests)::
+
+    reg = Registry(load_entrypoints=False)
+    reg.register_plugin(MyPlugin(), "my-plugin")
+    with use_registry(reg):
+        passhost.passes.MyPass()
+"""
+from __future__ import annotations
+
+import contextlib
+import difflib
+import os
+import threading
+from importlib import metadata
+from typing import Any, Iterator, Optional
+
+import pluggy
+
+from . import _catalog, hookspecs, transform
+from ._records import BrokenPlugin, ConfigRecord, Conflict, InstrumentRecord, PassRecord, PluginSource
+from .errors import (InstrumentNotFound, IRError, PassNotFound, PasshostError, PipelineError,
+                     PluginConflict, PluginLoadError)
+from .hookspecs import PROJECT, ConfigEntry, InstrumentEntry, OpEntry, PassEntry
+from .ir import Op, register_op
+
+__all__ = [
+    "Registry", "get_registry", "use_registry", "reset_registry",
+    "PluginSource", "BrokenPlugin", "PassRecord", "InstrumentRecord", "ConfigRecord", "Conflict",
+    "DISABLE_PLUGINS_ENV", "DISABLE_AUTOLOAD_ENV",
+]
+
+DISABLE_PLUGINS_ENV = "PASSHOST_DISABLE_PLUGINS"
+DISABLE_AUTOLOAD_ENV = "PASSHOST_DISABLE_PLUGIN_AUTOLOAD"
+
+#: hook name -> the record type it must yield
+_RECORD_TYPES = {
+    "passhost_register_passes": PassEntry,
+    "passhost_register_instruments": InstrumentEntry,
+    "passhost_register_ops": OpEntry,
+    "passhost_register_configs": ConfigEntry,
+}
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def _first_doc_line(obj: Any) -> str:
+    doc = getattr(obj, "__doc__", None)
+    if not isinstance(doc, str):
+        return ""
+    for line in doc.strip().splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _env_flag(value: Optional[str]) -> bool:
+    return bool(value) and value.strip().lower() not in ("0", "false", "no", "off", "")
+
+
+class _RejectPlugin(Exception):
+    """Internal: a plugin's records are unusable; the message says why."""
+
+
+class Registry:
+    """Passes, instruments, ops and config options registered by plugins.
+
+    :param load_entrypoints: load the ``passhost`` entry-point group now; ``False``
+        gives an empty registry to fill with :meth:`register_plugin`
+    :param strict: raise :class:`~passhost.errors.PluginLoadError` (or
+        :class:`~passhost.errors.PluginConflict`) instead of recording a broken plugin
+    :param environ: where to read ``PASSHOST_DISABLE_PLUGINS`` and
+        ``PASSHOST_DISABLE_PLUGIN_AUTOLOAD`` (default ``os.environ``)
+    """
+
+    def __init__(self, load_entrypoints: bool = True, *, strict: bool = False,
+                 environ: Optional[dict] = None) -> None:
+        env = os.environ if environ is None else environ
+        self.strict = strict
+        self.autoload = not _env_flag(env.get(DISABLE_AUTOLOAD_ENV))
+        self.blocked = frozenset(n.strip() for n in env.get(DISABLE_PLUGINS_ENV, "").split(",") if n.strip())
+        self._pm = pluggy.PluginManager(PROJECT)
+        self._pm.add_hookspecs(hookspecs)
+        self._passes: dict = {}
+        self._instruments: dict = {}
+        self._configs: dict = {}
+        self._ops: dict = {}
+        self._conflicts: dict = {}
+        self._conflict_records: dict = {}
+        #: plugins that loaded, by name
+        self.plugins: dict = {}
+        #: plugins that failed to load, in load order
+        self.broken: list = []
+        #: entry points skipped because PASSHOST_DISABLE_PLUGINS names them
+        self.disabled: list = []
+        self.entrypoints_loaded = False
+        if load_entrypoints and self.autoload:
+            self.load_entrypoints()
+
+    # -- loading ------------------------------------------------------------------
+    def load_entrypoints(self) -> None:
+        """Load every entry point of the group ``passhost``, one at a time, sorted by name."""
+        eps = sorted(metadata.entry_points(group=PROJECT), key=lambda ep: (ep.name, ep.value))
+        for ep in eps:
+            dist = getattr(ep, "dist", None)
+            source = PluginSource(ep.name, dist.name if dist else None, dist.version if dist else None)
+            if ep.name in self.blocked:
+                self.disabled.append(source)
+                continue
+            if ep.name in self.plugins:
+                other = self.plugins[ep.name]
+                self._broken(source, f"entry point name {ep.name!r} is also used by {other.describe()}; "
+                                     "uninstall one of them")
+                continue
+            try:
+                obj = ep.load()
+            except Exception as err:  # any import-time failure isolates this plugin only
+                self._broken(source, _one_line(err))
+                continue
+            self._add(obj, source)
+        self.entrypoints_loaded = True
+
+    def register_plugin(self, obj: Any, name: Optional[str] = None, *, distribution: Optional[str] = None,
+                        version: Optional[str] = None) -> bool:
+        """Register an object holding ``@hookimpl`` functions (a module, class or instance).
+
+        Failures are recorded in :attr:`broken` (or raised when ``strict``).
+
+        :param name: the plugin name shown in messages (default: the object's ``__name__``)
+        :returns: whether the plugin loaded
+        """
+        if name is None:
+            name = getattr(obj, "__name__", None) or type(obj).__name__
+        source = PluginSource(name, distribution, version)
+        if name in self.plugins:
+            self._broken(source, f"a plugin named {name!r} is already registered ({self.plugins[name].describe()})")
+            return False
+        return self._add(obj, source)
+
+    def _add(self, obj: Any, source: PluginSource) -> bool:
+        pm = self._pm
+        try:
+            pm.register(obj, name=source.name)
+        except Exception as err:  # pluggy's PluginValidationError, or "already registered"
+            self._broken(source, _one_line(err))
+            return False
+        try:
+            pm.check_pending()
+            records = self._collect(obj)
+            staged = self._stage(records, source)
+            self._commit(staged, source)
+        except Exception as err:
+            pm.unregister(obj)
+            if isinstance(err, _RejectPlugin):
+                self._broken(source, str(err))
+            else:
+                self._broken(source, _one_line(err))
+            return False
+        self.plugins[source.name] = source
+        return True
+
+    def _broken(self, source: PluginSource, error: str) -> None:
+        record = BrokenPlugin(source.name, source.distribution, source.version, error)
+        if self.strict:
+            raise PluginLoadError(record.message + " (drop --strict-plugins to load the other plugins anyway)")
+        self.broken.append(record)
+
+    def _collect(self, obj: Any) -> dict:
+        """Call each hook this plugin implements, attributing any failure to it."""
+        records: dict = {name: [] for name in _RECORD_TYPES}
+        found = False
+        for caller in self._pm.get_hookcallers(obj) or ():
+            for impl in caller.get_hookimpls():
+                if impl.plugin is not obj:
+                    continue
+                found = True
+                if impl.hookwrapper or impl.wrapper:
+                    raise _RejectPlugin(f"{caller.name} must not be a hook wrapper; return the records")
+                try:
+                    result = impl.function()
+                    if result is None:
+                        raise _RejectPlugin(f"{caller.name}() returned None; return or yield records")
+                    items = list(result)
+                except _RejectPlugin:
+                    raise
+                except Exception as err:
+                    raise _RejectPlugin(f"{caller.name}() raised {_one_line(err)}") from err
+                want = _RECORD_TYPES[caller.name]
+                for item in items:
+                    if not isinstance(item, want):
+                        raise _RejectPlugin(f"{caller.name}() yielded {item!r}; expected "
+                                            f"passhost.hookspecs.{_record_name(want)} records")
+                records[caller.name].extend(items)
+        if not found:
+            raise _RejectPlugin("defines no passhost hooks (functions named passhost_register_* "
+                                "marked with @passhost.hookimpl)")
+        return records
+
+    def _stage(self, records: dict, source: PluginSource) -> dict:
+        """Validate every record of one plugin before anything is registered."""
+        passes = []
+        seen: set = set()
+        for entry in records["passhost_register_passes"]:
+            if entry.name in seen:
+                raise _RejectPlugin(f"registers pass {entry.name!r} twice")
+            seen.add(entry.name)
+            passes.append(self._pass_record(entry, source))
+        instruments = []
+        seen = set()
+        for entry in records["passhost_register_instruments"]:
+            if entry.name in seen:
+                raise _RejectPlugin(f"registers instrument {entry.name!r} twice")
+            seen.add(entry.name)
+            summary = entry.summary or _first_doc_line(entry.factory)
+            instruments.append(InstrumentRecord(entry, source, summary))
+        ops = []
+        for entry in records["passhost_register_ops"]:
+            owner = self._ops.get(entry.name)
+            if owner is not None:
+                raise _RejectPlugin(f"operator {entry.name!r} is already registered by {owner[1].describe()}")
+            existing = _existing_op(entry.name)
+            if existing is not None and existing.definition is not entry:
+                raise _RejectPlugin(f"operator {entry.name!r} is already defined by passhost; pick another name")
+            ops.append(entry)
+        configs = [ConfigRecord(entry, source) for entry in records["passhost_register_configs"]]
+        return {"passes": passes, "instruments": instruments, "ops": ops, "configs": configs}
+
+    def _pass_record(self, entry: PassEntry, source: PluginSource) -> PassRecord:
+        label = f"PassEntry {entry.name!r}"
+        try:
+            built = entry.factory()
+        except Exception as err:
+            raise _RejectPlugin(f"{label}: factory() without options raised {_one_line(err)}") from err
+        info = getattr(built, "info", None)
+        if info is None or not callable(built):
+            raise _RejectPlugin(f"{label}: factory() returned {built!r}, not a passhost.transform.Pass")
+        if info.name != entry.name:
+            raise _RejectPlugin(f"{label}: factory() builds a pass named {info.name!r}; "
+                                "the entry name must equal the pass's info.name")
+        summary = entry.summary or _first_doc_line(entry.factory)
+        if not summary and not type(built).__module__.startswith("passhost."):
+            summary = _first_doc_line(type(built))
+        return PassRecord(entry, source, int(info.opt_level), tuple(info.required), summary)
+
+    def _commit(self, staged: dict, source: PluginSource) -> None:
+        for entry in staged["ops"]:
+            if _existing_op(entry.name) is None:
+                try:
+                    register_op(entry)
+                except IRError as err:
+                    raise _RejectPlugin(f"passhost_register_ops(): {err}") from err
+            self._ops[entry.name] = (entry, source)
+        claimed = []
+        for record in staged["configs"]:
+            entry = record.entry
+            if self._claim("config", self._configs, record.key, record, source):
+                claimed.append(record.key)
+                try:
+                    transform.register_config(entry.key, entry.type, entry.default, entry.doc)
+                except PasshostError as err:
+                    for key in claimed:
+                        del self._configs[key]
+                    for key in claimed[:-1]:
+                        transform.unregister_config(key)
+                    raise _RejectPlugin(f"passhost_register_configs(): {err}") from err
+        for record in staged["passes"]:
+            self._claim("pass", self._passes, record.name, record, source)
+        for record in staged["instruments"]:
+            self._claim("instrument", self._instruments, record.name, record, source)
+
+    def _claim(self, kind: str, table: dict, name: str, record: Any, source: PluginSource) -> bool:
+        """Add ``record`` under ``name`` unless another plugin has it (then: a conflict)."""
+        key = (kind, name)
+        if key in self._conflicts:
+            old = self._conflicts[key]
+            self._conflicts[key] = Conflict(kind, name, old.sources + (source,))
+            self._conflict_records[key].append(record)
+            return False
+        if name in table:
+            first = table[name]
+            conflict = Conflict(kind, name, (first.source, source))
+            if self.strict:
+                raise PluginConflict(conflict.message)
+            del table[name]
+            self._conflicts[key] = conflict
+            self._conflict_records[key] = [first, record]
+            return False
+        table[name] = record
+        return True
+
+    # -- queries ------------------------------------------------------------------------
+    @property
+    def conflicts(self) -> list:
+        """Every :class:`Conflict`, sorted by kind and name."""
+        return [self._conflicts[k] for k in sorted(self._conflicts)]
+
+    def conflict_is_default(self, name: str) -> bool:
+        """Whether any of the clashing records of pass ``name`` joins the default pipeline."""
+        return any(r.entry.default for r in self._conflict_records.get(("pass", name), ()))
+
+    def pass_names(self) -> list:
+        return sorted(self._passes)
+
+    def instrument_names(self) -> list:
+        return sorted(self._instruments)
+
+    def pass_records(self) -> list:
+        return [self._passes[n] for n in sorted(self._passes)]
+
+    def instrument_records(self) -> list:
+        return [self._instruments[n] for n in sorted(self._instruments)]
+
+    def config_records(self) -> list:
+        return [self._configs[k] for k in sorted(self._configs)]
+
+    def pass_record(self, name: str) -> PassRecord:
+        """The record of pass ``name``.
+
+        :raises PassNotFound: with close names or the distribution to install
+        :raises PluginConflict: if two plugins register ``name``
+        """
+        try:
+            return self._passes[name]
+        except (KeyError, TypeError):
+            raise self._not_found("pass", name) from None
+
+    def instrument_record(self, name: str) -> InstrumentRecord:
+        """The record of instrument ``name`` (errors as :meth:`pass_record`)."""
+        try:
+            return self._instruments[name]
+        except (KeyError, TypeError):
+            raise self._not_found("instrument", name) from None
+
+    def build_pass(self, name: str, **options: Any) -> Any:
+        """Build pass ``name`` with ``options``."""
+        return self.pass_record(name).build(**options)
+
+    def build_instrument(self, name: str, **options: Any) -> Any:
+        """Build instrument ``name`` with ``options``."""
+        return self.instrument_record(name).build(**options)
+
+    def _not_found(self, kind: str, name: Any) -> PasshostError:
+        if not isinstance(name, str):
+            return PipelineError(f"{kind} names are strings, got {name!r}")
+        conflict = self._conflicts.get((kind, name))
+        if conflict is not None:
+            return PluginConflict(conflict.message)
+        error = PassNotFound if kind == "pass" else InstrumentNotFound
+        dist = _catalog.distribution_for(kind, name)
+        if dist is not None:
+            return error(self._why_missing(kind, name, dist))
+        table = self._passes if kind == "pass" else self._instruments
+        folded = {n.lower(): n for n in table}
+        close = difflib.get_close_matches(name, list(table), n=3, cutoff=0.6)
+        if name.lower() in folded and folded[name.lower()] not in close:
+            close.insert(0, folded[name.lower()])
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        tail = "" if close else "; run `passhost list` to see the installed ones"
+        broken = f" ({len(self.broken)} plugin(s) failed to load, see `passhost list`)" if self.broken else ""
+        return error(f"unknown {kind} {name!r}{hint}{tail}{broken}")
+
+    def _why_missing(self, kind: str, name: str, dist: str) -> str:
+        head = f"{kind} {name!r} is not available"
+        for source in self.disabled:
+            if _same_dist(source.distribution, dist):
+                return (f"{head}: its plugin {source.name!r} ({dist}) is disabled by "
+                        f"{DISABLE_PLUGINS_ENV}; remove {source.name!r} from it")
+        for broken in self.broken:
+            if _same_dist(broken.distribution, dist):
+                return f"{head}: {broken.message}"
+        if not self.autoload:
+            return f"{head}: plugin loading is disabled by {DISABLE_AUTOLOAD_ENV}; unset it"
+        return (f"{kind} {name!r} is not installed; it is provided by the distribution {dist!r} "
+                f"(pip install {dist})")
+
+
+def _same_dist(a: Optional[str], b: str) -> bool:
+    return a is not None and a.replace("_", "-").lower() == b.replace("_", "-").lower()
+
+
+def _existing_op(name: str) -> Optional[Op]:
+    try:
+        return Op.get(name)
+    except IRError:
+        return None
+
+
+def _record_name(cls: type) -> str:
+    return "OpEntry" if cls is OpEntry else cls.__name__
+
+
+# -- the process-wide registry -------------------------------------------------------
+_lock = threading.RLock()
+_current: Optional[Registry] = None
+
+
+def get_registry() -> Registry:
+    """The registry of this process, built from the installed entry points on first use."""
+    global _current
+    reg = _current
+    if reg is None:
+        with _lock:
+            if _current is None:
+                _current = Registry()
+            reg = _current
+    return reg
+
+
+def reset_registry() -> None:
+    """Forget the cached registry; the next :func:`get_registry` reloads the entry points."""
+    global _current
+    with _lock:
+        _current = None
+
+
+@contextlib.contextmanager
+def use_registry(registry: Registry) -> Iterator[Registry]:
+    """Make ``registry`` the process-wide registry inside a ``with`` block (tests)."""
+    global _current
+    with _lock:
+        previous, _current = _current, registry
+    try:
+        yield registry
+    finally:
+        with _lock:
+            _current = previous
+
+
+def _resolve_pass(name: str) -> Any:
+    """The pass resolver :mod:`passhost.transform` uses for ``required`` names."""
+    return get_registry().build_pass(name)
+
+
+def _load_configs() -> None:
+    """Called by :mod:`passhost.transform` before it rejects an unknown config key."""
+    get_registry()
+
+
+transform.set_pass_resolver(_resolve_pass)
+transform.set_config_loader(_load_configs)
