@@ -182,8 +182,9 @@ def _no_module(gv: GlobalVar) -> FuncType:
 
 
 def _untyped_var(var: Var, role: str = "") -> TypeInferenceError:
+    what = f" ({role})" if role else ""
     return TypeInferenceError(
-        f"cannot infer the type of {role}%{var.name_hint}: nothing determines it, so annotate "
+        f"cannot infer the type of %{var.name_hint}{what}: nothing determines it, so annotate "
         f"it (e.g. ir.var({var.name_hint!r}, shape=(...), dtype=\"float32\"))")
 
 
@@ -281,7 +282,7 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None) -> T
                     push(op)
                     pushed = True
                 elif op._checked_type is None:
-                    raise _untyped_var(op, "the called variable ")
+                    raise _untyped_var(op, "a called variable")
             if pushed:
                 continue
             pop()
@@ -415,7 +416,7 @@ def _function_type(node: Function, root: Expr, name: Optional[str]) -> FuncType:
         if pt is None:
             pt = p.type_annotation
             if pt is None:
-                raise _untyped_var(p, f"parameter of {_where(node, root, name)} ")
+                raise _untyped_var(p, f"a parameter of {_where(node, root, name)}")
             p._set_checked_type(pt)
         ptypes.append(pt)
     body_type = _known(node.body, "function body")
