@@ -1,0 +1,369 @@
+"""The ``passhost`` command: list the installed plugins, describe one, run a pipeline.
+
+Exit status (:class:`ExitCode`): 0 success, 1 a pass (or instrument) failed, 2 bad
+usage or bad input. Every error is one line on stderr, never a traceback (pass
+``--traceback`` to see one when debugging a plugin).
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import sys
+import tempfile
+import zipfile
+from enum import IntEnum
+from typing import Any, Optional, Sequence
+
+from . import ir, transform
+from .errors import ParseError, PasshostError, PluginConflict, PluginLoadError
+
+__all__ = ["ExitCode", "main", "build_parser"]
+
+EXAMPLES = ("tutorial", "resnet18", "resnet50")
+
+
+class ExitCode(IntEnum):
+    """Exit status of the ``passhost`` command."""
+
+    OK = 0
+    PASS_FAILED = 1
+    USAGE_ERROR = 2
+
+
+class CommandError(PasshostError):
+    """Bad command-line usage or unreadable input (exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise CommandError(f"{message} (see `{self.prog} --help`)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``passhost`` (also used to render docs/cli.md)."""
+    parser = _Parser(prog="passhost", description="Relay-style graph passes, every pass a plugin.")
+    parser.add_argument("--strict-plugins", action="store_true",
+                        help="fail when any plugin is broken or two plugins clash, instead of listing them")
+    parser.add_argument("--traceback", action="store_true", help="show the Python traceback of an error")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("list", help="list installed passes, instruments and broken plugins")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_cmd_list)
+
+    p = sub.add_parser("info", help="describe one pass or instrument")
+    p.add_argument("name", metavar="NAME")
+    p.set_defaults(func=_cmd_info)
+
+    p = sub.add_parser("run", help="run a pipeline over a text-format module and print the result")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("input", nargs="?", metavar="INPUT", help="text-format module file ('-' for stdin)")
+    src.add_argument("--example", choices=EXAMPLES, help="a built-in workload instead of INPUT")
+    p.add_argument("-p", "--pipeline", metavar="PIPELINE",
+                   help="passes to run, e.g. 'FoldConstant,FuseOps(fuse_opt_level=2)' "
+                        "(default: the default pipeline for -O)")
+    p.add_argument("-O", dest="opt_level", type=int, default=2, metavar="N",
+                   help="PassContext opt_level (default 2)")
+    p.add_argument("--disable", action="append", default=[], metavar="NAME", help="disable a pass (repeatable)")
+    p.add_argument("--require", action="append", default=[], metavar="NAME",
+                   help="force a pass on regardless of -O (repeatable)")
+    p.add_argument("--instrument", action="append", default=[], metavar="NAME(k=v)",
+                   help="attach an instrument, e.g. timing (repeatable)")
+    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                   help="PassContext config option; VALUE is a Python literal or else a string (repeatable)")
+    p.add_argument("--params", metavar="FILE.npz", help="bind arrays to main's parameters by name")
+    p.add_argument("--print-pipeline", action="store_true", help="print the pipeline text and exit")
+    p.add_argument("--no-meta-data", dest="meta_data", action="store_false",
+                   help="omit the #[metadata] section (constant data) from the output")
+    p.add_argument("-o", "--output", metavar="OUT", help="write the result here (atomically) instead of stdout")
+    p.set_defaults(func=_cmd_run)
+    return parser
+
+
+# -- helpers ----------------------------------------------------------------------------
+def _registry(args: argparse.Namespace) -> Any:
+    from .registry import get_registry
+
+    reg = get_registry()
+    if args.strict_plugins:
+        if reg.broken:
+            raise PluginLoadError(reg.broken[0].message + " (--strict-plugins)")
+        if reg.conflicts:
+            raise PluginConflict(reg.conflicts[0].message + " (--strict-plugins)")
+    return reg
+
+
+def _one_line(err: BaseException) -> str:
+    if isinstance(err, ParseError) and err.line:
+        return f"{err.source_name}:{err.line}:{err.column}: error: {err.message}"
+    text = " ".join(str(err).split())
+    return text or type(err).__name__
+
+
+def _dash(value: Any) -> str:
+    return "-" if value in (None, "", ()) else str(value)
+
+
+# -- list / info ----------------------------------------------------------------------------
+def _cmd_list(args: argparse.Namespace) -> int:
+    reg = _registry(args)
+    passes = reg.pass_records()
+    instruments = reg.instrument_records()
+    if args.json:
+        doc = {
+            "passes": [r.as_dict() for r in passes],
+            "instruments": [r.as_dict() for r in instruments],
+            "configs": [r.as_dict() for r in reg.config_records()],
+            "broken": [b.as_dict() for b in reg.broken],
+            "conflicts": [c.as_dict() for c in reg.conflicts],
+            "disabled": [s.as_dict() for s in reg.disabled],
+        }
+        print(json.dumps(doc, indent=2))
+        return ExitCode.OK
+    rows = [("NAME", "KIND", "OPT", "REQUIRED", "DISTRIBUTION", "SUMMARY")]
+    for r in passes:
+        rows.append((r.name, "pass", str(r.opt_level), _dash(",".join(r.required)), r.source.requirement, r.summary))
+    for r in instruments:
+        rows.append((r.name, "instrument", "-", "-", r.source.requirement, r.summary))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[5])
+    if len(rows) == 1:
+        print("(no passes or instruments installed: pip install a passhost plugin, "
+              "e.g. passhost-fold-constant)")
+    for title, items in (("broken plugins", [b.message for b in reg.broken]),
+                         ("conflicts", [c.message for c in reg.conflicts]),
+                         ("disabled plugins", [f"{s.describe()} (PASSHOST_DISABLE_PLUGINS)" for s in reg.disabled])):
+        if items:
+            print(f"\n{title}:")
+            for line in items:
+                print(f"  {line}")
+    if not reg.autoload:
+        print("\nplugin autoloading is disabled (PASSHOST_DISABLE_PLUGIN_AUTOLOAD)")
+    return ExitCode.OK
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    from .errors import InstrumentNotFound, PassNotFound
+
+    reg = _registry(args)
+    try:
+        record = reg.pass_record(args.name)
+    except PassNotFound as pass_err:
+        try:
+            record = reg.instrument_record(args.name)
+        except InstrumentNotFound:
+            raise pass_err from None
+    fields = [("name", record.name), ("kind", record.kind)]
+    if record.kind == "pass":
+        entry = record.entry
+        fields += [("opt_level", record.opt_level), ("required", ", ".join(record.required)),
+                   ("default pipeline", "yes" if entry.default else "no"),
+                   ("after", ", ".join(entry.after)), ("before", ", ".join(entry.before))]
+    fields += [("distribution", record.source.requirement), ("plugin", record.source.name),
+               ("summary", record.summary)]
+    for key, value in fields:
+        print(f"{key + ':':<18}{_dash(value)}")
+    doc = getattr(record.entry.factory, "__doc__", None)
+    if isinstance(doc, str) and doc.strip():
+        import inspect
+
+        print()
+        print(inspect.cleandoc(doc))
+    return ExitCode.OK
+
+
+# -- run ----------------------------------------------------------------------------------
+def _example(name: str) -> ir.IRModule:
+    from . import testing
+
+    if name == "tutorial":
+        return ir.IRModule.from_expr(testing.example())
+    mod, params = testing.resnet(int(name[len("resnet"):]))
+    out = mod.copy()
+    out["main"] = ir.bind_params_by_name(mod["main"], params)
+    return out
+
+
+def _load_input(path: str) -> ir.IRModule:
+    try:
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+    except (OSError, UnicodeDecodeError) as err:
+        raise CommandError(f"cannot read INPUT {path!r}: {getattr(err, 'strerror', None) or err}") from None
+    try:
+        result = ir.parse(text)
+    except ParseError as err:
+        err.source_name = "<stdin>" if path == "-" else path
+        raise
+    if isinstance(result, ir.IRModule):
+        return result
+    return ir.IRModule.from_expr(result)
+
+
+def _bind_params(mod: ir.IRModule, path: str) -> ir.IRModule:
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            if not isinstance(npz, np.lib.npyio.NpzFile):
+                raise CommandError(f"--params {path!r} is a single array; save a dict with np.savez")
+            params = {k: npz[k] for k in npz.files}
+    except CommandError:
+        raise
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
+        raise CommandError(f"cannot read --params {path!r}: {_one_line(err)}") from None
+    if "main" not in {gv.name_hint for gv in mod.functions}:
+        raise CommandError("--params binds parameters of @main, but the module has no @main")
+    known = {p.name_hint for p in mod["main"].params}
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise CommandError(f"--params {path!r}: @main has no parameter named {', '.join(unknown)} "
+                           f"(its parameters: {', '.join(sorted(known)) or 'none'})")
+    out = mod.copy()
+    out["main"] = ir.bind_params_by_name(mod["main"], params)
+    return out
+
+
+def _config(items: Sequence[str]) -> dict:
+    config = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise CommandError(f"--config needs KEY=VALUE, got {item!r}")
+        try:
+            value = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            value = text
+        config[key.strip()] = value
+    return config
+
+
+def _write_atomic(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same directory + ``os.replace``."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        mode = os.stat(path).st_mode & 0o777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    except OSError as err:
+        raise CommandError(f"cannot write {path!r}: {err.strerror}") from None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    except OSError as err:
+        raise CommandError(f"cannot write {path!r}: {err.strerror or err}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException as err:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(err, OSError):
+            raise CommandError(f"cannot write {path!r}: {err.strerror or err}") from None
+        raise
+
+
+def _run_failure(err: BaseException) -> tuple:
+    """Exit status and one-line message for an error raised while the pipeline ran."""
+    name = transform.failed_pass(err)
+    hook = getattr(err, "passhost_hook", None)
+    detail = f"{type(err).__name__}: {_one_line(err)}"
+    if name is not None:
+        if isinstance(err, PasshostError) and name in str(err):
+            return ExitCode.PASS_FAILED, _one_line(err)
+        return ExitCode.PASS_FAILED, f"pass {name!r} failed: {detail}"
+    if hook is not None:
+        return ExitCode.PASS_FAILED, f"instrument hook {hook} failed: {detail}"
+    if isinstance(err, PasshostError):
+        return err.exit_code, _one_line(err)
+    return ExitCode.PASS_FAILED, f"the pipeline failed: {detail}"
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from . import instruments as instruments_facade
+    from .pipeline import default_pipeline, parse_element, pipeline
+
+    _registry(args)
+    if args.pipeline is not None:
+        seq = pipeline(args.pipeline)
+    else:
+        seq = default_pipeline(args.opt_level, required=tuple(args.require))
+    if args.print_pipeline:
+        print(seq.spec)
+        return ExitCode.OK
+    mod = _example(args.example) if args.example else _load_input(args.input)
+    if args.params:
+        mod = _bind_params(mod, args.params)
+    insts = []
+    for text in args.instrument:
+        element = parse_element(text)
+        insts.append(instruments_facade.get(element.name, **element.kwargs))
+    ctx = transform.PassContext(opt_level=args.opt_level, required_pass=args.require,
+                                disabled_pass=args.disable, instruments=insts, config=_config(args.config))
+    try:
+        with ctx:
+            out = seq(mod)
+    except Exception as err:
+        if args.traceback:
+            raise
+        code, message = _run_failure(err)
+        print(f"passhost: error: {message}", file=sys.stderr)
+        return code
+    for inst in insts:
+        render = getattr(inst, "render", None)
+        if callable(render):
+            print(render(), file=sys.stderr)
+    text = ir.astext(out, show_meta_data=args.meta_data)
+    if args.output:
+        _write_atomic(args.output, text)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+    return ExitCode.OK
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the ``passhost`` command; returns the exit status."""
+    parser = build_parser()
+    traceback = argv is not None and "--traceback" in argv or argv is None and "--traceback" in sys.argv
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            raise CommandError("choose a command: list, info or run (see `passhost --help`)")
+        return int(args.func(args))
+    except PasshostError as err:
+        if traceback:
+            raise
+        print(f"passhost: error: {_one_line(err)}", file=sys.stderr)
+        return int(err.exit_code)
+    except BrokenPipeError:
+        # the reader went away (e.g. `passhost list | head`); exit quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return ExitCode.PASS_FAILED
+    except KeyboardInterrupt:
+        print("passhost: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # a bug in passhost or a plugin outside any pass
+        if traceback:
+            raise
+        print(f"passhost: error: internal error {type(err).__name__}: {_one_line(err)} "
+              "(rerun with --traceback and report it)", file=sys.stderr)
+        return ExitCode.PASS_FAILED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
