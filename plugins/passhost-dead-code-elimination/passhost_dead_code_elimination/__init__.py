@@ -1,0 +1,16 @@
+"""passhost plugin: the DeadCodeElimination pass (see :mod:`.dead_code_elimination`)."""
+from __future__ import annotations
+
+from passhost import hookimpl
+from passhost.hookspecs import PassEntry
+
+from .dead_code_elimination import DeadCodeElimination, dead_code_elimination
+
+__all__ = ["DeadCodeElimination", "dead_code_elimination", "passhost_register_passes"]
+
+
+@hookimpl
+def passhost_register_passes():
+    return [PassEntry("DeadCodeElimination", DeadCodeElimination, default=True,
+                      after=("EliminateCommonSubexpr",),
+                      summary="remove unused pure let-bindings")]

@@ -1,0 +1,357 @@
+"""DeadCodeElimination: remove let-bindings nobody uses (and, if asked, inline single uses).
+
+The algorithm of TVM's ``relay.transform.DeadCodeElimination`` (``dead_code.cc``). Only
+``let`` bindings are touched: in graph form an unused node cannot exist.
+
+1. **Purity.** A binding may go only if evaluating its value has no side effect.
+   Constants, variables, operators, globals and functions (as values) are pure to
+   evaluate; a call is pure when its callee and arguments are and *calling* the callee
+   is: an operator unless it is stateful, a global or local function whose body is pure
+   (recursion is assumed pure while it is analysed), never a function parameter, a
+   function taken out of a tuple, or an ``Extern`` global. ``ignore_impurity=True``
+   treats everything as pure.
+2. **Uses.** The function is walked from its body; the value of a pure binding is walked
+   only when the first use of its variable is found, so uses inside dead values do not
+   count and a whole dead chain disappears in one run. A use inside a nested function
+   counts twice (the function may run many times). Shared sub-expressions are walked at
+   most twice (only 0 / 1 / many matters).
+3. **Rewrite.** Impure bindings stay; unused pure ones go; with ``inline_once`` a pure
+   binding used exactly once is replaced by its value at the use.
+
+Everything is walked with explicit stacks and each node is handled a bounded number of
+times, so the pass is linear (TVM's re-visiting is quadratic on long let chains) and a
+100,000-deep let chain works at the default recursion limit. When no binding goes the
+function object is returned unchanged.
+
+Before::
+
+    def @main(%x: Tensor[(3), float32]) {
+      let %a = add(%x, 1f);
+      let %b = multiply(%a, 2f);
+      let %c = negative(%x);
+      %c
+    }
+
+After ``DeadCodeElimination()``::
+
+    def @main(%x: Tensor[(3), float32]) {
+      let %c = negative(%x);
+      %c
+    }
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from passhost.errors import PassError
+from passhost.ir import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    IRModule,
+    Let,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
+    post_order,
+)
+from passhost.ir._gc import paused as _gc_paused
+from passhost.transform import module_pass
+
+__all__ = ["Purity", "count_uses", "eliminate_dead_code", "dead_code_elimination", "DeadCodeElimination"]
+
+_LEAVES = (Var, Constant, Op, GlobalVar)
+
+
+class Purity:
+    """Whether evaluating an expression may have a side effect (memoised, iterative).
+
+    :param mod: the module whose global functions calls may reach (or ``None``)
+    :param ignore_impurity: treat every expression as pure
+    """
+
+    def __init__(self, mod: Any = None, ignore_impurity: bool = False) -> None:
+        self.mod = mod
+        self.ignore_impurity = ignore_impurity
+        self.memo: dict = {}
+        #: ``{let-bound var: its value}``, filled as lets are met
+        self.let_value: dict = {}
+        self._globals = {gv.name_hint: f for gv, f in mod.items()} if mod is not None else {}
+
+    def register_let(self, let: Let) -> None:
+        self.let_value[let.var] = let.value
+
+    def _callee_body(self, callee: Expr) -> Any:
+        """What decides whether *calling* ``callee`` is pure: ``True``/``False``, or a
+        function body whose purity decides it."""
+        seen = 0
+        while True:
+            t = type(callee)
+            if t is Op:
+                return not callee._def.stateful
+            if t is Function:
+                return callee.body
+            if t is GlobalVar:
+                f = self._globals.get(callee.name_hint)
+                if type(f) is not Function or f.attrs.get("Extern", 0):
+                    return False
+                return f.body
+            if t is Var and seen < 64:
+                value = self.let_value.get(callee)
+                if value is None:
+                    return False  # a parameter: a higher-order call, assumed impure
+                callee = value
+                seen += 1
+                continue
+            return False
+
+    def is_pure(self, root: Expr) -> bool:
+        """Whether evaluating ``root`` is free of side effects."""
+        if self.ignore_impurity:
+            return True
+        memo = self.memo
+        t = type(root)
+        if t in _LEAVES or t is Function:
+            return True
+        r = memo.get(root)
+        if r is not None:
+            return r
+        entered: set = set()
+        stack: list = [root]
+        while stack:
+            node = stack[-1]
+            if node in memo:
+                stack.pop()
+                continue
+            t = type(node)
+            if t in _LEAVES or t is Function:
+                memo[node] = True
+                stack.pop()
+                continue
+            if t is Call:
+                body = self._callee_body(node.op)
+                deps = (node.op,) + node.args
+                if type(body) is not bool:
+                    deps += (body,)
+            elif t is Let:
+                self.register_let(node)
+                deps = (node.value, node.body)
+            elif t is Tuple:
+                deps = node.fields
+            elif t is TupleGetItem:
+                deps = (node.tuple_value,)
+            elif t is If:
+                deps = (node.cond, node.true_branch, node.false_branch)
+            else:  # pragma: no cover - every node kind is handled above
+                raise PassError(f"DeadCodeElimination: unknown node kind {t.__name__}", "DeadCodeElimination")
+            if node not in entered:
+                entered.add(node)
+                for d in deps:
+                    if d not in memo and d not in entered:
+                        stack.append(d)
+                continue
+            stack.pop()
+            # a dependency still in progress is a recursive call: assumed pure
+            ok = all(memo.get(d, True) for d in deps)
+            if t is Call and type(body) is bool:
+                ok = ok and body
+            memo[node] = ok
+        return memo[root]
+
+
+def count_uses(func: Function, purity: Purity) -> dict:
+    """``{let-bound var: 0, 1 or 2 (= more than one)}`` for the lets of ``func``.
+
+    Values of pure bindings are walked only once their variable is used; a use inside
+    a nested function counts twice.
+    """
+    counts: dict = {}
+    depth_of: dict = {}
+    deferred: dict = {}
+    visits: dict = {}
+    is_pure = purity.is_pure
+    _Var, _Let, _Function, _Call = Var, Let, Function, Call
+    _skip = (Constant, Op, GlobalVar)
+    stack: list = [(func.body, 0)]
+    push = stack.append
+    pop = stack.pop
+    while stack:
+        node, d = pop()
+        t = type(node)
+        if t is _Var:
+            bd = depth_of.get(node)
+            if bd is not None:
+                c = counts[node]
+                if c < 2:
+                    counts[node] = c + (2 if d > bd else 1)
+                    if c == 0:
+                        value = deferred.pop(node, None)
+                        if value is not None:
+                            push((value, bd))
+            continue
+        if t in _skip:
+            continue
+        n = visits.get(node, 0)
+        if n >= 2:
+            continue
+        visits[node] = n + 1
+        if t is _Call:
+            push((node.op, d))
+            for a in node.args:
+                push((a, d))
+        elif t is _Let:
+            var = node.var
+            purity.register_let(node)
+            depth_of[var] = d
+            if var not in counts:
+                counts[var] = 0
+            value = node.value
+            if counts[var] == 0 and is_pure(value):
+                deferred[var] = value
+            else:
+                push((value, d))
+            push((node.body, d))
+        elif t is _Function:
+            push((node.body, d + 1))
+        elif t is Tuple:
+            for f in node.fields:
+                push((f, d))
+        elif t is TupleGetItem:
+            push((node.tuple_value, d))
+        elif t is If:
+            push((node.cond, d))
+            push((node.true_branch, d))
+            push((node.false_branch, d))
+    return counts
+
+
+def _typed_like(orig: Expr, new: Expr, kids: Any) -> Expr:
+    ty = orig._checked_type
+    if ty is not None and new._checked_type is None:
+        for k in kids:
+            if k._checked_type is None and type(k) is not Op:
+                return new
+        new._set_checked_type(ty)
+    return new
+
+
+def eliminate_dead_code(func: Function, purity: Purity = None, inline_once: bool = False) -> Function:
+    """Remove the unused pure let-bindings of ``func`` (inline single uses if asked).
+
+    :param purity: the purity oracle (default: a fresh one without module context)
+    :returns: the new function -- ``func`` itself when no binding goes
+    """
+    if purity is None:
+        purity = Purity()
+    with _gc_paused():
+        counts = count_uses(func, purity)
+        drop = set()
+        inline: dict = {}
+        for var, c in counts.items():
+            if c == 0 or (c == 1 and inline_once):
+                value = purity.let_value.get(var)
+                if value is not None and purity.is_pure(value):
+                    if c == 0:
+                        drop.add(var)
+                    else:
+                        inline.setdefault(value, []).append(var)
+                        drop.add(var)
+        if not drop:
+            return func
+        return _rewrite(func, drop, inline, counts)
+
+
+def _rewrite(func: Function, drop: set, inline: dict, counts: dict) -> Function:
+    memo: dict = {}
+    get = memo.get
+    # inlined bindings whose value is a variable: resolved when the bound variable is
+    # met (the value variable is resolved by then; it may have been listed earlier)
+    leaf_valued = {v: value for value, vs in inline.items() if type(value) in _LEAVES for v in vs}
+    for node in post_order(func):
+        t = type(node)
+        if t is Let:
+            var = node.var
+            body = get(node.body, node.body)
+            if var in drop or var not in counts:  # not in counts: only reachable from dead code
+                new = body
+            else:
+                value = get(node.value, node.value)
+                if value is node.value and body is node.body:
+                    new = node
+                else:
+                    new = _typed_like(node, Let(var, value, body), (value, body))
+        elif t is Call:
+            op = node.op
+            nop = get(op, op)
+            args = node.args
+            nargs = [get(a, a) for a in args]
+            if nop is op and all(a is b for a, b in zip(nargs, args)):
+                new = node
+            else:
+                new = _typed_like(node, Call(nop, nargs, node.attrs if type(nop) is type(op) else None), nargs)
+        elif t in _LEAVES:
+            lv = leaf_valued.get(node) if leaf_valued else None
+            if lv is not None:
+                memo[node] = get(lv, lv)
+            if node not in inline:
+                continue
+            new = get(node, node)
+        elif t is Function:
+            body = get(node.body, node.body)
+            new = node if body is node.body else _typed_like(
+                node, Function(node.params, body, node.ret_type, node.attrs), (body,))
+        elif t is Tuple:
+            nf = [get(f, f) for f in node.fields]
+            new = node if all(a is b for a, b in zip(nf, node.fields)) else _typed_like(node, Tuple(nf), nf)
+        elif t is TupleGetItem:
+            tv = get(node.tuple_value, node.tuple_value)
+            new = node if tv is node.tuple_value else _typed_like(node, TupleGetItem(tv, node.index), (tv,))
+        elif t is If:
+            kids = (get(node.cond, node.cond), get(node.true_branch, node.true_branch),
+                    get(node.false_branch, node.false_branch))
+            new = node if (kids[0] is node.cond and kids[1] is node.true_branch
+                           and kids[2] is node.false_branch) else _typed_like(node, If(*kids), kids)
+        else:  # pragma: no cover
+            raise PassError(f"DeadCodeElimination: unknown node kind {t.__name__}", "DeadCodeElimination")
+        if new is not node:
+            memo[node] = new
+        if node in inline:
+            for var in inline[node]:
+                memo[var] = new
+    return get(func, func)
+
+
+def dead_code_elimination(mod: IRModule, inline_once: bool = False, ignore_impurity: bool = False) -> IRModule:
+    """Run dead-code elimination over every function of ``mod``; returns a new module."""
+    purity = Purity(mod, ignore_impurity)
+    out = mod.copy()
+    for gv, func in mod.items():
+        if type(func) is Function:
+            new = eliminate_dead_code(func, purity, inline_once)
+            if new is not func:
+                out[gv] = new
+    return out
+
+
+@module_pass(opt_level=1, name="DeadCodeElimination", required=["InferType"])
+class DeadCodeElimination:
+    """Remove unused let-bindings whose values are pure.
+
+    :param inline_once: also inline pure bindings used exactly once
+    :param ignore_impurity: treat every value as pure (remove unused impure bindings too)
+    """
+
+    def __init__(self, inline_once: bool = False, ignore_impurity: bool = False) -> None:
+        for name, value in (("inline_once", inline_once), ("ignore_impurity", ignore_impurity)):
+            if not isinstance(value, bool):
+                raise PassError(f"DeadCodeElimination: {name} must be True or False, got {value!r}",
+                                "DeadCodeElimination")
+        self.inline_once = inline_once
+        self.ignore_impurity = ignore_impurity
+
+    def transform_module(self, mod: IRModule, ctx: Any) -> IRModule:
+        return dead_code_elimination(mod, self.inline_once, self.ignore_impurity)
