@@ -1,0 +1,704 @@
+"""Core operators: kernels against independent naive implementations, type relations,
+error messages and attribute validation."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+import passhost.ir.ops  # noqa: F401  (fail loudly if the op package does not import)
+from passhost import ir
+from passhost.errors import IRError, TypeInferenceError
+from passhost.ir import OpPattern, TensorType, TupleType
+
+RNG = np.random.default_rng(0)
+
+
+def T(shape, dtype="float32"):
+    return TensorType(shape, dtype)
+
+
+def rand(*shape, dtype="float32"):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def run(call, *arrays):
+    """Infer the call's type from the arrays, run its kernel and check shape/dtype agree."""
+    types = [TupleType([T(a.shape, a.dtype.name) for a in x]) if isinstance(x, (list, tuple))
+             else T(x.shape, x.dtype.name) for x in arrays]
+    ty = call.op.type_rel(list(types), call.attrs)
+    out = call.op.compute(list(arrays), call.attrs)
+    if isinstance(ty, TupleType):
+        assert isinstance(out, tuple) and len(out) == len(ty.fields)
+        for o, t in zip(out, ty.fields):
+            assert isinstance(o, np.ndarray) and o.shape == t.shape and o.dtype.name == t.dtype
+    else:
+        assert isinstance(out, np.ndarray), type(out)
+        assert out.shape == ty.shape and out.dtype.name == ty.dtype, (out.shape, out.dtype, ty)
+    return out
+
+
+def v(name="x"):
+    return ir.var(name)
+
+
+# ---------------------------------------------------------------------------------------
+# naive reference implementations (loops, written independently of the kernels)
+# ---------------------------------------------------------------------------------------
+def naive_conv2d(x, w, strides, pad, dilation, groups):
+    """NCHW data, OIHW weight; pad = (top, left, bottom, right)."""
+    n_, c_, h_, w_ = x.shape
+    o_, ig, kh, kw = w.shape
+    pt, pl, pb, pr = pad
+    sh, sw = strides
+    dh, dw = dilation
+    xp = np.zeros((n_, c_, h_ + pt + pb, w_ + pl + pr), dtype="float64")
+    xp[:, :, pt:pt + h_, pl:pl + w_] = x
+    oh = (h_ + pt + pb - dh * (kh - 1) - 1) // sh + 1
+    ow = (w_ + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    og = o_ // groups
+    out = np.zeros((n_, o_, oh, ow))
+    for n in range(n_):
+        for o in range(o_):
+            g = o // og
+            for i in range(oh):
+                for j in range(ow):
+                    acc = 0.0
+                    for c in range(ig):
+                        for a in range(kh):
+                            for b in range(kw):
+                                acc += xp[n, g * ig + c, i * sh + a * dh, j * sw + b * dw] * w[o, c, a, b]
+                    out[n, o, i, j] = acc
+    return out
+
+
+def naive_pool(x, kind, pool, strides, pad, dilation, ceil_mode, count_include_pad=False):
+    """NCHW pooling by loops over every output element and window position."""
+    n_, c_, h_, w_ = x.shape
+    kh, kw = pool
+    sh, sw = strides
+    dh, dw = dilation
+    pt, pl, pb, pr = pad
+
+    def out_dim(size, lo, hi, k, s, d):
+        span = size + lo + hi - (d * (k - 1) + 1)
+        return (math.ceil(span / s) if ceil_mode else span // s) + 1
+
+    oh, ow = out_dim(h_, pt, pb, kh, sh, dh), out_dim(w_, pl, pr, kw, sw, dw)
+    out = np.zeros((n_, c_, oh, ow))
+    for n, c, i, j in itertools.product(range(n_), range(c_), range(oh), range(ow)):
+        vals, covered = [], 0
+        for a in range(kh):
+            for b in range(kw):
+                r = i * sh - pt + a * dh
+                q = j * sw - pl + b * dw
+                if 0 <= r < h_ and 0 <= q < w_:
+                    vals.append(x[n, c, r, q])
+                if -pt <= r < h_ + pb and -pl <= q < w_ + pr:
+                    covered += 1
+        if kind == "max":
+            out[n, c, i, j] = max(vals) if vals else -np.inf
+        else:
+            count = covered if count_include_pad else len(vals)
+            out[n, c, i, j] = sum(vals) / count if count else 0.0
+    return out
+
+
+def nchw_to_nhwc(a):
+    return np.ascontiguousarray(a.transpose(0, 2, 3, 1))
+
+
+def nhwc_to_nchw(a):
+    return np.ascontiguousarray(a.transpose(0, 3, 1, 2))
+
+
+def oihw_to_hwio(a):
+    return np.ascontiguousarray(a.transpose(2, 3, 1, 0))
+
+
+# ---------------------------------------------------------------------------------------
+# conv2d
+# ---------------------------------------------------------------------------------------
+CONV_CASES = [
+    # (N, C, H, W), O, (kh, kw), strides, padding (builder form), dilation, groups
+    ((1, 3, 7, 7), 4, (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((2, 4, 9, 8), 6, (3, 2), (2, 1), (1, 2, 0, 1), (1, 1), 2),
+    ((1, 4, 10, 10), 4, (3, 3), (2, 2), (2, 0, 1, 3), (2, 1), 4),     # depthwise, dilation
+    ((1, 2, 6, 6), 6, (1, 1), (1, 1), 0, (1, 1), 2),                  # depthwise multiplier 3
+    ((1, 3, 11, 9), 2, (5, 3), (3, 2), (3, 1), (1, 2), 1),
+]
+
+
+@pytest.mark.parametrize("dshape,o,k,strides,padding,dilation,groups", CONV_CASES)
+def test_conv2d_nchw_matches_naive(dshape, o, k, strides, padding, dilation, groups):
+    x = rand(*dshape)
+    w = rand(o, dshape[1] // groups, *k)
+    call = ir.nn.conv2d(v(), v("w"), strides=strides, padding=padding, dilation=dilation,
+                        groups=groups, channels=o, kernel_size=k)
+    got = run(call, x, w)
+    want = naive_conv2d(x, w, strides, call.attrs.padding, dilation, groups)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dshape,o,k,strides,padding,dilation,groups", CONV_CASES)
+def test_conv2d_nhwc_hwio_matches_naive(dshape, o, k, strides, padding, dilation, groups):
+    x = rand(*dshape)
+    w = rand(o, dshape[1] // groups, *k)
+    call = ir.nn.conv2d(v(), v("w"), strides=strides, padding=padding, dilation=dilation, groups=groups,
+                        data_layout="NHWC", kernel_layout="HWIO")
+    got = run(call, nchw_to_nhwc(x), oihw_to_hwio(w))
+    want = naive_conv2d(x, w, strides, call.attrs.padding, dilation, groups)
+    np.testing.assert_allclose(nhwc_to_nchw(got), want, rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_out_layout_and_out_dtype():
+    x = rand(1, 2, 5, 5)
+    w = rand(3, 2, 3, 3)
+    call = ir.nn.conv2d(v(), v("w"), padding=1, out_layout="NHWC", out_dtype="float64")
+    got = run(call, x, w)
+    assert got.dtype == np.float64 and got.shape == (1, 5, 5, 3)
+    np.testing.assert_allclose(nhwc_to_nchw(got), naive_conv2d(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 1),
+                               rtol=1e-5)
+
+
+def test_conv2d_int8_to_int32():
+    x = RNG.integers(-100, 100, (1, 2, 4, 4)).astype("int8")
+    w = RNG.integers(-100, 100, (2, 2, 3, 3)).astype("int8")
+    got = run(ir.nn.conv2d(v(), v("w"), out_dtype="int32"), x, w)
+    want = naive_conv2d(x.astype("float64"), w.astype("float64"), (1, 1), (0, 0, 0, 0), (1, 1), 1)
+    np.testing.assert_array_equal(got, want.astype("int32"))
+
+
+def test_conv2d_type_relation_fills_weight():
+    rel = ir.Op.get("nn.conv2d").type_rel
+    call = ir.nn.conv2d(v(), v("w"), strides=2, padding=3, channels=64, kernel_size=7)
+    types = [T((1, 3, 224, 224)), None]
+    assert rel(types, call.attrs) == T((1, 64, 112, 112))
+    assert types[1] == T((64, 3, 7, 7))
+    # NHWC / HWIO, grouped
+    call = ir.nn.conv2d(v(), v("w"), padding=1, groups=2, channels=8, kernel_size=3,
+                        data_layout="NHWC", kernel_layout="HWIO")
+    types = [T((2, 10, 12, 4)), None]
+    assert rel(types, call.attrs) == T((2, 10, 12, 8))
+    assert types[1] == T((3, 3, 2, 8))
+    # depthwise
+    call = ir.nn.conv2d(v(), v("w"), padding=1, groups=32, channels=32, kernel_size=3)
+    types = [T((1, 32, 8, 8)), None]
+    assert rel(types, call.attrs) == T((1, 32, 8, 8))
+    assert types[1] == T((32, 1, 3, 3))
+
+
+def test_conv2d_type_errors():
+    rel = ir.Op.get("nn.conv2d").type_rel
+    call = ir.nn.conv2d(v(), v("w"))
+    with pytest.raises(TypeInferenceError, match="nn.conv2d: data has 3 input channels but the weight expects 4"):
+        rel([T((1, 3, 8, 8)), T((2, 4, 3, 3))], call.attrs)
+    with pytest.raises(TypeInferenceError, match="nn.conv2d: .*channels and kernel_size"):
+        rel([T((1, 3, 8, 8)), None], call.attrs)
+    with pytest.raises(TypeInferenceError, match="channels=5"):
+        rel([T((1, 3, 8, 8)), T((4, 3, 3, 3))], ir.nn.conv2d(v(), v("w"), channels=5).attrs)
+    with pytest.raises(TypeInferenceError, match="does not fit"):
+        rel([T((1, 3, 2, 2)), T((4, 3, 3, 3))], call.attrs)
+    with pytest.raises(TypeInferenceError, match="dtype mismatch"):
+        rel([T((1, 3, 8, 8)), T((4, 3, 3, 3), "float16")], call.attrs)
+    with pytest.raises(TypeInferenceError, match="not divisible by groups=2"):
+        rel([T((1, 3, 8, 8)), T((4, 1, 3, 3))], ir.nn.conv2d(v(), v("w"), groups=2).attrs)
+
+
+def test_conv2d_attr_checks():
+    with pytest.raises(IRError, match="nn.conv2d.*strides"):
+        ir.nn.conv2d(v(), v("w"), strides=(1, 0))
+    with pytest.raises(IRError, match="nn.conv2d.*groups"):
+        ir.nn.conv2d(v(), v("w"), groups=0)
+    with pytest.raises(IRError, match="nn.conv2d.*data_layout"):
+        ir.nn.conv2d(v(), v("w"), data_layout="NCHW4c")
+    with pytest.raises(IRError, match="padding"):
+        ir.nn.conv2d(v(), v("w"), padding=(1, 2, 3))
+
+
+def test_unknown_attribute_names_op_and_known_attrs():
+    with pytest.raises(IRError) as err:
+        ir.Call(ir.Op.get("nn.conv2d"), [v(), v("w")], {"stride": (1, 1)})
+    msg = str(err.value)
+    assert "nn.conv2d" in msg and "'stride'" in msg and "strides" in msg and "kernel_layout" in msg
+    with pytest.raises(IRError, match="add has no attribute 'axis'.*none"):
+        ir.Call(ir.Op.get("add"), [v(), v("y")], {"axis": 1})
+
+
+# ---------------------------------------------------------------------------------------
+# pooling
+# ---------------------------------------------------------------------------------------
+POOL_CASES = [
+    # pool, strides, padding, dilation, ceil_mode
+    ((3, 3), (2, 2), (1, 1), (1, 1), False),
+    ((3, 3), (2, 2), (1, 1), (1, 1), True),
+    ((2, 3), (2, 3), (0, 1, 1, 0), (1, 1), True),
+    ((2, 2), (1, 2), (1, 0, 0, 1), (2, 1), False),
+    ((3, 2), (3, 2), (0, 0), (1, 1), True),
+]
+
+
+@pytest.mark.parametrize("pool,strides,padding,dilation,ceil_mode", POOL_CASES)
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_max_pool2d_matches_naive(pool, strides, padding, dilation, ceil_mode, layout):
+    x = rand(2, 3, 8, 7)
+    call = ir.nn.max_pool2d(v(), pool, strides, dilation, padding, layout=layout, ceil_mode=ceil_mode)
+    want = naive_pool(x, "max", pool, strides, call.attrs.padding, dilation, ceil_mode)
+    got = run(call, nchw_to_nhwc(x) if layout == "NHWC" else x)
+    np.testing.assert_allclose(nhwc_to_nchw(got) if layout == "NHWC" else got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("pool,strides,padding,dilation,ceil_mode", POOL_CASES)
+@pytest.mark.parametrize("count_include_pad", [False, True])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_avg_pool2d_matches_naive(pool, strides, padding, dilation, ceil_mode, count_include_pad, layout):
+    x = rand(1, 2, 8, 7)
+    call = ir.nn.avg_pool2d(v(), pool, strides, dilation, padding, layout=layout, ceil_mode=ceil_mode,
+                            count_include_pad=count_include_pad)
+    want = naive_pool(x, "avg", pool, strides, call.attrs.padding, dilation, ceil_mode, count_include_pad)
+    got = run(call, nchw_to_nhwc(x) if layout == "NHWC" else x)
+    np.testing.assert_allclose(nhwc_to_nchw(got) if layout == "NHWC" else got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_pool_type_relations():
+    rel = ir.Op.get("nn.max_pool2d").type_rel
+    call = ir.nn.max_pool2d(v(), pool_size=3, strides=2, padding=1)
+    assert rel([T((1, 64, 112, 112))], call.attrs) == T((1, 64, 56, 56))
+    ceil = ir.nn.max_pool2d(v(), pool_size=3, strides=2, ceil_mode=True)
+    assert rel([T((1, 1, 8, 8))], ceil.attrs) == T((1, 1, 4, 4))
+    assert rel([T((1, 1, 8, 8))], ir.nn.max_pool2d(v(), pool_size=3, strides=2).attrs) == T((1, 1, 3, 3))
+    nhwc = ir.nn.avg_pool2d(v(), pool_size=2, strides=2, layout="NHWC")
+    assert ir.Op.get("nn.avg_pool2d").type_rel([T((1, 8, 6, 5))], nhwc.attrs) == T((1, 4, 3, 5))
+    with pytest.raises(TypeInferenceError, match="nn.max_pool2d: pool_size"):
+        rel([T((1, 1, 2, 2))], ir.nn.max_pool2d(v(), pool_size=3).attrs)
+    with pytest.raises(TypeInferenceError, match="4-D"):
+        rel([T((1, 2, 2))], call.attrs)
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_global_avg_pool2d(layout):
+    x = rand(2, 3, 5, 4)
+    call = ir.nn.global_avg_pool2d(v(), layout=layout)
+    got = run(call, nchw_to_nhwc(x) if layout == "NHWC" else x)
+    got = nhwc_to_nchw(got) if layout == "NHWC" else got
+    want = np.zeros((2, 3, 1, 1))
+    for n, c in itertools.product(range(2), range(3)):
+        want[n, c, 0, 0] = sum(float(x[n, c, i, j]) for i in range(5) for j in range(4)) / 20
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------
+# normalisation, softmax, dense, bias_add, dropout
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("center,scale", [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("axis", [1, 3, -1])
+def test_batch_norm_matches_naive(center, scale, axis):
+    x = rand(2, 3, 4, 3)
+    c = x.shape[axis]
+    gamma, beta, mean = rand(c), rand(c), rand(c)
+    var = np.abs(rand(c)) + 0.1
+    call = ir.nn.batch_norm(v(), v("g"), v("b"), v("m"), v("v"), axis=axis, epsilon=2e-5, center=center, scale=scale)
+    out, m_out, v_out = run(call, x, gamma, beta, mean, var)
+    want = np.zeros(x.shape)
+    ax = axis % 4
+    for idx in itertools.product(*map(range, x.shape)):
+        k = idx[ax]
+        y = (x[idx] - mean[k]) / math.sqrt(var[k] + 2e-5)
+        if scale:
+            y *= gamma[k]
+        if center:
+            y += beta[k]
+        want[idx] = y
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(m_out, mean)
+    np.testing.assert_array_equal(v_out, var)
+
+
+def test_batch_norm_type_relation():
+    rel = ir.Op.get("nn.batch_norm").type_rel
+    attrs = ir.nn.batch_norm(v(), v("g"), v("b"), v("m"), v("v")).attrs
+    types = [T((1, 64, 8, 8)), None, T((64,)), None, None]
+    out = rel(types, attrs)
+    assert out == TupleType([T((1, 64, 8, 8)), T((64,)), T((64,))])
+    assert types[1] == types[3] == types[4] == T((64,))
+    assert out.fields[0] is types[0]
+    with pytest.raises(TypeInferenceError, match=r"nn.batch_norm: beta has type Tensor\[\(3\), float32\].*64"):
+        rel([T((1, 64, 8, 8)), None, T((3,)), None, None], attrs)
+
+
+def test_layer_and_instance_norm_match_naive():
+    x = rand(2, 3, 5)
+    gamma, beta = rand(5), rand(5)
+    got = run(ir.nn.layer_norm(v(), v("g"), v("b"), epsilon=1e-3), x, gamma, beta)
+    want = np.zeros(x.shape)
+    for i, j in itertools.product(range(2), range(3)):
+        row = [float(t) for t in x[i, j]]
+        mu = sum(row) / 5
+        var = sum((t - mu) ** 2 for t in row) / 5
+        for k in range(5):
+            want[i, j, k] = (row[k] - mu) / math.sqrt(var + 1e-3) * gamma[k] + beta[k]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+    x = rand(2, 3, 4, 2)
+    gamma, beta = rand(3), rand(3)
+    got = run(ir.nn.instance_norm(v(), v("g"), v("b")), x, gamma, beta)
+    want = np.zeros(x.shape)
+    for n, c in itertools.product(range(2), range(3)):
+        vals = [float(t) for t in x[n, c].ravel()]
+        mu = sum(vals) / len(vals)
+        var = sum((t - mu) ** 2 for t in vals) / len(vals)
+        want[n, c] = (x[n, c] - mu) / math.sqrt(var + 1e-5) * gamma[c] + beta[c]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    types = [T((2, 3, 4, 2)), None, None]
+    assert ir.Op.get("nn.instance_norm").type_rel(types, ir.nn.instance_norm(v(), v(), v()).attrs) is types[0]
+    assert types[1] == types[2] == T((3,))
+
+
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_softmax_matches_naive(axis):
+    x = rand(3, 4) * 10
+    got = run(ir.nn.softmax(v(), axis=axis), x)
+    want = np.zeros(x.shape)
+    ax = axis % 2
+    for fixed in range(x.shape[1 - ax]):
+        line = [float(x[i, fixed]) if ax == 0 else float(x[fixed, i]) for i in range(x.shape[ax])]
+        z = sum(math.exp(t) for t in line)
+        for i, t in enumerate(line):
+            want[(i, fixed) if ax == 0 else (fixed, i)] = math.exp(t) / z
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_softmax_large_values_no_warning():
+    x = np.array([[1000.0, 1000.0, -1000.0]], dtype="float32")
+    np.testing.assert_allclose(run(ir.nn.softmax(v()), x), [[0.5, 0.5, 0.0]], atol=1e-6)
+
+
+def test_dense_and_bias_add_match_naive():
+    x, w, b = rand(2, 3, 5), rand(4, 5), rand(4)
+    got = run(ir.nn.dense(v(), v("w"), units=4), x, w)
+    want = np.zeros((2, 3, 4))
+    for i, j, u in itertools.product(range(2), range(3), range(4)):
+        want[i, j, u] = sum(float(x[i, j, k]) * float(w[u, k]) for k in range(5))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    got = run(ir.nn.bias_add(v(), v("b"), axis=-1), want.astype("float32"), b)
+    np.testing.assert_allclose(got, want + b, rtol=1e-5)
+    y, c = rand(2, 4, 3, 3), rand(4)
+    got = run(ir.nn.bias_add(v(), v("b")), y, c)
+    want2 = y.copy()
+    for ch in range(4):
+        want2[:, ch] += c[ch]
+    np.testing.assert_allclose(got, want2, rtol=1e-6)
+
+
+def test_dense_and_bias_add_type_relations():
+    dense = ir.Op.get("nn.dense").type_rel
+    types = [T((1, 512)), None]
+    assert dense(types, ir.nn.dense(v(), v("w"), units=1000).attrs) == T((1, 1000))
+    assert types[1] == T((1000, 512))
+    with pytest.raises(TypeInferenceError, match="nn.dense: data .* has 512 input features"):
+        dense([T((1, 512)), T((10, 256))], ir.nn.dense(v(), v("w")).attrs)
+    with pytest.raises(TypeInferenceError, match="units"):
+        dense([T((1, 512)), None], ir.nn.dense(v(), v("w")).attrs)
+    bias = ir.Op.get("nn.bias_add").type_rel
+    types = [T((1, 1000)), None]
+    assert bias(types, ir.nn.bias_add(v(), v("b"), axis=-1).attrs) is types[0]
+    assert types[1] == T((1000,))
+    with pytest.raises(TypeInferenceError, match="nn.bias_add: the bias has type"):
+        bias([T((1, 8, 2, 2)), T((4,))], ir.nn.bias_add(v(), v("b")).attrs)
+
+
+def test_dropout_is_stateful_identity_at_inference():
+    call = ir.nn.dropout(v(), rate=0.3)
+    assert isinstance(call, ir.TupleGetItem) and call.index == 0
+    op = call.tuple_value.op
+    assert op.name == "nn.dropout" and op.stateful and op.pattern == OpPattern.OPAQUE
+    x = rand(3, 4)
+    out, mask = run(call.tuple_value, x)
+    np.testing.assert_array_equal(out, x)
+    np.testing.assert_array_equal(mask, np.ones_like(x))
+    assert op.type_rel([T((3, 4))], call.tuple_value.attrs) == TupleType([T((3, 4)), T((3, 4))])
+    with pytest.raises(IRError, match="rate"):
+        ir.nn.dropout(v(), rate=1.5)
+
+
+# ---------------------------------------------------------------------------------------
+# element-wise and broadcasting
+# ---------------------------------------------------------------------------------------
+def test_unary_kernels():
+    x = np.array([[-2.0, -0.5, 0.0], [0.25, 1.0, 3.0]], dtype="float32")
+    pos = np.abs(x) + 0.5
+    cases = [
+        (ir.negative, x, [[-t for t in row] for row in x.tolist()]),
+        (ir.exp, x, [[math.exp(t) for t in row] for row in x.tolist()]),
+        (ir.log, pos, [[math.log(t) for t in row] for row in pos.tolist()]),
+        (ir.sqrt, pos, [[math.sqrt(t) for t in row] for row in pos.tolist()]),
+        (ir.rsqrt, pos, [[1 / math.sqrt(t) for t in row] for row in pos.tolist()]),
+        (ir.sigmoid, x, [[1 / (1 + math.exp(-t)) for t in row] for row in x.tolist()]),
+        (ir.tanh, x, [[math.tanh(t) for t in row] for row in x.tolist()]),
+        (ir.nn.relu, x, [[t if t > 0 else 0.0 for t in row] for row in x.tolist()]),
+        (lambda e: ir.nn.leaky_relu(e, 0.1), x, [[t if t > 0 else 0.1 * t for t in row] for row in x.tolist()]),
+        (lambda e: ir.clip(e, -1, 0.5), x, [[min(max(t, -1.0), 0.5) for t in row] for row in x.tolist()]),
+        (ir.stop_fusion, x, x.tolist()),
+    ]
+    for build, arr, want in cases:
+        call = build(v())
+        assert call.op.pattern == (OpPattern.OPAQUE if call.op.name == "annotation.stop_fusion"
+                                   else OpPattern.ELEMWISE)
+        np.testing.assert_allclose(run(call, arr), want, rtol=1e-6, err_msg=call.op.name)
+
+
+def test_unary_edge_values_emit_no_warnings():
+    x = np.array([-1.0, 0.0, 1e30], dtype="float32")
+    assert np.isnan(run(ir.log(v()), x)[0]) and run(ir.log(v()), x)[1] == -np.inf
+    assert np.isinf(run(ir.exp(v()), x)[2])
+    assert np.isinf(run(ir.rsqrt(v()), x)[1])
+
+
+def test_binary_kernels_broadcast():
+    a, b = rand(2, 1, 3), rand(4, 1) + 3.0
+    for build, fn in [(ir.add, lambda p, q: p + q), (ir.subtract, lambda p, q: p - q),
+                      (ir.multiply, lambda p, q: p * q), (ir.divide, lambda p, q: p / q),
+                      (ir.maximum, max), (ir.minimum, min), (ir.power, lambda p, q: abs(p) ** q)]:
+        left = np.abs(a) if build is ir.power else a
+        got = run(build(v(), v("y")), left, b)
+        want = np.zeros((2, 4, 3))
+        for i, j, k in itertools.product(range(2), range(4), range(3)):
+            want[i, j, k] = fn(float(a[i, 0, k]), float(b[j, 0]))
+        np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=build.__name__)
+
+
+def test_integer_division_truncates_and_survives_zero():
+    a = np.array([7, -7, 7, -7, 1, 5], dtype="int32")
+    b = np.array([2, 2, -2, -2, 0, 5], dtype="int32")
+    np.testing.assert_array_equal(run(ir.divide(v(), v("y")), a, b), [3, -3, -3, 3, 0, 1])
+
+
+def test_comparisons_and_where():
+    a = np.array([1.0, 2.0, 3.0], dtype="float32")
+    b = np.array([2.0], dtype="float32")
+    for build, fn in [(ir.less, lambda p, q: p < q), (ir.greater, lambda p, q: p > q),
+                      (ir.equal, lambda p, q: p == q), (ir.not_equal, lambda p, q: p != q),
+                      (ir.less_equal, lambda p, q: p <= q), (ir.greater_equal, lambda p, q: p >= q)]:
+        got = run(build(v(), v("y")), a, b)
+        assert got.dtype == np.bool_
+        assert got.tolist() == [fn(float(t), 2.0) for t in a]
+    cond = np.array([[True], [False]])
+    got = run(ir.where(v("c"), v(), v("y")), cond, a, np.float32(-1) * np.ones((1, 3), "float32"))
+    assert got.tolist() == [[1.0, 2.0, 3.0], [-1.0, -1.0, -1.0]]
+
+
+def test_cast_and_shape_of():
+    x = np.array([1.7, -2.2], dtype="float32")
+    got = run(ir.cast(v(), "int32"), x)
+    assert got.dtype == np.int32 and got.tolist() == [1, -2]
+    got = run(ir.shape_of(v()), rand(2, 5, 3))
+    assert got.dtype == np.int32 and got.tolist() == [2, 5, 3]
+    assert ir.Op.get("shape_of").type_rel([T((2, 5, 3))], ir.shape_of(v(), "int64").attrs) == T((3,), "int64")
+    with pytest.raises(IRError, match="cast.*dtype"):
+        ir.Call(ir.Op.get("cast"), [v()], {"dtype": "float31"})
+
+
+def test_binary_type_relation_reuses_objects_and_fills_unknown():
+    rel = ir.Op.get("add").type_rel
+    big, row = T((4, 3)), T((3,))
+    assert rel([big, row], ir.add(v(), v()).attrs) is big
+    assert rel([row, big], ir.add(v(), v()).attrs) is big
+    assert rel([big, T((4, 3))], ir.add(v(), v()).attrs) is big
+    assert rel([T((4, 1)), row], None) == T((4, 3))
+    types = [None, big]
+    assert rel(types, None) is big and types[0] is big
+    types = [big, None]
+    assert rel(types, None) is big and types[1] is big
+    assert ir.Op.get("less").type_rel([big, row], None) == T((4, 3), "bool")
+
+
+def test_binary_type_errors():
+    with pytest.raises(TypeInferenceError, match=r"add: cannot broadcast Tensor\[\(2, 3\), float32\] "
+                                                 r"with Tensor\[\(4\), float32\]"):
+        ir.Op.get("add").type_rel([T((2, 3)), T((4,))], None)
+    with pytest.raises(TypeInferenceError, match="multiply: dtype mismatch"):
+        ir.Op.get("multiply").type_rel([T((2, 3)), T((2, 3), "int32")], None)
+    with pytest.raises(TypeInferenceError, match="subtract: the type of the left operand is unknown"):
+        ir.Op.get("subtract").type_rel([None, None], None)
+    with pytest.raises(TypeInferenceError, match="add: the right operand must be a tensor"):
+        ir.Op.get("add").type_rel([T((2,)), TupleType([T((2,))])], None)
+
+
+# ---------------------------------------------------------------------------------------
+# shape operators
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("ishape,newshape,oshape", [
+    ((2, 3, 4), (6, 4), (6, 4)),
+    ((2, 3, 4), (-1,), (24,)),
+    ((2, 3, 4), (0, -1), (2, 12)),
+    ((2, 3, 4), (-2,), (2, 3, 4)),
+    ((2, 3, 4), (2, -2), (2, 3, 4)),
+    ((2, 3, 4), (-3, 4), (6, 4)),
+    ((2, 3, 4), (-4, 1, 2, -2), (1, 2, 3, 4)),
+    ((2, 12), (0, -4, -1, 3), (2, 4, 3)),
+])
+def test_reshape_codes(ishape, newshape, oshape):
+    x = rand(*ishape)
+    got = run(ir.reshape(v(), newshape), x)
+    assert got.shape == oshape
+    np.testing.assert_array_equal(got.ravel(), x.ravel())
+
+
+def test_reshape_errors():
+    rel = ir.Op.get("reshape").type_rel
+    with pytest.raises(TypeInferenceError, match=r"reshape: cannot reshape \(2, 3\) to newshape=\[4, -1\]"):
+        rel([T((2, 3))], ir.reshape(v(), (4, -1)).attrs)
+    with pytest.raises(TypeInferenceError, match="only one -1"):
+        rel([T((2, 3))], ir.reshape(v(), (-1, -1)).attrs)
+    with pytest.raises(TypeInferenceError, match="do not fit"):
+        rel([T((2, 3))], ir.reshape(v(), (5,)).attrs)
+    t = T((2, 3))
+    assert rel([t], ir.reshape(v(), (2, 3)).attrs) is t
+
+
+def test_transpose_expand_squeeze():
+    x = rand(2, 3, 4)
+    got = run(ir.transpose(v(), (1, -1, 0)), x)
+    assert got.shape == (3, 4, 2) and got[2, 1, 0] == x[0, 2, 1]
+    got = run(ir.transpose(v()), x)
+    assert got.shape == (4, 3, 2) and got[3, 2, 1] == x[1, 2, 3]
+    assert run(ir.expand_dims(v(), 1, 2), x).shape == (2, 1, 1, 3, 4)
+    assert run(ir.expand_dims(v(), -1), x).shape == (2, 3, 4, 1)
+    y = rand(1, 3, 1, 2)
+    assert run(ir.squeeze(v()), y).shape == (3, 2)
+    assert run(ir.squeeze(v(), [2]), y).shape == (1, 3, 2)
+    with pytest.raises(TypeInferenceError, match="squeeze: axis 1 has size 3"):
+        ir.Op.get("squeeze").type_rel([T((1, 3))], ir.squeeze(v(), [1]).attrs)
+    with pytest.raises(TypeInferenceError, match="transpose: axes .* not a permutation"):
+        ir.Op.get("transpose").type_rel([T((1, 3))], ir.transpose(v(), (0, 0)).attrs)
+    with pytest.raises(TypeInferenceError, match="expand_dims: axis=4 is out of range"):
+        ir.Op.get("expand_dims").type_rel([T((1, 3))], ir.expand_dims(v(), 4).attrs)
+
+
+def test_concatenate_and_split():
+    a, b = rand(2, 3), rand(2, 5)
+    call = ir.concatenate([v(), v("y")], axis=1)
+    assert isinstance(call.args[0], ir.Tuple) and len(call.args) == 1
+    got = run(call, [a, b])
+    assert got.shape == (2, 8)
+    assert got[1, 4] == b[1, 1] and got[0, 2] == a[0, 2]
+    with pytest.raises(TypeInferenceError, match="concatenate: .* differ outside axis 0"):
+        call.op.type_rel([TupleType([T((2, 3)), T((2, 5))])], ir.concatenate([v(), v()]).attrs)
+    x = rand(6, 4)
+    parts = run(ir.split(v(), 3), x)
+    assert [p.shape for p in parts] == [(2, 4)] * 3
+    np.testing.assert_array_equal(parts[2], x[4:])
+    parts = run(ir.split(v(), [1, 3], axis=1), x)
+    assert [p.shape for p in parts] == [(6, 1), (6, 2), (6, 1)]
+    np.testing.assert_array_equal(parts[1], x[:, 1:3])
+    with pytest.raises(TypeInferenceError, match="split: cannot split an axis of size 6 into 4"):
+        ir.Op.get("split").type_rel([T((6, 4))], ir.split(v(), 4).attrs)
+    assert isinstance(ir.split(v(), 2)[1], ir.TupleGetItem)
+
+
+def test_batch_flatten():
+    x = rand(2, 3, 2, 2)
+    got = run(ir.nn.batch_flatten(v()), x)
+    assert got.shape == (2, 12) and got[1, 5] == x[1, 1, 0, 1]
+
+
+@pytest.mark.parametrize("src,dst,perm", [("NCHW", "NHWC", (0, 2, 3, 1)), ("NHWC", "NCHW", (0, 3, 1, 2)),
+                                          ("OIHW", "HWIO", (2, 3, 1, 0)), ("HWIO", "OIHW", (3, 2, 0, 1))])
+def test_layout_transform_round_trip(src, dst, perm):
+    x = rand(2, 3, 4, 5)
+    fwd = run(ir.layout_transform(v(), src, dst), x)
+    for idx in itertools.product(*map(range, x.shape)):
+        assert fwd[tuple(idx[p] for p in perm)] == x[idx]
+    back = run(ir.layout_transform(v(), dst, src), fwd)
+    np.testing.assert_array_equal(back, x)
+
+
+def test_layout_transform_errors():
+    rel = ir.Op.get("layout_transform").type_rel
+    with pytest.raises(TypeInferenceError, match="layout_transform: .*same axis letters"):
+        rel([T((1, 2, 3, 4))], ir.layout_transform(v(), "NCHW", "OIHW").attrs)
+    with pytest.raises(TypeInferenceError, match="layout_transform: .*NCHW4c"):
+        rel([T((1, 2, 3, 4))], ir.layout_transform(v(), "NCHW", "NCHW4c").attrs)
+    with pytest.raises(TypeInferenceError, match="has 4 axes"):
+        rel([T((1, 2, 3))], ir.layout_transform(v(), "NCHW", "NHWC").attrs)
+
+
+# ---------------------------------------------------------------------------------------
+# reductions
+# ---------------------------------------------------------------------------------------
+def test_reductions_match_naive():
+    x = rand(2, 3, 4)
+    cells = {idx: float(x[idx]) for idx in itertools.product(range(2), range(3), range(4))}
+    got = run(ir.sum(v(), axis=1), x)
+    for i, k in itertools.product(range(2), range(4)):
+        assert got[i, k] == pytest.approx(sum(cells[i, j, k] for j in range(3)), rel=1e-5)
+    got = run(ir.mean(v(), axis=(0, 2), keepdims=True), x)
+    assert got.shape == (1, 3, 1)
+    for j in range(3):
+        vals = [cells[i, j, k] for i in range(2) for k in range(4)]
+        assert got[0, j, 0] == pytest.approx(sum(vals) / 8, rel=1e-5)
+    got = run(ir.max(v(), axis=1, exclude=True), x)
+    assert got.shape == (3,)
+    for j in range(3):
+        assert got[j] == max(cells[i, j, k] for i in range(2) for k in range(4))
+    got = run(ir.min(v()), x)
+    assert got.shape == () and got == min(cells.values())
+    got = run(ir.variance(v(), v("m"), axis=-1, unbiased=True), x, x.mean(axis=-1, keepdims=True))
+    for i, j in itertools.product(range(2), range(3)):
+        vals = [cells[i, j, k] for k in range(4)]
+        mu = sum(vals) / 4
+        assert got[i, j] == pytest.approx(sum((t - mu) ** 2 for t in vals) / 3, rel=1e-4)
+    with pytest.raises(TypeInferenceError, match="sum: axis=3 is out of range"):
+        ir.Op.get("sum").type_rel([T((2, 3, 4))], ir.sum(v(), axis=3).attrs)
+
+
+def test_variance_builder_computes_mean():
+    call = ir.variance(v(), axis=1)
+    assert call.op.name == "variance" and call.args[1].op.name == "mean"
+    assert call.args[1].attrs.keepdims is True
+
+
+# ---------------------------------------------------------------------------------------
+# registry facts
+# ---------------------------------------------------------------------------------------
+PATTERNS = {
+    OpPattern.ELEMWISE: ["nn.relu", "exp", "log", "sqrt", "rsqrt", "negative", "sigmoid", "tanh", "cast",
+                         "clip", "nn.leaky_relu"],
+    OpPattern.BROADCAST: ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "less",
+                          "greater", "equal", "where", "nn.bias_add", "expand_dims"],
+    OpPattern.INJECTIVE: ["reshape", "squeeze", "transpose", "concatenate", "split", "nn.batch_flatten",
+                          "layout_transform"],
+    OpPattern.COMM_REDUCE: ["sum", "mean", "max", "min", "variance"],
+    OpPattern.OUT_ELEMWISE_FUSABLE: ["nn.conv2d", "nn.dense", "nn.max_pool2d", "nn.avg_pool2d",
+                                     "nn.global_avg_pool2d", "nn.softmax", "nn.batch_norm"],
+    OpPattern.OPAQUE: ["nn.dropout", "shape_of", "annotation.stop_fusion", "nn.layer_norm", "nn.instance_norm"],
+}
+
+
+@pytest.mark.parametrize("pattern", list(PATTERNS))
+def test_op_patterns(pattern):
+    for name in PATTERNS[pattern]:
+        op = ir.Op.get(name)
+        assert op.pattern == pattern, name
+        assert op.stateful == (name == "nn.dropout"), name
+        assert op.compute is not None and op.definition.summary, name
+
+
+def test_declared_attribute_order_and_defaults():
+    assert list(ir.Op.get("nn.conv2d").attr_defaults.items()) == [
+        ("strides", (1, 1)), ("padding", (0, 0)), ("dilation", (1, 1)), ("groups", 1), ("channels", None),
+        ("kernel_size", None), ("data_layout", "NCHW"), ("kernel_layout", "OIHW"), ("out_layout", ""),
+        ("out_dtype", "")]
+    assert list(ir.Op.get("nn.batch_norm").attr_defaults.items()) == [
+        ("axis", 1), ("epsilon", 1e-5), ("center", True), ("scale", True)]
+    assert list(ir.Op.get("nn.max_pool2d").attr_defaults) == [
+        "pool_size", "strides", "dilation", "padding", "layout", "out_layout", "ceil_mode"]
+    assert list(ir.Op.get("nn.avg_pool2d").attr_defaults)[-1] == "count_include_pad"
+    assert dict(ir.Op.get("nn.softmax").attr_defaults) == {"axis": -1}
+    assert dict(ir.Op.get("nn.bias_add").attr_defaults) == {"axis": 1}
+    assert dict(ir.Op.get("nn.dropout").attr_defaults) == {"rate": 0.5}
+    assert dict(ir.Op.get("expand_dims").attr_defaults) == {"axis": None, "num_newaxis": 1}
+    assert dict(ir.Op.get("nn.dense").attr_defaults) == {"units": None, "out_dtype": ""}
+    assert ir.Op.get("nn.conv2d").definition.extra["kernel_layout_attr"] == "kernel_layout"
