@@ -1,0 +1,360 @@
+"""Seeded random programs for property tests of passes.
+
+:func:`random_graph` builds a well-typed ``main`` from elementwise and broadcast
+arithmetic, ``nn.conv2d``, pooling, ``nn.dense``, ``nn.bias_add``, ``nn.batch_norm``
+with ``TupleGetItem``, scalar and tensor constants and shared sub-expressions (plus,
+on request, structurally duplicated calls, let bindings and tuples). Values stay
+bounded (every intermediate is at most about 1e4 in magnitude: large ones are clamped
+with ``minimum``/``maximum``), so evaluating a program never overflows float32 and
+:func:`random_inputs` gives inputs in ``[-1, 1)``. The same seed always builds the
+same program, node for node.
+"""
+from __future__ import annotations
+
+import random
+from typing import Optional, Sequence
+
+import numpy as np
+
+from .. import ir
+from ..errors import IRError
+
+__all__ = ["random_graph", "random_inputs", "KINDS"]
+
+#: the kinds of steps :func:`random_graph` draws from, with their default weights
+KINDS = {
+    "binary": 6,      # add / subtract / multiply / maximum / minimum with a value or constant
+    "divide": 1,      # divide by a constant of magnitude >= 0.5
+    "unary": 3,       # negative / nn.relu
+    "exp": 1,         # exp of a small value
+    "conv2d": 2,
+    "pool": 1,        # nn.max_pool2d / nn.avg_pool2d
+    "global_pool": 1,  # nn.global_avg_pool2d
+    "batch_norm": 2,  # nn.batch_norm(...)[0]
+    "bias_add": 1,
+    "dense": 1,       # nn.batch_flatten + nn.dense (+ sometimes nn.bias_add)
+    "duplicate": 1,   # a second, structurally identical copy of an earlier call
+    "tuple": 1,       # a tuple of values and a TupleGetItem of it (only with tuples=True)
+}
+
+_CLAMP_ABOVE = 50.0
+_CLAMP_TO = 10.0
+
+
+class _Value:
+    __slots__ = ("expr", "shape", "bound", "uses")
+
+    def __init__(self, expr: ir.Expr, shape: tuple, bound: float) -> None:
+        self.expr = expr
+        self.shape = shape
+        self.bound = bound
+        self.uses = 0
+
+
+def _broadcast(a: tuple, b: tuple) -> Optional[tuple]:
+    try:
+        return tuple(np.broadcast_shapes(a, b))
+    except ValueError:
+        return None
+
+
+class _Builder:
+    def __init__(self, seed: int, dtype: str, lets: bool, tuples: bool) -> None:
+        self.rnd = random.Random(seed)
+        self.np = np.random.RandomState(seed % (2 ** 32))
+        self.dtype = dtype
+        self.lets = lets
+        self.tuples = tuples
+        self.pool: list = []
+        self.bindings: list = []
+        self.calls: list = []
+        self.tuple_values: list = []
+
+    # -- helpers -----------------------------------------------------------------
+    def const(self, shape: tuple, low: float = -1.0, high: float = 1.0) -> ir.Expr:
+        if shape == ():
+            value = round(self.rnd.uniform(low, high), 3)
+            return ir.const(value, self.dtype)
+        return ir.const(self.np.uniform(low, high, size=shape).astype(self.dtype))
+
+    def pick(self, pred=None) -> Optional[_Value]:
+        cands = [v for v in self.pool if pred is None or pred(v)]
+        if not cands:
+            return None
+        unused = [v for v in cands if v.uses == 0]
+        if unused and self.rnd.random() < 0.7:
+            return self.rnd.choice(unused)
+        return self.rnd.choice(cands)
+
+    def add(self, expr: ir.Expr, shape: tuple, bound: float, *used: _Value) -> _Value:
+        for u in used:
+            u.uses += 1
+        if bound > _CLAMP_ABOVE:
+            expr = ir.minimum(ir.maximum(expr, ir.const(-_CLAMP_TO, self.dtype)),
+                              ir.const(_CLAMP_TO, self.dtype))
+            bound = _CLAMP_TO
+        if type(expr) is ir.Call:
+            self.calls.append((expr, shape, bound))
+        if self.lets and self.rnd.random() < 0.3:
+            var = ir.var(f"v{len(self.bindings)}", ir.TensorType(shape, self.dtype))
+            self.bindings.append((var, expr))
+            expr = var
+        value = _Value(expr, shape, bound)
+        self.pool.append(value)
+        return value
+
+    # -- steps ---------------------------------------------------------------------
+    def step(self, kind: str) -> bool:
+        return getattr(self, "_" + kind)()
+
+    def _binary(self) -> bool:
+        a = self.pick()
+        if a is None:
+            return False
+        name = self.rnd.choice(["add", "subtract", "multiply", "maximum", "minimum"])
+        r = self.rnd.random()
+        other = None
+        if r < 0.5:
+            def fits(v: _Value) -> bool:
+                out = _broadcast(a.shape, v.shape)
+                return out is not None and out in (a.shape, v.shape)
+            other = self.pick(fits)
+        if other is not None:
+            rhs, rshape, rbound = other.expr, other.shape, other.bound
+        else:
+            rshape = self._const_shape(a.shape)
+            rhs, rbound = self.const(rshape), 1.0
+        lhs = a.expr
+        if self.rnd.random() < 0.3:
+            lhs, rhs = rhs, lhs
+        out = _broadcast(a.shape, rshape)
+        if name in ("add", "subtract"):
+            bound = a.bound + rbound
+        elif name == "multiply":
+            bound = a.bound * rbound
+        else:
+            bound = max(a.bound, rbound)
+        used = (a,) if other is None else (a, other)
+        self.add(getattr(ir, name)(lhs, rhs), out, bound, *used)
+        return True
+
+    def _const_shape(self, shape: tuple) -> tuple:
+        choices = [(), shape]
+        if len(shape) == 4:
+            c = shape[1]
+            choices += [(c, 1, 1), (1, c, 1, 1), (shape[3],)]
+        elif len(shape) >= 1:
+            choices += [(shape[-1],)]
+        return self.rnd.choice(choices)
+
+    def _divide(self) -> bool:
+        a = self.pick()
+        if a is None:
+            return False
+        mag = self.rnd.uniform(0.5, 2.0) * self.rnd.choice([-1.0, 1.0])
+        c = ir.const(round(mag, 3), self.dtype)
+        self.add(ir.divide(a.expr, c), a.shape, a.bound * 2.0, a)
+        return True
+
+    def _unary(self) -> bool:
+        a = self.pick()
+        if a is None:
+            return False
+        if self.rnd.random() < 0.5:
+            self.add(ir.negative(a.expr), a.shape, a.bound, a)
+        else:
+            self.add(ir.nn.relu(a.expr), a.shape, a.bound, a)
+        return True
+
+    def _exp(self) -> bool:
+        a = self.pick(lambda v: v.bound <= 4.0)
+        if a is None:
+            return False
+        self.add(ir.exp(a.expr), a.shape, float(np.exp(a.bound)), a)
+        return True
+
+    def _conv2d(self) -> bool:
+        a = self.pick(lambda v: len(v.shape) == 4)
+        if a is None:
+            return False
+        n, c, h, w = a.shape
+        k = self.rnd.choice([1, 3]) if min(h, w) >= 3 else 1
+        o = self.rnd.choice([2, 3, 4])
+        weight = self.const((o, c, k, k), -0.5, 0.5)
+        out = ir.nn.conv2d(a.expr, weight, padding=(k // 2, k // 2), channels=o, kernel_size=(k, k))
+        self.add(out, (n, o, h, w), a.bound * 0.5 * c * k * k, a)
+        return True
+
+    def _pool(self) -> bool:
+        a = self.pick(lambda v: len(v.shape) == 4 and min(v.shape[2:]) >= 2)
+        if a is None:
+            return False
+        n, c, h, w = a.shape
+        fn = self.rnd.choice([ir.nn.max_pool2d, ir.nn.avg_pool2d])
+        if h % 2 == 0 and w % 2 == 0 and self.rnd.random() < 0.4:
+            out = fn(a.expr, pool_size=(2, 2), strides=(2, 2))
+            shape = (n, c, h // 2, w // 2)
+        else:
+            out = fn(a.expr, pool_size=(3, 3), strides=(1, 1), padding=(1, 1))
+            shape = a.shape
+        self.add(out, shape, a.bound, a)
+        return True
+
+    def _global_pool(self) -> bool:
+        a = self.pick(lambda v: len(v.shape) == 4 and v.shape[2:] != (1, 1))
+        if a is None:
+            return False
+        n, c = a.shape[:2]
+        self.add(ir.nn.global_avg_pool2d(a.expr), (n, c, 1, 1), a.bound, a)
+        return True
+
+    def _batch_norm(self) -> bool:
+        a = self.pick(lambda v: len(v.shape) == 4)
+        if a is None:
+            return False
+        c = a.shape[1]
+        gamma = self.const((c,), 0.5, 1.5)
+        beta = self.const((c,), -0.5, 0.5)
+        mean = self.const((c,), -0.5, 0.5)
+        var = self.const((c,), 0.5, 1.5)
+        bn = ir.nn.batch_norm(a.expr, gamma, beta, mean, var)
+        self.add(bn[0], a.shape, 2.2 * (a.bound + 0.5) + 0.5, a)
+        return True
+
+    def _bias_add(self) -> bool:
+        a = self.pick(lambda v: len(v.shape) in (2, 4))
+        if a is None:
+            return False
+        bias = self.const((a.shape[1],))
+        self.add(ir.nn.bias_add(a.expr, bias), a.shape, a.bound + 1.0, a)
+        return True
+
+    def _dense(self) -> bool:
+        a = self.pick(lambda v: len(v.shape) in (2, 4))
+        if a is None:
+            return False
+        x, shape, bound = a.expr, a.shape, a.bound
+        if len(shape) == 4:
+            x = ir.nn.batch_flatten(x)
+            shape = (shape[0], int(np.prod(shape[1:])))
+        units = self.rnd.choice([2, 3, 5, 8])
+        weight = self.const((units, shape[1]), -0.5, 0.5)
+        out = ir.nn.dense(x, weight, units=units)
+        bound = bound * 0.5 * shape[1]
+        if self.rnd.random() < 0.5:
+            out = ir.nn.bias_add(out, self.const((units,)), axis=-1)
+            bound += 1.0
+        self.add(out, (shape[0], units), bound, a)
+        return True
+
+    def _duplicate(self) -> bool:
+        if not self.calls:
+            return False
+        call, shape, bound = self.rnd.choice(self.calls)
+        self.add(ir.Call(call.op, call.args, call.attrs), shape, bound)
+        return True
+
+    def _tuple(self) -> bool:
+        if not self.tuples or not self.pool:
+            return False
+        k = self.rnd.randint(2, 3)
+        values = [self.pick() for _ in range(k)]
+        tup = ir.Tuple([v.expr for v in values])
+        i = self.rnd.randrange(k)
+        for v in values:
+            v.uses += 1
+        self.tuple_values.append(tup)
+        self.add(ir.TupleGetItem(tup, i), values[i].shape, values[i].bound)
+        return True
+
+
+def random_graph(seed: int, num_nodes: int = 20, *, num_params: Optional[int] = None,
+                 lets: bool = False, tuples: bool = False, kinds: Optional[Sequence[str]] = None,
+                 dtype: str = "float32") -> ir.IRModule:
+    """A seeded, well-typed random module whose ``main`` has 1–3 tensor parameters.
+
+    :param seed: the same seed always gives the same program
+    :param num_nodes: number of building steps (each adds one to a few calls)
+    :param num_params: 1, 2 or 3 parameters (drawn from the seed when ``None``)
+    :param lets: bind about a third of the values with ``let`` (annotated variables)
+    :param tuples: build tuples with ``TupleGetItem`` and return a tuple when several
+        results are left over
+    :param kinds: restrict the steps to these :data:`KINDS`
+    :param dtype: a float dtype for parameters and constants
+    :raises IRError: for an unknown kind or a bad parameter count
+    """
+    weights = dict(KINDS)
+    if kinds is not None:
+        unknown = [k for k in kinds if k not in KINDS]
+        if unknown:
+            raise IRError(f"random_graph: unknown kind {unknown[0]!r}; kinds: {', '.join(KINDS)}")
+        weights = {k: w for k, w in KINDS.items() if k in kinds}
+    if not tuples:
+        weights.pop("tuple", None)
+    if not weights:
+        raise IRError("random_graph: no kinds left to draw from; pass at least one of "
+                      + ", ".join(k for k in KINDS if k != "tuple"))
+    b = _Builder(seed, dtype, lets, tuples)
+    rnd = b.rnd
+    if num_params is None:
+        num_params = rnd.randint(1, 3)
+    if not 1 <= num_params <= 3:
+        raise IRError(f"random_graph: num_params must be 1, 2 or 3, got {num_params}")
+    c = rnd.choice([2, 3, 4])
+    h = rnd.choice([4, 5, 6])
+    w = rnd.choice([4, 5, 6])
+    params = []
+    for i in range(num_params):
+        shape = (1, c, h, w) if i == 0 else rnd.choice([(1, c, h, w), (1, c, h, w), (1, c, 1, 1), (w,)])
+        p = ir.var(f"p{i}", ir.TensorType(shape, dtype))
+        params.append(p)
+        b.pool.append(_Value(p, shape, 1.0))
+    names = list(weights)
+    wts = [weights[k] for k in names]
+    steps = 0
+    attempts = 0
+    while steps < num_nodes and attempts < num_nodes * 20:
+        attempts += 1
+        if b.step(rnd.choices(names, wts)[0]):
+            steps += 1
+    if steps == 0:  # nothing applicable (e.g. only "dense" on a rank-1 parameter)
+        b.add(ir.negative(b.pool[0].expr), b.pool[0].shape, 1.0, b.pool[0])
+    out_value = b.pool[-1]
+    out = out_value.expr
+    out_shape = out_value.shape
+    rest = []
+    for v in b.pool[:-1]:
+        if v.uses or v.expr in params:
+            continue
+        if _broadcast(out_shape, v.shape) == out_shape and rnd.random() < 0.8:
+            out = ir.add(out, v.expr)
+        else:
+            rest.append(v.expr)
+    if tuples and rest:
+        out = ir.Tuple([out] + rest[:3])
+    for var, value in reversed(b.bindings):
+        out = ir.Let(var, value, out)
+    return ir.IRModule.from_expr(ir.Function(params, out))
+
+
+def random_inputs(mod, seed: int = 0, low: float = -1.0, high: float = 1.0) -> list:
+    """Arrays for every parameter of ``mod["main"]`` (or of a function), uniform in
+    ``[low, high)``, seeded; the parameters need tensor type annotations or types."""
+    func = mod["main"] if isinstance(mod, ir.IRModule) else mod
+    if not isinstance(func, ir.Function):
+        raise IRError(f"random_inputs needs an IRModule or a Function, got {type(func).__name__}")
+    rng = np.random.RandomState(seed % (2 ** 32))
+    out = []
+    for p in func.params:
+        t = p.type_annotation if p.type_annotation is not None else (p.checked_type if p.has_type else None)
+        if not isinstance(t, ir.TensorType):
+            raise IRError(f"random_inputs: parameter %{p.name_hint} has no tensor type ({t}); "
+                          "annotate it or run type inference first")
+        if t.dtype.startswith("float"):
+            arr = rng.uniform(low, high, size=t.shape).astype(t.dtype)
+        elif t.dtype == "bool":
+            arr = rng.randint(0, 2, size=t.shape).astype("bool")
+        else:
+            arr = rng.randint(int(low), int(high) + 1, size=t.shape).astype(t.dtype)
+        out.append(arr)
+    return out
