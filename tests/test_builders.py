@@ -197,8 +197,6 @@ def test_every_core_op_registered_on_plain_import():
               f"names = {CORE_OPS!r}\n"
               "for n in names:\n"
               "    assert ir.Op.get(n).name == n, n\n"
-              "import sys\n"
-              "assert 'passhost.registry' not in sys.modules\n"
               "print(len(names))\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
