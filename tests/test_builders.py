@@ -71,6 +71,8 @@ def test_binary_builder_lifts_numbers_to_the_sibling_dtype():
     call = ir.add(x, 1)
     assert isinstance(call.args[1], ir.Constant) and call.args[1].dtype == "float16"
     assert ir.multiply(ir.var("y"), 2.0).args[1].dtype == "float32"
+    assert ir.multiply(ir.var("y"), 2).args[1].dtype == "float32"
+    assert ir.add(ir.var("i", shape=(2,), dtype="int32"), 2).args[1].dtype == "int32"
     with pytest.raises(IRError, match="expressions or numbers"):
         ir.add(x, "one")
 

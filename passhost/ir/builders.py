@@ -44,7 +44,8 @@ def _call(name: str, args: Sequence[Any], attrs: Optional[dict] = None) -> Call:
 
 
 def _expr(value: Any, siblings: Sequence[Any]) -> Expr:
-    """An argument as an expression; plain numbers become constants of a sibling's dtype."""
+    """An argument as an expression; plain numbers become constants of a sibling's dtype
+    (float32 when no sibling's type is known)."""
     if isinstance(value, Expr):
         return value
     dtype = None
@@ -54,6 +55,8 @@ def _expr(value: Any, siblings: Sequence[Any]) -> Expr:
             if isinstance(t, TensorType):
                 dtype = t.dtype
                 break
+    if dtype is None and isinstance(value, (int, float)) and not isinstance(value, bool):
+        dtype = "float32"  # as Expr arithmetic sugar does: ``x + 1`` adds 1f
     if isinstance(value, (bool, int, float, np.generic, np.ndarray, list)):
         return const(value, dtype)
     raise IRError(f"operator arguments must be expressions or numbers, got {value!r}")
