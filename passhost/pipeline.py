@@ -262,6 +262,8 @@ def _cycle(left: set, preds: dict) -> list:
         node = min(p for p in preds[node] if p in left)
     loop = path[seen[node]:]
     loop.reverse()
+    start = loop.index(min(loop))
+    loop = loop[start:] + loop[:start]
     return loop + [loop[0]]
 
 

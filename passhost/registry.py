@@ -170,6 +170,8 @@ class Registry:
             self._commit(staged, source)
         except Exception as err:
             pm.unregister(obj)
+            if isinstance(err, PluginConflict):  # strict mode
+                raise
             if isinstance(err, _RejectPlugin):
                 self._broken(source, str(err))
             else:
@@ -181,7 +183,7 @@ class Registry:
     def _broken(self, source: PluginSource, error: str) -> None:
         record = BrokenPlugin(source.name, source.distribution, source.version, error)
         if self.strict:
-            raise PluginLoadError(record.message + " (drop --strict-plugins to load the other plugins anyway)")
+            raise PluginLoadError(record.message + " (strict plugin loading)")
         self.broken.append(record)
 
     def _collect(self, obj: Any) -> dict:
