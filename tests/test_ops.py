@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import passhost.ir.ops  # noqa: F401  (fail loudly if the op package does not import)
 from passhost import ir
@@ -702,3 +704,42 @@ def test_declared_attribute_order_and_defaults():
     assert dict(ir.Op.get("expand_dims").attr_defaults) == {"axis": None, "num_newaxis": 1}
     assert dict(ir.Op.get("nn.dense").attr_defaults) == {"units": None, "out_dtype": ""}
     assert ir.Op.get("nn.conv2d").definition.extra["kernel_layout_attr"] == "kernel_layout"
+
+
+# ---------------------------------------------------------------------------------------
+# properties (hypothesis)
+# ---------------------------------------------------------------------------------------
+_shapes = st.lists(st.integers(1, 4), min_size=0, max_size=4).map(tuple)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_shapes, _shapes)
+def test_broadcast_relation_agrees_with_numpy(a, b):
+    rel = ir.Op.get("add").type_rel
+    try:
+        want = np.broadcast_shapes(a, b)
+    except ValueError:
+        with pytest.raises(TypeInferenceError, match="add: cannot broadcast"):
+            rel([T(a), T(b)], None)
+        return
+    assert rel([T(a), T(b)], None).shape == want
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(1, 3), st.integers(1, 2), st.integers(1, 3),          # groups, in/group, out/group
+    st.integers(1, 3), st.integers(1, 3),                             # kernel
+    st.integers(1, 3), st.integers(1, 3),                             # strides
+    st.integers(1, 2), st.integers(1, 2),                             # dilation
+    st.tuples(*[st.integers(0, 2)] * 4),                              # padding
+    st.booleans(),                                                     # NHWC/HWIO
+)
+def test_conv2d_random_configurations(groups, ipg, opg, kh, kw, sh, sw, dh, dw, pad, nhwc):
+    h, w_ = 5 + dh * kh, 4 + dw * kw
+    x = rand(1, groups * ipg, h, w_)
+    w = rand(groups * opg, ipg, kh, kw)
+    kwargs = dict(data_layout="NHWC", kernel_layout="HWIO") if nhwc else {}
+    call = ir.nn.conv2d(v(), v("w"), strides=(sh, sw), padding=pad, dilation=(dh, dw), groups=groups, **kwargs)
+    got = run(call, nchw_to_nhwc(x), oihw_to_hwio(w)) if nhwc else run(call, x, w)
+    got = nhwc_to_nchw(got) if nhwc else got
+    np.testing.assert_allclose(got, naive_conv2d(x, w, (sh, sw), pad, (dh, dw), groups), rtol=1e-4, atol=1e-4)
