@@ -26,7 +26,7 @@ from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, Tup
 from .module import IRModule
 from .op import Op
 from .type_infer import infer_type
-from .types import FuncType, TensorType, TupleType, Type
+from .types import DTYPES, FuncType, TensorType, TupleType, Type
 
 __all__ = ["evaluate", "Closure"]
 
@@ -84,10 +84,6 @@ def evaluate(mod_or_func: Union[IRModule, Expr], *args: Any) -> Any:
             raise EvaluationError(
                 f"{fname} takes {len(params)} argument{'s' if len(params) != 1 else ''}"
                 f"{' (' + names + ')' if names else ''}, got {len(args)}")
-        free = free_vars(func)
-        if free:
-            raise EvaluationError(
-                f"{fname} has free variable %{free[0].name_hint}: make it a parameter to evaluate it")
         env = {p: _convert_arg(a, p) for p, a in zip(params, args)}
         body = func.body
     else:
@@ -95,11 +91,6 @@ def evaluate(mod_or_func: Union[IRModule, Expr], *args: Any) -> Any:
             raise EvaluationError(
                 f"a {type(func).__name__} expression takes no arguments, got {len(args)}: "
                 "wrap it in a Function to pass inputs")
-        free = free_vars(func)
-        if free:
-            raise EvaluationError(
-                f"the expression has free variable %{free[0].name_hint}: wrap it in a Function "
-                "with that parameter to evaluate it")
         env = {}
         body = func
     with np.errstate(all="ignore"), paused():
@@ -142,6 +133,9 @@ def _convert(value: Any, ty: Type, where: str) -> Any:
 
 _EVAL, _APPLY, _TUPLE, _GETITEM, _LET, _IF, _COPY = range(7)
 
+#: numpy dtype objects by name (``ndarray.dtype.name`` is slow: it runs Python code)
+_NP_DTYPES = {name: np.dtype(name) for name in DTYPES}
+
 
 def _check_result(op: Op, value: Any, ty: Optional[Type]) -> Any:
     """Normalise a kernel result and check it against the call's inferred type."""
@@ -161,7 +155,7 @@ def _check_result(op: Op, value: Any, ty: Optional[Type]) -> Any:
 
 
 def _check_tensor(op: Op, arr: np.ndarray, ty: Type) -> None:
-    if type(ty) is TensorType and (arr.shape != ty.shape or arr.dtype.name != ty.dtype):
+    if type(ty) is TensorType and (arr.shape != ty.shape or arr.dtype != _NP_DTYPES[ty.dtype]):
         raise EvaluationError(
             f"the kernel of {op.name} returned shape {arr.shape} {arr.dtype.name} but the call has "
             f"type {ty}: fix the kernel or the type relation")
@@ -230,7 +224,8 @@ class _Machine:
                     memo[node] = node.data
                 elif t is _Var:
                     raise EvaluationError(
-                        f"%{node.name_hint} has no value: it is used outside the scope that binds it")
+                        f"%{node.name_hint} has no value: it is a free variable or used outside the "
+                        "scope that binds it; make it a parameter of the evaluated function")
                 elif t is GlobalVar:
                     memo[node] = self.global_closure(node)
                 elif t is Function:
