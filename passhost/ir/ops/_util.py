@@ -15,7 +15,7 @@ import numpy as np
 
 from ...errors import IRError, TypeInferenceError
 from ..op import OpDef, OpPattern, register_op
-from ..types import TensorType, TupleType
+from ..types import TensorType
 
 __all__ = [
     "reg",
@@ -28,6 +28,7 @@ __all__ = [
     "prod",
     "check_int_pair",
     "check_pad",
+    "pad4",
 ]
 
 
@@ -177,7 +178,3 @@ def pad4(padding: tuple) -> tuple:
     if len(padding) == 2:
         return (padding[0], padding[1], padding[0], padding[1])
     return tuple(padding)
-
-
-def tuple_type(fields: list) -> TupleType:
-    return TupleType(fields)
