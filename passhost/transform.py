@@ -24,7 +24,12 @@ Example::
         mod = Sequential([drop_helpers, other_pass])(mod)
 
 A pass's own exception propagates unchanged; it carries the failing pass's name (see
-:func:`failed_pass`) and a note saying which pass raised.
+:func:`failed_pass`) and a note saying which pass raised. An exception from an instrument
+hook carries ``passhost_hook`` (the hook's name) instead.
+
+The hooks called for one invocation come from the instruments installed when it started,
+so ``run_before_pass``/``run_after_pass`` stay paired even if a pass calls
+``override_instruments``; the passes after it see the new instruments.
 """
 from __future__ import annotations
 
@@ -303,7 +308,10 @@ def _run_required(required: tuple, mod: IRModule, ctx: PassContext, owner: str) 
         try:
             rp = resolve_pass(r)
         except PassNotFound as exc:
+            # the requiring pass cannot run: report it as the failing one
             exc.add_note(f"(required by pass '{owner}')")
+            if getattr(exc, "passhost_pass_path", None) is None:
+                exc.passhost_pass_path = [owner]
             raise
         mod = _invoke(rp, mod, ctx)
     return mod

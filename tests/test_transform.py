@@ -347,6 +347,8 @@ def test_resolver_that_lacks_infer_type_falls_back_but_other_names_fail():
         with pytest.raises(PassNotFound) as err:
             seq(_mod())
         assert "(required by pass 'Needs')" in err.value.__notes__
+        assert err.value.passhost_pass_path == ["Needs", "sequential"]
+        assert failed_pass(err.value) == "Needs"
     finally:
         set_pass_resolver(previous)
 
