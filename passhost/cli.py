@@ -196,14 +196,7 @@ def _load_input(path: str) -> ir.IRModule:
                 text = f.read()
     except (OSError, UnicodeDecodeError) as err:
         raise CommandError(f"cannot read INPUT {path!r}: {getattr(err, 'strerror', None) or err}") from None
-    try:
-        result = ir.parse(text)
-    except ParseError as err:
-        err.source_name = "<stdin>" if path == "-" else path
-        raise
-    if isinstance(result, ir.IRModule):
-        return result
-    return ir.IRModule.from_expr(result)
+    return ir.parse(text, source_name="<stdin>" if path == "-" else path)
 
 
 def _bind_params(mod: ir.IRModule, path: str) -> ir.IRModule:
@@ -327,10 +320,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if callable(render):
             print(render(), file=sys.stderr)
     text = ir.astext(out, show_meta_data=args.meta_data)
+    if not text.endswith("\n"):
+        text += "\n"
     if args.output:
         _write_atomic(args.output, text)
     else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.write(text)
         sys.stdout.flush()
     return ExitCode.OK
 
