@@ -22,10 +22,10 @@ Before::
 
     def @main(%x: Tensor[(1, 16), float32]) {
       %0 = nn.relu(%x);
-      %1 = add(%0, 1f);
-      %2 = nn.relu(%x);
-      %3 = add(%2, 1f);
-      add(%1, %3)
+      %1 = nn.relu(%x);
+      %2 = add(%0, 1f);
+      %3 = add(%1, 1f);
+      add(%2, %3)
     }
 
 After ``EliminateCommonSubexpr()``::

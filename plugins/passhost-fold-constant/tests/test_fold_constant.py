@@ -51,6 +51,20 @@ def test_fold_constant_notes_example():
     assert body.args[1] is c
 
 
+def test_fold_constant_notes_printed_body():
+    """The body lines printed in tvm-fold-constant-notes-zh.txt after FoldConstant."""
+    notes = (Path(__file__).resolve().parents[3] / "tests" / "seeds" / "tvm-fold-constant-notes-zh.txt")
+    lines = notes.read_text(encoding="utf-8").splitlines()
+    start = max(i for i, line in enumerate(lines) if line.startswith("def @main"))
+    want = [line.strip() for line in lines[start + 1:start + 3]]
+    c = ir.const(C_DATA)
+    x = ir.var("x", T)
+    y = ir.multiply(ir.add(c, c), ir.const(2, "float32"))
+    mod = FoldConstant()(ir.IRModule.from_expr(ir.Function([x], ir.add(ir.add(x, y), c))))
+    got = [line.strip() for line in str(mod).splitlines()[1:3]]
+    assert got == want
+
+
 def test_concatenate_of_constants():
     c = ir.const(C_DATA)
     before = ir.Function([], ir.concatenate([c, c]))
