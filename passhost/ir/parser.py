@@ -1,0 +1,757 @@
+"""The Relay text format: parsing.
+
+:func:`parse` reads a module — what :func:`passhost.ir.astext` prints::
+
+    #[version = "0.0.5"]
+    def @main(%x: Tensor[(1, 10), float32]) -> Tensor[(1, 10), float32] {
+      %0 = add(%x, 1f);
+      nn.relu(%0)
+    }
+
+and :func:`parse_expr` a single expression. Accepted: ``def @f(params, Attr=v) -> T
+{ body }``; graph bindings ``%N = expr;`` (later ``%N`` is the very same node, so DAGs
+keep their sharing); ``let %x: T = v; body``; ``fn (...) -> T { ... }``; ``if (c) {..}
+else {..}``; tuples ``(a, b)``, ``(a,)``, ``()``; projections ``%3.0``; calls with
+attributes ``nn.conv2d(%x, %w, padding=[1, 1])`` (checked against the operator's
+declaration); binary ``+ - * /`` (``add`` …); literals ``1f``, ``1.5f``, ``1e-05f``,
+``3f16``, ``3f64``, ``42``, ``42i16``, ``42i64``, ``True``; ``meta[relay.Constant][i]``
+resolved from the ``#[metadata]`` section; ``free_var %x: T;``; types
+``Tensor[(1, 2), float32]``, ``float32``, ``(T1, T2)``, ``fn (T1) -> T2``. Comments
+(``//``, nested ``/* */``) are skipped, so ``/* ty=... */`` annotations are ignored.
+
+Errors are :class:`~passhost.errors.ParseError` rendered as
+``name:line:col: error: message``, the source line and a caret. The parser keeps its own
+stack (nested constructs are generators driven by one loop), so a 100,000-deep
+``add(add(...))`` parses at the default recursion limit.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from typing import Any, Optional
+
+import numpy as np
+
+from ..errors import IRError, ParseError
+from ._gc import gc_paused
+from ._lexer import Source, tokenize
+from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .module import IRModule
+from .op import Op
+from .types import DTYPES, FuncType, TensorType, TupleType, Type
+
+__all__ = ["parse", "parse_expr", "fromtext"]
+
+_VERSION_RE = re.compile(r'#\[version\s*=\s*"([^"]*)"\]')
+_METADATA_RE = re.compile(r"^[ \t]*#\[metadata\][ \t]*$", re.M)
+_NUMBER_RE = re.compile(r"(-?)([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|inf|nan)([A-Za-z][A-Za-z0-9]*)?$")
+_BINOPS = {
+    "*": (12, "multiply"), "/": (12, "divide"),
+    "+": (10, "add"), "-": (10, "subtract"),
+    "<": (8, "less"), "<=": (8, "less_equal"), ">": (8, "greater"), ">=": (8, "greater_equal"),
+    "==": (7, "equal"), "!=": (7, "not_equal"),
+}
+_INT_SUFFIX = {"": "int32", "i": "int32", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+               "u8": "uint8"}
+_FLOAT_SUFFIX = {"f": "float32", "f16": "float16", "f32": "float32", "f64": "float64"}
+_INT_RANGE = {"int8": (-2**7, 2**7 - 1), "int16": (-2**15, 2**15 - 1), "int32": (-2**31, 2**31 - 1),
+              "int64": (-2**63, 2**63 - 1), "uint8": (0, 255)}
+_KEYWORDS = frozenset(["let", "fn", "def", "if", "else", "free_var", "meta", "type", "match", "extern",
+                       "ref", "ref_read", "ref_write", "True", "False", "None", "nullptr"])
+_END = ""  # the token returned past the end of the input
+
+
+def _version_hint() -> str:
+    return 'you can annotate it as #[version = "0.0.5"]'
+
+
+class _Parser:
+    def __init__(self, text: str, source_name: str) -> None:
+        if not isinstance(text, str):
+            raise ParseError(f"parse needs the program text as a str, got {type(text).__name__}")
+        m = _METADATA_RE.search(text)
+        self.meta_text: Optional[str] = None
+        self.meta_line = 0
+        if m is not None:
+            self.meta_text = text[m.end():]
+            self.meta_line = text.count("\n", 0, m.start()) + 1
+            text = text[:m.start()]
+        self.src = Source(text, source_name)
+        self.toks = tokenize(self.src)
+        self.toks.append(_END)
+        self.i = 0
+        self.scope: dict = {}        # name -> [Var, ...] (innermost last)
+        self.graph: dict = {}        # "%N" -> Expr
+        self.globals: dict = {}      # name -> GlobalVar
+        self.module_mode = False
+        self._meta: Optional[list] = None
+
+    # -- diagnostics -------------------------------------------------------------
+    def error(self, message: str, index: Optional[int] = None) -> ParseError:
+        k = self.i if index is None else index
+        return self.src.error(message, self.src.token_offset(k))
+
+    def describe(self, index: int) -> str:
+        tok = self.toks[index]
+        return "end of input" if tok == _END else f"`{tok}`"
+
+    def expect(self, tok: str) -> None:
+        if self.toks[self.i] != tok:
+            raise self.error(f"expected `{tok}`, found {self.describe(self.i)}")
+        self.i += 1
+
+    # -- metadata -------------------------------------------------------------------
+    def meta_table(self, index: int) -> list:
+        if self._meta is not None:
+            return self._meta
+        if self.meta_text is None:
+            raise self.error(
+                "the text refers to meta[relay.Constant][...] but has no #[metadata] section: "
+                "print the module with astext(show_meta_data=True) to include the constant data",
+                index,
+            )
+        def bad(msg: str) -> ParseError:
+            return ParseError(msg, self.meta_line, 1, "#[metadata]", self.src.name)
+
+        try:
+            data = json.loads(self.meta_text)
+        except ValueError as e:
+            raise bad(f"the #[metadata] section is not valid JSON ({e})") from None
+        if not isinstance(data, dict):
+            raise bad('the #[metadata] section must be a JSON object {"relay.Constant": [...]}')
+        consts = []
+        for j, entry in enumerate(data.get("relay.Constant", [])):
+            try:
+                dtype = entry["dtype"]
+                if dtype not in DTYPES:
+                    raise ValueError(f"unknown dtype {dtype!r}")
+                shape = tuple(int(d) for d in entry["shape"])
+                raw = base64.b64decode(entry["data"], validate=True)
+                arr = np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<"))
+                arr = arr.reshape(shape).astype(np.dtype(dtype), copy=True)
+            except (KeyError, TypeError, ValueError, binascii.Error) as e:
+                raise bad(f"relay.Constant entry {j} of the #[metadata] section is malformed ({e})") from None
+            consts.append(Constant(arr))
+        self._meta = consts
+        return consts
+
+    # -- literals -----------------------------------------------------------------
+    def number(self, tok: str, index: int, as_attr: bool = False) -> Any:
+        m = _NUMBER_RE.match(tok)
+        if m is None:
+            raise self.error(f"malformed number `{tok}`", index)
+        sign, digits, suffix = m.group(1), m.group(2), m.group(3) or ""
+        is_float = not digits[0].isdigit() or "." in digits or "e" in digits or "E" in digits
+        if suffix in _FLOAT_SUFFIX:
+            dtype = _FLOAT_SUFFIX[suffix]
+            value = float(sign + digits)
+            if as_attr:
+                return value
+            with np.errstate(all="ignore"):
+                arr = np.array(value, dtype=dtype)
+            if np.isinf(arr) and digits != "inf":
+                raise self.error(f"literal `{tok}` cannot be represented as {dtype}", index)
+            return Constant(arr)
+        if suffix not in _INT_SUFFIX:
+            raise self.error(
+                f"unknown literal suffix `{suffix}` in `{tok}`: use f, f16, f64 for floats or i16, i64 for integers",
+                index,
+            )
+        if is_float:
+            raise self.error(f"float literals need an `f` suffix: write `{sign}{digits}f`", index)
+        value = int(sign + digits)
+        if as_attr:
+            return value
+        dtype = _INT_SUFFIX[suffix]
+        lo, hi = _INT_RANGE[dtype]
+        if suffix == "" and not lo <= value <= hi:
+            dtype = "int64"
+            lo, hi = _INT_RANGE[dtype]
+        if not lo <= value <= hi:
+            raise self.error(f"literal `{tok}` does not fit in {dtype}", index)
+        return Constant(np.array(value, dtype=dtype))
+
+    def attr_value(self) -> Any:
+        """``1``, ``2e-05f``, ``True``, ``"NCHW"``, ``None``, ``[1, 1]`` (nested lists allowed)."""
+        toks = self.toks
+        stack: list = []
+        while True:
+            tok = toks[self.i]
+            start = self.i
+            self.i += 1
+            if tok == "[" or tok == "(":
+                if toks[self.i] == ("]" if tok == "[" else ")"):
+                    self.i += 1
+                    value: Any = ()
+                else:
+                    stack.append(([], "]" if tok == "[" else ")"))
+                    continue
+            elif tok[:1].isdigit() or (tok[:1] == "-" and len(tok) > 1) or tok[:3] in ("inf", "nan"):
+                value = self.number(tok, start, as_attr=True)
+            elif tok == "True" or tok == "False":
+                value = tok == "True"
+            elif tok == "None" or tok == "nullptr":
+                value = None
+            elif tok[:1] == '"':
+                value = json.loads(tok)
+            else:
+                raise self.error(f"expected an attribute value, found {self.describe(start)}", start)
+            while stack:
+                items, close = stack[-1]
+                items.append(value)
+                tok = toks[self.i]
+                if tok == ",":
+                    self.i += 1
+                    if toks[self.i] != close:
+                        break
+                if toks[self.i] != close:
+                    raise self.error(f"expected `,` or `{close}` in the list, found {self.describe(self.i)}")
+                self.i += 1
+                stack.pop()
+                value = tuple(items)
+            else:
+                return value
+
+    def attrs(self, terminator: str) -> dict:
+        """``key=value`` pairs up to (not including) ``terminator``."""
+        out: dict = {}
+        toks = self.toks
+        while True:
+            key = toks[self.i]
+            if not key[:1].isalpha() and key[:1] != "_":
+                raise self.error(f"expected an attribute name, found {self.describe(self.i)}")
+            if key in out:
+                raise self.error(f"attribute `{key}` is given twice")
+            self.i += 1
+            self.expect("=")
+            out[key] = self.attr_value()
+            if toks[self.i] != ",":
+                break
+            self.i += 1
+        if toks[self.i] != terminator:
+            raise self.error(f"expected `,` or `{terminator}`, found {self.describe(self.i)}")
+        return out
+
+    def is_attr_start(self) -> bool:
+        tok = self.toks[self.i]
+        return (tok[:1].isalpha() or tok[:1] == "_") and tok not in _KEYWORDS and self.toks[self.i + 1] == "="
+
+    # -- types ------------------------------------------------------------------------
+    def p_type(self):
+        toks = self.toks
+        start = self.i
+        tok = toks[start]
+        self.i += 1
+        if tok in DTYPES:
+            return TensorType((), tok)
+        if tok == "Tensor":
+            self.expect("[")
+            self.expect("(")
+            dims = []
+            while toks[self.i] != ")":
+                d = toks[self.i]
+                m = re.fullmatch(r"([0-9]+)(i64|i32)?", d)
+                if m is None:
+                    what = "dynamic dimensions (`?`) are not supported" if d == "?" else \
+                        f"expected a dimension, found {self.describe(self.i)}"
+                    raise self.error(what)
+                dims.append(int(m.group(1)))
+                self.i += 1
+                if toks[self.i] == ",":
+                    self.i += 1
+                elif toks[self.i] != ")":
+                    raise self.error(f"expected `,` or `)` in the shape, found {self.describe(self.i)}")
+            self.i += 1
+            self.expect(",")
+            dtype = toks[self.i]
+            if dtype not in DTYPES:
+                raise self.error(f"unknown dtype `{dtype}`: use one of {', '.join(sorted(DTYPES))}")
+            self.i += 1
+            self.expect("]")
+            return TensorType(dims, dtype)
+        if tok == "(":
+            fields = []
+            while toks[self.i] != ")":
+                fields.append((yield self.p_type()))
+                if toks[self.i] == ",":
+                    self.i += 1
+                elif toks[self.i] != ")":
+                    raise self.error(f"expected `,` or `)` in the tuple type, found {self.describe(self.i)}")
+            self.i += 1
+            return TupleType(fields)
+        if tok == "fn":
+            self.expect("(")
+            args = []
+            while toks[self.i] != ")":
+                args.append((yield self.p_type()))
+                if toks[self.i] == ",":
+                    self.i += 1
+                elif toks[self.i] != ")":
+                    raise self.error(f"expected `,` or `)` in the function type, found {self.describe(self.i)}")
+            self.i += 1
+            self.expect("->")
+            ret = yield self.p_type()
+            return FuncType(args, ret)
+        raise self.error(f"expected a type, found {self.describe(start)}", start)
+
+    # -- variables ----------------------------------------------------------------------
+    def bind(self, var: Var, name: str) -> None:
+        self.scope.setdefault(name, []).append(var)
+
+    def unbind(self, name: str) -> None:
+        stack = self.scope[name]
+        stack.pop()
+        if not stack:
+            del self.scope[name]
+
+    def local(self, tok: str, index: int) -> Expr:
+        if tok[1:2].isdigit():
+            node = self.graph.get(tok)
+            if node is None:
+                raise self.error(f"{tok} is used before it is defined (define it with `{tok} = ...;`)", index)
+            return node
+        stack = self.scope.get(tok[1:])
+        if not stack:
+            raise self.error(
+                f"unbound variable {tok}: bind it as a function parameter or with let, "
+                f"or declare it with `free_var {tok}: <type>;`",
+                index,
+            )
+        return stack[-1]
+
+    def var_decl(self):
+        """``%name [: type]`` -> (name, Var)."""
+        tok = self.toks[self.i]
+        if tok[:1] != "%" or tok[1:2].isdigit() or len(tok) < 2:
+            raise self.error(f"expected a variable name like %x, found {self.describe(self.i)}")
+        self.i += 1
+        ann = None
+        if self.toks[self.i] == ":":
+            self.i += 1
+            ann = yield self.p_type()
+        return tok[1:], Var(tok[1:], ann)
+
+    # -- expressions ---------------------------------------------------------------------
+    def simple_atom(self) -> Optional[Expr]:
+        """Parse an atom that needs no nested parsing; ``None`` if the next atom does."""
+        toks = self.toks
+        i = self.i
+        tok = toks[i]
+        c = tok[:1]
+        if c == "%":
+            self.i = i + 1
+            return self.local(tok, i)
+        if c.isdigit() or (c == "-" and len(tok) > 1 and tok != "->") or tok[:3] in ("inf", "nan"):
+            self.i = i + 1
+            return self.number(tok, i)
+        if c == "@":
+            self.i = i + 1
+            gv = self.globals.get(tok[1:])
+            if gv is None:
+                if self.module_mode:
+                    raise self.error(f"undefined global function {tok}: define it with `def {tok}(...) {{ ... }}`", i)
+                gv = self.globals[tok[1:]] = GlobalVar(tok[1:])
+            return gv
+        if tok == "True" or tok == "False":
+            self.i = i + 1
+            return Constant(np.array(tok == "True"))
+        if tok == "meta":
+            if toks[i + 1] != "[" or toks[i + 3] != "]" or toks[i + 4] != "[" or toks[i + 6] != "]":
+                raise self.error("expected meta[relay.Constant][<index>]", i)
+            key, idx = toks[i + 2], toks[i + 5]
+            if key != "relay.Constant":
+                raise self.error(f"unsupported metadata kind `{key}`: only relay.Constant is supported", i + 2)
+            if not idx.isdigit():
+                raise self.error(f"expected a metadata index, found `{idx}`", i + 5)
+            table = self.meta_table(i)
+            k = int(idx)
+            if k >= len(table):
+                raise self.error(
+                    f"meta[relay.Constant][{k}] is out of range: the #[metadata] section has {len(table)} constants",
+                    i,
+                )
+            self.i = i + 7
+            return table[k]
+        if c.isalpha() or c == "_":
+            if tok in _KEYWORDS:
+                return None
+            self.i = i + 1
+            try:
+                return Op.get(tok)
+            except IRError as e:
+                raise self.error(str(e), i) from None
+        return None
+
+    def p_atom(self):
+        """Atoms with nested structure: fn, if, parentheses, blocks."""
+        toks = self.toks
+        start = self.i
+        tok = toks[start]
+        if tok == "fn":
+            self.i += 1
+            return (yield self.p_fn_rest(None))
+        if tok == "if":
+            self.i += 1
+            self.expect("(")
+            cond = yield self.p_seq()
+            self.expect(")")
+            self.expect("{")
+            then = yield self.p_seq()
+            self.expect("}")
+            self.expect("else")
+            self.expect("{")
+            other = yield self.p_seq()
+            self.expect("}")
+            return If(cond, then, other)
+        if tok == "(":
+            self.i += 1
+            if toks[self.i] == ")":
+                self.i += 1
+                return Tuple([])
+            first = yield self.p_seq()
+            if toks[self.i] == ")":
+                self.i += 1
+                return first
+            fields = [first]
+            while toks[self.i] == ",":
+                self.i += 1
+                if toks[self.i] == ")":
+                    break
+                fields.append((yield self.p_seq()))
+            self.expect(")")
+            return Tuple(fields)
+        if tok == "{":
+            self.i += 1
+            body = yield self.p_seq()
+            self.expect("}")
+            return body
+        if tok in ("match", "ref", "ref_read", "ref_write", "type", "extern"):
+            raise self.error(f"`{tok}` (algebraic data types and references) is not supported by passhost", start)
+        raise self.error(f"expected an expression, found {self.describe(start)}", start)
+
+    def p_fn_rest(self, name: Optional[str]):
+        """``(params, attrs) [-> T] { body }`` after ``fn`` / ``def @name``."""
+        toks = self.toks
+        self.expect("(")
+        params: list = []
+        names: list = []
+        attrs: dict = {}
+        while toks[self.i] != ")":
+            if self.is_attr_start():
+                attrs = self.attrs(")")
+                break
+            pname, var = yield self.var_decl()
+            params.append(var)
+            names.append(pname)
+            if toks[self.i] == ",":
+                self.i += 1
+            elif toks[self.i] != ")":
+                raise self.error(f"expected `,` or `)` after a parameter, found {self.describe(self.i)}")
+        self.i += 1
+        ret = None
+        if toks[self.i] == "->":
+            self.i += 1
+            ret = yield self.p_type()
+        self.expect("{")
+        for pname, var in zip(names, params):
+            self.bind(var, pname)
+        body = yield self.p_seq()
+        for pname in names:
+            self.unbind(pname)
+        self.expect("}")
+        return Function(params, body, ret, attrs or None)
+
+    def arg_fast(self) -> Optional[Expr]:
+        """An argument that is a single atom followed by `,` or `)` (the common case)."""
+        toks = self.toks
+        nxt = toks[self.i + 1]
+        if nxt == "," or nxt == ")":
+            c = toks[self.i][:1]
+            if c == "%" or c.isdigit():
+                return self.simple_atom()
+        return None
+
+    def fast_expr(self) -> Optional[Expr]:
+        """The common shapes ``atom``, ``atom(atoms..., attrs)`` and ``atom.N`` parsed
+        without nested parsers; ``None`` (nothing consumed) for anything else."""
+        toks = self.toks
+        start = self.i
+        node = self.simple_atom()
+        if node is None:
+            return None
+        tok = toks[self.i]
+        if tok == "(":
+            self.i += 1
+            args: list = []
+            attrs = None
+            local = self.local
+            while toks[self.i] != ")":
+                t = toks[self.i]
+                n = toks[self.i + 1]
+                if t[:1] == "%" and (n == "," or n == ")"):
+                    args.append(local(t, self.i))
+                    self.i += 1
+                elif n == "=" and self.is_attr_start():
+                    attrs = self.attrs(")")
+                    break
+                else:
+                    arg = self.simple_atom()
+                    if arg is None or toks[self.i] not in (",", ")"):
+                        self.i = start
+                        return None
+                    args.append(arg)
+                if toks[self.i] == ",":
+                    self.i += 1
+            self.i += 1
+            if toks[self.i] == "(":
+                self.i = start
+                return None
+            try:
+                node = Call(node, args, attrs)
+            except IRError as e:
+                raise self.error(str(e), start) from None
+            tok = toks[self.i]
+        while tok == ".":
+            idx = toks[self.i + 1]
+            if not idx.isdigit():
+                self.i = start
+                return None
+            node = TupleGetItem(node, int(idx))
+            self.i += 2
+            tok = toks[self.i]
+        if tok == "(" or tok in _BINOPS:
+            self.i = start
+            return None
+        return node
+
+    def p_binop(self):
+        """Operands joined by binary operators, each operand an atom with calls and
+        projections applied."""
+        toks = self.toks
+        operands: list = []
+        operators: list = []
+        while True:
+            start = self.i
+            node = self.simple_atom()
+            if node is None:
+                node = yield self.p_atom()
+            # postfix: calls and projections
+            while True:
+                tok = toks[self.i]
+                if tok == "(":
+                    node = yield self.p_call(node, start)
+                elif tok == ".":
+                    self.i += 1
+                    idx = toks[self.i]
+                    parts = idx.split(".")
+                    if not all(p.isdigit() for p in parts):
+                        raise self.error(f"expected a tuple index after `.`, found {self.describe(self.i)}")
+                    self.i += 1
+                    for p in parts:
+                        node = TupleGetItem(node, int(p))
+                else:
+                    break
+            operands.append(node)
+            op = _BINOPS.get(toks[self.i])
+            if op is None:
+                break
+            while operators and operators[-1][0] >= op[0]:
+                self.reduce(operands, operators)
+            operators.append((op[0], op[1], self.i))
+            self.i += 1
+        while operators:
+            self.reduce(operands, operators)
+        return operands[0]
+
+    def reduce(self, operands: list, operators: list) -> None:
+        _, name, index = operators.pop()
+        rhs = operands.pop()
+        lhs = operands.pop()
+        try:
+            operands.append(Call(Op.get(name), [lhs, rhs]))
+        except IRError as e:
+            raise self.error(str(e), index) from None
+
+    def p_call(self, callee: Expr, start: int):
+        toks = self.toks
+        self.i += 1  # (
+        args: list = []
+        attrs: dict = {}
+        while toks[self.i] != ")":
+            if self.is_attr_start():
+                attrs = self.attrs(")")
+                break
+            arg = self.arg_fast()
+            if arg is None:
+                arg = yield self.p_seq()
+            args.append(arg)
+            if toks[self.i] == ",":
+                self.i += 1
+            elif toks[self.i] != ")":
+                raise self.error(f"expected `,` or `)` in the argument list, found {self.describe(self.i)}")
+        self.i += 1
+        try:
+            return Call(callee, args, attrs or None)
+        except IRError as e:
+            raise self.error(str(e), start) from None
+
+    def p_seq(self):
+        """Bindings (``let``, ``%N = ...;``, ``free_var``) followed by an expression."""
+        toks = self.toks
+        lets: list = []
+        bound: list = []
+        while True:
+            tok = toks[self.i]
+            if tok == "let":
+                self.i += 1
+                name, var = yield self.var_decl()
+                self.expect("=")
+                value = self.fast_expr()
+                if value is None:
+                    value = yield self.p_binop()
+                self.expect(";")
+                self.bind(var, name)
+                bound.append(name)
+                lets.append((var, value))
+                continue
+            if tok[:1] == "%" and tok[1:2].isdigit() and toks[self.i + 1] == "=":
+                self.i += 2
+                value = self.fast_expr()
+                if value is None:
+                    value = yield self.p_binop()
+                self.expect(";")
+                self.graph[tok] = value
+                continue
+            if tok == "free_var":
+                self.i += 1
+                name, var = yield self.var_decl()
+                self.expect(";")
+                self.bind(var, name)
+                continue
+            node = self.fast_expr()
+            if node is None:
+                node = yield self.p_binop()
+            if toks[self.i] == ";":
+                # `a; b` evaluates a, then b
+                self.i += 1
+                lets.append((Var("_"), node))
+                continue
+            break
+        for var, value in reversed(lets):
+            node = Let(var, value, node)
+        for name in bound:
+            self.unbind(name)
+        return node
+
+    def p_def(self):
+        start = self.i
+        self.i += 1
+        tok = self.toks[self.i]
+        if tok[:1] != "@":
+            raise self.error(f"expected a global name like @main after `def`, found {self.describe(self.i)}")
+        self.i += 1
+        fn = yield self.p_fn_rest(tok[1:])
+        return start, tok[1:], fn
+
+    # -- driver -------------------------------------------------------------------
+    def run(self, gen):
+        """Drive nested parsing generators with an explicit stack."""
+        stack = [gen]
+        value = None
+        while stack:
+            try:
+                sub = stack[-1].send(value)
+            except StopIteration as stop:
+                stack.pop()
+                value = stop.value
+                continue
+            stack.append(sub)
+            value = None
+        return value
+
+    def header(self, required: bool) -> None:
+        tok = self.toks[0]
+        m = _VERSION_RE.fullmatch(tok) if tok.startswith("#[") else None
+        if m is None:
+            if required:
+                raise self.error(
+                    f"expected text format semantic version, found {self.describe(0)}; {_version_hint()}", 0)
+            return
+        if m.group(1) != "0.0.5":
+            raise self.error(f'unsupported text format version "{m.group(1)}"; {_version_hint()}', 0)
+        self.i = 1
+
+    def module(self) -> IRModule:
+        self.header(required=True)
+        self.module_mode = True
+        toks = self.toks
+        # globals may be used before their definition
+        for k in range(self.i, len(toks) - 1):
+            if toks[k] == "def" and toks[k + 1][:1] == "@":
+                self.globals.setdefault(toks[k + 1][1:], GlobalVar(toks[k + 1][1:]))
+        mod = IRModule()
+        while toks[self.i] != _END:
+            if toks[self.i] == "def":
+                start, name, fn = self.run(self.p_def())
+                gv = self.globals[name]
+                if gv in mod:
+                    raise self.error(f"function @{name} is defined twice", start)
+                mod[gv] = fn
+            elif toks[self.i] in ("type", "extern"):
+                raise self.error("type definitions (ADTs) are not supported by passhost")
+            else:
+                if "main" in mod:
+                    raise self.error(f"expected `def` or the end of the module, found {self.describe(self.i)}")
+                expr = self.run(self.p_seq())
+                if toks[self.i] != _END:
+                    raise self.error(f"expected the end of the module, found {self.describe(self.i)}")
+                if not isinstance(expr, Function):
+                    from .analysis import free_vars
+
+                    expr = Function(free_vars(expr), expr)
+                mod[self.globals.setdefault("main", GlobalVar("main"))] = expr
+        return mod
+
+    def expression(self) -> Expr:
+        self.header(required=False)
+        if self.toks[self.i] == _END:
+            raise self.error("expected an expression, found end of input")
+        expr = self.run(self.p_seq())
+        if self.toks[self.i] != _END:
+            raise self.error(f"unexpected {self.describe(self.i)} after the expression")
+        return expr
+
+
+def _infer(mod: IRModule) -> IRModule:
+    try:
+        from .type_infer import infer_type
+    except ImportError:  # pragma: no cover - inference is part of the host
+        return mod
+    out = infer_type(mod)
+    return out if isinstance(out, IRModule) else mod
+
+
+@gc_paused
+def parse(text: str, source_name: str = "<string>") -> IRModule:
+    """Parse a module in the text format and type it (as TVM's ``relay.parse`` does).
+
+    The text must start with ``#[version = "0.0.5"]``. Constants written as
+    ``meta[relay.Constant][i]`` are read from the ``#[metadata]`` section that
+    ``astext(show_meta_data=True)`` appends.
+
+    :param source_name: the name used in error messages
+    :raises ParseError: on malformed text (with line, column and a caret)
+    """
+    return _infer(_Parser(text, source_name).module())
+
+
+def parse_expr(text: str, source_name: str = "<string>") -> Expr:
+    """Parse one expression (the version header is optional; no type inference)."""
+    with_gc = gc_paused(lambda: _Parser(text, source_name).expression())
+    return with_gc()
+
+
+#: TVM's other name for :func:`parse`
+fromtext = parse

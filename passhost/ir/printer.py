@@ -1,0 +1,522 @@
+"""The Relay text format: printing.
+
+:func:`pretty_print` is what ``str(mod)`` and ``str(expr)`` return (no version header, no
+metadata); :func:`astext` adds the ``#[version = "0.0.5"]`` header and, when constants
+were referenced, either a ``#[metadata]`` section (so :func:`passhost.ir.parse` can read
+the program back, constant data included) or TVM's "metadata section has been omitted"
+comment. A typed module prints as::
+
+    def @main(%x: Tensor[(1, 10), float32] /* ty=Tensor[(1, 10), float32] */) -> Tensor[(1, 10), float32] {
+      %0 = add(%x, 1f /* ty=float32 */) /* ty=Tensor[(1, 10), float32] */;
+      nn.relu(%0) /* ty=Tensor[(1, 10), float32] */
+    }
+
+Layout rules (TVM-NOTES §5):
+
+* Variables, global variables, constants and operators are always printed inline. Every
+  other expression gets a binding line ``%N = ...;`` in the scope being printed and is
+  referred to as ``%N`` afterwards, except a scope's result expression (function body,
+  branch, ``let`` body), which is printed inline when it has a single use. ``let`` values
+  are printed inline when they have a single use as well.
+* Numbering (one counter per print call, shared by all functions): printing a call
+  first visits its callee (a function literal's parameters are named then, its body
+  printed as its own scope), then its operands in order; then the temporaries are
+  allocated — for the not-yet-bound non-atomic operands in operand order, then for a
+  non-atomic callee. Tuples, tuple projections and ``if`` conditions work the same way.
+* ``/* ty=... */`` follows a node that has a checked type, once per node where it is
+  bound (or printed inline as a scope result); inline constants repeat it at every
+  occurrence and variable references never carry it.
+* Rank-0 int16/int32/int64/float16/float32/float64/bool constants print as literals
+  (``42i16``, ``42``, ``42i64``, ``3f16``, ``2f``, ``3f64``, ``True``); floats use C's
+  ``%g``. **Deviation from TVM:** when ``%g`` would lose digits, the shortest exact form is
+  printed instead (``0.1f`` but ``3.1415927f``), so printing and parsing is lossless.
+  Every other constant prints as ``meta[relay.Constant][i]``.
+* Variable names are made unique per print call (a second ``%p0`` is ``%p01``); names not
+  starting with a letter get a ``v`` prefix and characters other than letters, digits and
+  ``_`` become ``_`` (so every printed name can be parsed back).
+
+Nothing here recurses per node: the printer runs an explicit stack of actions, so a
+100,000-deep chain prints at the default recursion limit.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import math
+import re
+from typing import Any, Union
+
+import numpy as np
+
+from ..errors import IRError
+from ._gc import gc_paused
+from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .module import IRModule
+from .op import Op
+
+__all__ = [
+    "pretty_print",
+    "astext",
+    "format_float",
+    "format_attr_value",
+    "VERSION",
+    "VERSION_HEADER",
+    "METADATA_HEADER",
+    "METADATA_OMITTED",
+]
+
+VERSION = "0.0.5"
+VERSION_HEADER = '#[version = "0.0.5"]'
+METADATA_HEADER = "#[metadata]"
+#: TVM's comment when ``astext(show_meta_data=False)`` (trailing spaces included)
+METADATA_OMITTED = (
+    "/* For debugging purposes the metadata section has been omitted.\n"
+    " * If you would like to see the full metadata section you can set the \n"
+    " * option to `True` when invoking `astext`. \n"
+    " */"
+)
+
+_FLOAT_TYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
+_FLOAT_SUFFIX = {"float16": "f16", "float32": "f", "float64": "f64"}
+_INT_SUFFIX = {"int16": "i16", "int32": "", "int64": "i64"}
+_BAD_NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
+
+# action codes of the printing machine
+_VISIT, _POST, _RESULT, _LET_VALUE, _FN_END, _IF_COND, _IF_THEN, _IF_END, _PAREN_END, _TAIL = range(10)
+
+
+def format_float(value: float, dtype: str = "float64") -> str:
+    """Digits of a float as TVM prints them (C ``%g``), or the shortest exact form in
+    ``dtype`` when ``%g`` would not read back as the same value. No suffix.
+
+    >>> format_float(2.0), format_float(1e-05), format_float(0.1, "float32")
+    ('2', '1e-05', '0.1')
+    """
+    v = float(value)
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    text = "%g" % v
+    conv = _FLOAT_TYPES.get(dtype, np.float64)
+    with np.errstate(all="ignore"):
+        if conv(float(text)) == conv(v):
+            return text
+        if conv is np.float64:
+            return repr(v)
+        return str(conv(v))
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if type(a) is bool or type(b) is bool:
+        return type(a) is type(b) and a == b
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:  # pragma: no cover - exotic values
+        return False
+
+
+def format_attr_value(value: Any) -> str:
+    """One attribute value in the text format: ``1``, ``2e-05f``, ``True``, ``"NCHW"``,
+    ``[1, 1]``, ``None``, ``{k=v}``."""
+    if value is None:
+        return "None"
+    if value is True:
+        return "True"
+    if value is False:
+        return "False"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return format_float(value) + "f"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(format_attr_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}={format_attr_value(v)}" for k, v in value.items()) + "}"
+    raise IRError(
+        f"cannot print attribute value {value!r} of type {type(value).__name__}: attribute values "
+        "must be None, bool, int, float, str or tuples of those"
+    )
+
+
+def _scalar_literal(arr: np.ndarray) -> Union[str, None]:
+    """The literal text of a rank-0 constant, or ``None`` if it goes to the metadata."""
+    if arr.ndim != 0:
+        return None
+    dt = arr.dtype.name
+    if dt == "bool":
+        return "True" if arr.item() else "False"
+    suffix = _INT_SUFFIX.get(dt)
+    if suffix is not None:
+        return f"{arr.item()}{suffix}"
+    suffix = _FLOAT_SUFFIX.get(dt)
+    if suffix is not None:
+        return format_float(arr.item(), dt) + suffix
+    return None
+
+
+def _metadata_json(constants: list) -> str:
+    """The ``#[metadata]`` payload: JSON, one entry per constant (C-order little-endian
+    bytes, base64). Never pickle."""
+    rows = []
+    for c in constants:
+        arr = c.data
+        le = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
+        rows.append(json.dumps({
+            "dtype": arr.dtype.name,
+            "shape": list(arr.shape),
+            "data": base64.b64encode(np.ascontiguousarray(le).tobytes()).decode("ascii"),
+        }))
+    if not rows:
+        return '{\n  "relay.Constant": []\n}'
+    return '{\n  "relay.Constant": [\n    ' + ",\n    ".join(rows) + "\n  ]\n}"
+
+
+class _Printer:
+    """State of one print call: temp counter, name table, memo, metadata."""
+
+    def __init__(self) -> None:
+        self.counter = 0
+        self.name_alloc: dict = {}
+        self.varname: dict = {}      # Var -> "%name"
+        self.memo: dict = {}         # bound node -> "%N"
+        self.pending: dict = {}      # printed, not yet bound node -> text
+        self.const_text: dict = {}   # Constant -> text (with its annotation)
+        self.meta: list = []         # Constants in metadata order
+        self.ty_text: dict = {}      # id(type) -> " /* ty=... */"
+        self.attr_text: dict = {}    # id(attrs) -> ", k=v, ..."
+        self.uses: dict = {}
+        self.scopes: list = []
+
+    # -- helpers --------------------------------------------------------------
+    def count_uses(self, root: Expr) -> None:
+        """Count, for every non-atomic node under ``root``, how many parent edges use it
+        (one walk; nodes already counted by an earlier root are not entered again)."""
+        uses = self.uses
+        get = uses.get
+        atomic = _ATOMIC
+        _Call, _Tuple, _TGI, _Function, _Let, _If = Call, Tuple, TupleGetItem, Function, Let, If
+        if root in uses or type(root) in atomic:
+            return
+        stack = [root]
+        push = stack.append
+        pop = stack.pop
+        while stack:
+            node = pop()
+            t = type(node)
+            if t is _Call:
+                kids = node.args
+                op = node.op
+                if type(op) not in atomic:
+                    kids = kids + (op,)
+            elif t is _Tuple:
+                kids = node.fields
+            elif t is _TGI:
+                kids = (node.tuple_value,)
+            elif t is _Function:
+                kids = (node.body,)
+            elif t is _Let:
+                kids = (node.value, node.body)
+            elif t is _If:
+                kids = (node.cond, node.true_branch, node.false_branch)
+            else:
+                continue
+            for k in kids:
+                if type(k) in atomic:
+                    continue
+                c = get(k)
+                if c is None:
+                    uses[k] = 1
+                    push(k)
+                else:
+                    uses[k] = c + 1
+
+    def annot(self, node: Expr) -> str:
+        t = node._checked_type
+        if t is None:
+            return ""
+        s = self.ty_text.get(id(t))
+        if s is None:
+            s = self.ty_text[id(t)] = f" /* ty={t} */"
+        return s
+
+    def unique_name(self, prefix: str) -> str:
+        table = self.name_alloc
+        n = table.get(prefix)
+        name = prefix
+        if n is not None:
+            while True:
+                n += 1
+                candidate = f"{prefix}{n}"
+                if candidate not in table:
+                    table[prefix] = n
+                    name = candidate
+                    break
+        table[name] = 0
+        return name
+
+    def var_def(self, var: Var) -> str:
+        """Allocate a unique name for ``var``; return its definition text."""
+        hint = _BAD_NAME_CHARS.sub("_", var.name_hint)
+        if not hint or not ("a" <= hint[0] <= "z" or "A" <= hint[0] <= "Z"):
+            hint = "v" + hint
+        name = "%" + self.unique_name(hint)
+        self.varname[var] = name
+        ann = var.type_annotation
+        if ann is not None:
+            name = f"{name}: {ann}"
+        return name + self.annot(var)
+
+    def constant(self, c: Constant) -> str:
+        s = self.const_text.get(c)
+        if s is None:
+            s = _scalar_literal(c.data)
+            if s is None:
+                s = f"meta[relay.Constant][{len(self.meta)}]"
+                self.meta.append(c)
+            s = self.const_text[c] = s + self.annot(c)
+        return s
+
+    def call_attrs(self, call: Call) -> str:
+        attrs = call.attrs
+        if not attrs:
+            return ""
+        key = id(attrs)
+        s = self.attr_text.get(key)
+        if s is None:
+            op = call.op
+            parts = []
+            if type(op) is Op:
+                defaults = op.attr_defaults
+                if attrs is not defaults:
+                    for k, v in attrs.items():
+                        if k not in defaults or not _same_value(v, defaults[k]):
+                            parts.append(f"{k}={format_attr_value(v)}")
+            else:
+                parts = [f"{k}={format_attr_value(v)}" for k, v in attrs.items()]
+            s = self.attr_text[key] = "".join(", " + p for p in parts)
+        return s
+
+    def atom(self, node: Expr) -> Union[str, None]:
+        t = type(node)
+        if t is Var:
+            name = self.varname.get(node)
+            if name is None:
+                # a free variable: declare it at the top of the printed scope
+                self.scopes[0][0].append(f"free_var {self.var_def(node)};")
+                name = self.varname[node]
+            return name
+        if t is Constant:
+            return self.constant(node)
+        if t is Op:
+            return node.name
+        if t is GlobalVar:
+            return "@" + node.name_hint
+        return None
+
+    def ref(self, node: Expr) -> str:
+        """Text referring to ``node`` from an operand position (binds it if needed)."""
+        s = self.memo.get(node)
+        if s is not None:
+            return s
+        s = self.atom(node)
+        if s is not None:
+            return s
+        name = f"%{self.counter}"
+        self.counter += 1
+        self.scopes[-1][0].append(f"{name} = {self.pending.pop(node)}{self.annot(node)};")
+        self.memo[node] = name
+        return name
+
+    def inline_if_unique(self, node: Expr) -> str:
+        s = self.memo.get(node)
+        if s is not None:
+            return s
+        s = self.atom(node)
+        if s is not None:
+            return s
+        if self.uses.get(node, 0) <= 1:
+            return self.pending.pop(node) + self.annot(node)
+        return self.ref(node)
+
+    def fn_head(self, keyword: str, fn: Function, params: list) -> str:
+        parts = params + [f"{k}={format_attr_value(v)}" for k, v in fn.attrs.items()]
+        head = f"{keyword}(" + ", ".join(parts) + ")"
+        if fn.ret_type is not None:
+            head += f" -> {fn.ret_type}"
+        return head + " {"
+
+    @staticmethod
+    def close(scope: list, closer: str = "}") -> str:
+        lines, depth, result = scope
+        ind = "\n" + "  " * depth
+        lines.append(result)
+        return ind + ind.join(lines) + "\n" + "  " * (depth - 1) + closer
+
+    # -- the machine ------------------------------------------------------------
+    def scope(self, root: Expr, depth: int) -> list:
+        """Print ``root`` as the result of a new scope at ``depth``; return the scope
+        ``[lines, depth, result]``."""
+        scopes = self.scopes
+        scopes.append([[], depth, None])
+        memo = self.memo
+        pending = self.pending
+        varname = self.varname
+        stack: list = [(_TAIL, root)]
+        push = stack.append
+        pop = stack.pop
+        ref = self.ref
+        atomic = _ATOMIC
+        while stack:
+            item = pop()
+            code = item[0]
+            node = item[1]
+            if code == _VISIT:
+                if node in pending or node in memo:
+                    continue
+                t = type(node)
+                if t is Call:
+                    push((_POST, node))
+                    args = node.args
+                    for i in range(len(args) - 1, -1, -1):
+                        a = args[i]
+                        ta = type(a)
+                        if ta not in atomic or (ta is Var and a not in varname):
+                            push((_VISIT, a))
+                    op = node.op
+                    if type(op) is not Op:
+                        push((_VISIT, op))
+                elif t is Var:
+                    self.atom(node)
+                elif t is Function:
+                    params = [self.var_def(p) for p in node.params]
+                    scopes.append([[], scopes[-1][1] + 1, None])
+                    push((_FN_END, node, params))
+                    push((_TAIL, node.body))
+                elif t is Tuple:
+                    push((_POST, node))
+                    fields = node.fields
+                    for i in range(len(fields) - 1, -1, -1):
+                        push((_VISIT, fields[i]))
+                elif t is TupleGetItem:
+                    push((_POST, node))
+                    push((_VISIT, node.tuple_value))
+                elif t is If:
+                    push((_IF_COND, node))
+                    push((_VISIT, node.cond))
+                elif t is Let:
+                    # a let in operand position: its own parenthesised scope
+                    scopes.append([[], scopes[-1][1] + 1, None])
+                    push((_PAREN_END, node))
+                    push((_LET_VALUE, node, self.var_def(node.var)))
+                    push((_VISIT, node.value))
+                # Constant, Op, GlobalVar: nothing to do
+            elif code == _POST:
+                t = type(node)
+                if t is Call:
+                    args = ", ".join([ref(a) for a in node.args])
+                    callee = ref(node.op)
+                    pending[node] = f"{callee}({args}{self.call_attrs(node)})"
+                elif t is Tuple:
+                    fields = [ref(f) for f in node.fields]
+                    if len(fields) == 1:
+                        pending[node] = f"({fields[0]},)"
+                    else:
+                        pending[node] = "(" + ", ".join(fields) + ")"
+                else:  # TupleGetItem
+                    pending[node] = f"{ref(node.tuple_value)}.{node.index}"
+            elif code == _TAIL:
+                if (type(node) is Let and node not in memo and node not in pending
+                        and self.uses.get(node, 0) <= 1):
+                    push((_LET_VALUE, node, self.var_def(node.var)))
+                    push((_VISIT, node.value))
+                else:
+                    push((_RESULT, node))
+                    push((_VISIT, node))
+            elif code == _RESULT:
+                scopes[-1][2] = self.inline_if_unique(node)
+            elif code == _LET_VALUE:
+                value = self.inline_if_unique(node.value)
+                scopes[-1][0].append(f"let {item[2]} = {value};")
+                push((_TAIL, node.body))
+            elif code == _FN_END:
+                body = self.close(scopes.pop())
+                pending[node] = self.fn_head("fn ", node, item[2]) + body
+            elif code == _IF_COND:
+                cond = ref(node.cond)
+                scopes.append([[], scopes[-1][1] + 1, None])
+                push((_IF_THEN, node, cond))
+                push((_TAIL, node.true_branch))
+            elif code == _IF_THEN:
+                then = self.close(scopes.pop())
+                scopes.append([[], scopes[-1][1] + 1, None])
+                push((_IF_END, node, f"if ({item[2]}) {{{then} else {{"))
+                push((_TAIL, node.false_branch))
+            elif code == _IF_END:
+                pending[node] = item[2] + self.close(scopes.pop())
+            elif code == _PAREN_END:
+                pending[node] = "(" + self.close(scopes.pop(), ")")
+        return scopes.pop()
+
+    # -- entry points ------------------------------------------------------------
+    def print_module(self, mod: IRModule) -> str:
+        items = []
+        for gv in mod.get_global_vars():
+            fn = mod[gv]
+            self.count_uses(fn)
+            params = [self.var_def(p) for p in fn.params]
+            head = self.fn_head(f"def @{gv.name_hint}", fn, params)
+            items.append(head + self.close(self.scope(fn.body, 1)))
+        if not items:
+            return ""
+        return "\n\n".join(items) + "\n"
+
+    def print_expr(self, expr: Expr) -> str:
+        self.count_uses(expr)
+        lines, _, result = self.scope(expr, 0)
+        lines.append(result)
+        return "\n".join(lines)
+
+
+_ATOMIC = frozenset([Var, Constant, Op, GlobalVar])
+
+
+def _print(obj: Any) -> tuple:
+    p = _Printer()
+    if isinstance(obj, IRModule):
+        text = p.print_module(obj)
+    elif isinstance(obj, Expr):
+        text = p.print_expr(obj)
+    else:
+        raise IRError(f"cannot print a {type(obj).__name__}: pass an IRModule or an expression")
+    return text, p.meta
+
+
+@gc_paused
+def pretty_print(obj: Union[IRModule, Expr]) -> str:
+    """The text of a module or expression as ``str()`` shows it: no version header and
+    no metadata (non-scalar constants appear as ``meta[relay.Constant][i]``)."""
+    text, meta = _print(obj)
+    return text + "\n" if meta else text
+
+
+@gc_paused
+def astext(obj: Union[IRModule, Expr], show_meta_data: bool = True) -> str:
+    """The text format with the ``#[version = "0.0.5"]`` header.
+
+    :param show_meta_data: when constants are referenced, append the ``#[metadata]``
+        section holding their data (JSON; what :func:`passhost.ir.parse` reads back);
+        when false, append TVM's "metadata section has been omitted" comment instead
+    """
+    text, meta = _print(obj)
+    out = VERSION_HEADER + "\n" + text
+    if meta:
+        out += "\n"
+        out += (METADATA_HEADER + "\n" + _metadata_json(meta)) if show_meta_data else METADATA_OMITTED
+    return out
