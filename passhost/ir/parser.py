@@ -40,7 +40,7 @@ from ._lexer import Source, tokenize
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
 from .op import Op
-from .types import DTYPES, FuncType, TensorType, TupleType, Type
+from .types import DTYPES, FuncType, TensorType, TupleType
 
 __all__ = ["parse", "parse_expr", "fromtext"]
 
