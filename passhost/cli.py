@@ -17,7 +17,7 @@ from enum import IntEnum
 from typing import Any, Optional, Sequence
 
 from . import ir, transform
-from .errors import ParseError, PasshostError, PluginConflict, PluginLoadError
+from .errors import ParseError, PasshostError, PassNotFound, PluginConflict, PluginLoadError
 
 __all__ = ["ExitCode", "main", "build_parser"]
 
@@ -274,6 +274,8 @@ def _run_failure(err: BaseException) -> tuple:
     name = transform.failed_pass(err)
     hook = getattr(err, "passhost_hook", None)
     detail = f"{type(err).__name__}: {_one_line(err)}"
+    if isinstance(err, PassNotFound):  # a required pass is not installed: fix the environment
+        return ExitCode.USAGE_ERROR, _one_line(err) + (f" (required by pass {name!r})" if name else "")
     if name is not None:
         if isinstance(err, PasshostError) and name in str(err):
             return ExitCode.PASS_FAILED, _one_line(err)
@@ -309,16 +311,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         with ctx:
             out = seq(mod)
+            # reports are read inside the context: instruments may drop them on exit (timing)
+            reports = [inst.render() for inst in insts if callable(getattr(inst, "render", None))]
     except Exception as err:
         if args.traceback:
             raise
         code, message = _run_failure(err)
         print(f"passhost: error: {message}", file=sys.stderr)
         return code
-    for inst in insts:
-        render = getattr(inst, "render", None)
-        if callable(render):
-            print(render(), file=sys.stderr)
+    for report in reports:
+        if report:
+            print(report.rstrip("\n"), file=sys.stderr)
     text = ir.astext(out, show_meta_data=args.meta_data)
     if not text.endswith("\n"):
         text += "\n"
