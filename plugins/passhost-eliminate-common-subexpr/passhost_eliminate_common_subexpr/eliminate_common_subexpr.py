@@ -41,7 +41,21 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from passhost.errors import PassError
-from passhost.ir import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, rewrite_post_order
+from passhost.ir import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
+    children,
+    post_order,
+    with_children,
+)
+from passhost.ir._gc import paused as _gc_paused
 from passhost.transform import function_pass
 
 __all__ = ["eliminate_common_subexpr", "EliminateCommonSubexpr"]
@@ -53,20 +67,38 @@ _TUPLE = object()
 
 def _scalar_key(c: Constant) -> tuple:
     data = c.data
-    return (_SCALAR, data.dtype.name, data.tobytes())
+    return (_SCALAR, data.dtype, data.tobytes())
 
 
-def _arg_key(a: Expr) -> Any:
+def _field_key(f: Expr, const_keys: dict) -> Any:
+    if type(f) is Constant:
+        k = const_keys.get(f)
+        if k is None:
+            k = const_keys[f] = _scalar_key(f) if f.data.ndim == 0 else f
+        return k
+    return f
+
+
+def _arg_key(a: Expr, const_keys: dict) -> Any:
     """Hashable stand-in for ``a`` under TVM's argument equivalence: equal keys iff
     the arguments are the same node, equal scalar constants, or tuples whose fields
     are pairwise so (one level)."""
     t = type(a)
-    if t is Constant:
-        return _scalar_key(a) if a.data.ndim == 0 else a
     if t is Tuple:
-        return (_TUPLE,) + tuple(
-            _scalar_key(f) if type(f) is Constant and f.data.ndim == 0 else f for f in a.fields)
-    return a
+        return (_TUPLE,) + tuple(_field_key(f, const_keys) for f in a.fields)
+    return _field_key(a, const_keys)
+
+
+def _typed_like(orig: Expr, new: Expr) -> Expr:
+    """Give the rebuilt ``new`` the type of ``orig`` when all its children are typed
+    (TVM's copy-on-write rebuild keeps ``checked_type``)."""
+    ty = orig._checked_type
+    if ty is not None and new._checked_type is None:
+        for k in children(new):
+            if k._checked_type is None and type(k) is not Op:
+                return new
+        new._set_checked_type(ty)
+    return new
 
 
 def eliminate_common_subexpr(expr: Expr, fskip: Optional[Callable[[Expr], bool]] = None) -> Expr:
@@ -75,36 +107,73 @@ def eliminate_common_subexpr(expr: Expr, fskip: Optional[Callable[[Expr], bool]]
     :param fskip: ``fskip(call_or_getitem) -> bool``; ``True`` keeps that node apart
     :returns: the rewritten expression -- ``expr`` itself when nothing merges
     """
+    with _gc_paused():
+        return _cse(expr, fskip)
+
+
+def _cse(expr: Expr, fskip: Optional[Callable[[Expr], bool]]) -> Expr:
     calls: dict = {}
     getitems: dict = {}
-    _Call, _TGI, _Op, _Constant = Call, TupleGetItem, Op, Constant
-
-    def rewrite(node: Expr) -> Optional[Expr]:
+    const_keys: dict = {}  # Constant -> its key (computed once per constant node)
+    attr_ids: dict = {}  # id(attrs) -> (small int naming its equality class, attrs)
+    attr_classes: dict = {}  # attrs -> that int
+    memo: dict = {}  # old node -> its replacement (only for nodes that changed)
+    get = memo.get
+    setdefault = calls.setdefault
+    _Call, _TGI, _Op, _Constant, _Tuple = Call, TupleGetItem, Op, Constant, Tuple
+    leaves = (Var, Constant, Op, GlobalVar)
+    for node in post_order(expr):
         t = type(node)
         if t is _Call:
+            # 1. rebuild with the rewritten arguments (identity kept when none changed)
             op = node.op
             args = node.args
-            if type(op) is not _Op or not args or op._def.stateful:
-                return None
-            if fskip is not None and fskip(node):
-                return None
-            if len(args) == 2:  # the common case, without a generator
+            if len(args) == 2 and type(op) is _Op:  # the common case, unrolled
                 a, b = args
-                ka = a if type(a) is not _Constant and type(a) is not Tuple else _arg_key(a)
-                kb = b if type(b) is not _Constant and type(b) is not Tuple else _arg_key(b)
-                key = (op, node.attrs, ka, kb)
+                na = get(a, a)
+                nb = get(b, b)
+                if na is a and nb is b:
+                    new = node
+                else:
+                    new = _typed_like(node, Call(op, (na, nb), node.attrs))
+                    a, b = na, nb
             else:
-                key = (op, node.attrs) + tuple(_arg_key(a) for a in args)
-            prev = calls.setdefault(key, node)
-            return None if prev is node else prev
-        if t is _TGI:
-            if fskip is not None and fskip(node):
-                return None
-            prev = getitems.setdefault((node.tuple_value, node.index), node)
-            return None if prev is node else prev
-        return None
-
-    return rewrite_post_order(expr, rewrite, keep_types=True)
+                nop = get(op, op)
+                nargs = tuple([get(x, x) for x in args])
+                if nop is op and all(x is y for x, y in zip(nargs, args)):
+                    new = node
+                else:
+                    new = _typed_like(node, Call(nop, nargs, node.attrs if type(nop) is type(op) else None))
+                    op = nop
+                args = nargs
+            # 2. look the call up among the earlier ones
+            if type(op) is _Op and args and not op._def.stateful and (fskip is None or not fskip(new)):
+                attrs = new.attrs
+                ak = attr_ids.get(id(attrs))
+                if ak is None:  # hash the attrs once per attrs object, not once per call
+                    ak = attr_ids[id(attrs)] = (attr_classes.setdefault(attrs, len(attr_classes)), attrs)
+                if len(args) == 2:
+                    ta, tb = type(a), type(b)
+                    ka = a if ta is not _Constant and ta is not _Tuple else _arg_key(a, const_keys)
+                    kb = b if tb is not _Constant and tb is not _Tuple else _arg_key(b, const_keys)
+                    key = (op, ak[0], ka, kb)
+                else:
+                    key = (op, ak[0]) + tuple([_arg_key(x, const_keys) for x in args])
+                new = setdefault(key, new)
+            if new is not node:
+                memo[node] = new
+        elif t in leaves:
+            continue
+        else:
+            kids = children(node)
+            new = with_children(node, tuple([get(k, k) for k in kids]))
+            if new is not node:
+                new = _typed_like(node, new)
+            if t is _TGI and (fskip is None or not fskip(new)):
+                new = getitems.setdefault((new.tuple_value, new.index), new)
+            if new is not node:
+                memo[node] = new
+    return get(expr, expr)
 
 
 @function_pass(opt_level=3, name="EliminateCommonSubexpr", required=["InferType"])

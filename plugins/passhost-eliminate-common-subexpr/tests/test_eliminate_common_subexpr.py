@@ -118,6 +118,15 @@ def test_merges_inside_let_values_and_nested_functions():
     assert out.body.body.args[1].op.body.args[0] is neg
 
 
+def test_merges_inside_a_called_local_function_with_two_arguments():
+    x = ir.var("x", shape=(3,))
+    p, q = ir.var("p", shape=(3,)), ir.var("q", shape=(3,))
+    inner = ir.Function([p, q], ir.add(ir.exp(p), ir.exp(p)))
+    out = eliminate_common_subexpr(ir.Function([x], ir.Call(inner, [x, x])))
+    body = out.body.op.body
+    assert body.args[0] is body.args[1]
+
+
 def test_tutorial_prints_the_seed_output():
     fold = passhost.passes.FoldConstant()
     mod = EliminateCommonSubexpr()(fold(ir.IRModule.from_expr(example())))
