@@ -151,7 +151,7 @@ class _Parser:
                 return value
             with np.errstate(all="ignore"):
                 arr = np.array(value, dtype=dtype)
-            if np.isinf(arr) and digits != "inf":
+            if digits != "inf" and abs(value) > float(np.finfo(dtype).max):
                 raise self.error(f"literal `{tok}` cannot be represented as {dtype}", index)
             return Constant(arr)
         if suffix not in _INT_SUFFIX:
