@@ -8,11 +8,24 @@ first. Positions are recomputed only when an error has to be reported.
 """
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import re
 
-from ..errors import ParseError
+import numpy as np
 
-__all__ = ["tokenize", "Source"]
+from ..errors import ParseError
+from .types import DTYPES
+
+__all__ = ["tokenize", "Source", "literal", "decode_metadata"]
+
+_NUMBER_RE = re.compile(r"(-?)([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|inf|nan)([A-Za-z][A-Za-z0-9]*)?$")
+_INT_SUFFIX = {"": "int32", "i": "int32", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+               "u8": "uint8"}
+_FLOAT_SUFFIX = {"f": "float32", "f16": "float16", "f32": "float32", "f64": "float64"}
+_INT_RANGE = {"int8": (-2**7, 2**7 - 1), "int16": (-2**15, 2**15 - 1), "int32": (-2**31, 2**31 - 1),
+              "int64": (-2**63, 2**63 - 1), "uint8": (0, 255)}
 
 _SKIP = r"(?:\s++|//[^\n]*+|/\*(?:[^*/]++|\*(?!/)|/(?!\*))*+\*/)*+"
 _TOKEN = (
@@ -115,3 +128,68 @@ def tokenize(src: Source) -> list:
     if toks and toks[-1] == "":
         toks.pop()
     return toks
+
+
+def literal(tok: str, as_attr: bool = False):
+    """The value of a numeric token: a rank-0 numpy array of the literal's dtype
+    (``1f`` float32, ``3f16``, ``3f64``, ``42`` int32 — int64 when it does not fit —,
+    ``42i16``, ``42i64``), or a plain ``int``/``float`` when ``as_attr``.
+
+    :raises ValueError: with the message to report (missing ``f`` suffix, out of range, ...)
+    """
+    m = _NUMBER_RE.match(tok)
+    if m is None:
+        raise ValueError(f"malformed number `{tok}`")
+    sign, digits, suffix = m.group(1), m.group(2), m.group(3) or ""
+    if suffix in _FLOAT_SUFFIX:
+        dtype = _FLOAT_SUFFIX[suffix]
+        value = float(sign + digits)
+        if as_attr:
+            return value
+        if digits != "inf" and abs(value) > float(np.finfo(dtype).max):
+            raise ValueError(f"literal `{tok}` cannot be represented as {dtype}")
+        return np.array(value, dtype=dtype)
+    if suffix not in _INT_SUFFIX:
+        raise ValueError(
+            f"unknown literal suffix `{suffix}` in `{tok}`: use f, f16, f64 for floats or i16, i64 for integers")
+    if not digits[0].isdigit() or "." in digits or "e" in digits or "E" in digits:
+        raise ValueError(f"float literals need an `f` suffix: write `{sign}{digits}f`")
+    value = int(sign + digits)
+    if as_attr:
+        return value
+    dtype = _INT_SUFFIX[suffix]
+    lo, hi = _INT_RANGE[dtype]
+    if suffix == "" and not lo <= value <= hi:
+        dtype = "int64"
+        lo, hi = _INT_RANGE[dtype]
+    if not lo <= value <= hi:
+        raise ValueError(f"literal `{tok}` does not fit in {dtype}")
+    return np.array(value, dtype=dtype)
+
+
+def decode_metadata(text: str) -> list:
+    """The arrays of a ``#[metadata]`` section (JSON written by the printer:
+    ``{"relay.Constant": [{"dtype", "shape", "data": base64 of little-endian C-order
+    bytes}, ...]}``). Never unpickles anything.
+
+    :raises ValueError: with the message to report
+    """
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"the #[metadata] section is not valid JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise ValueError('the #[metadata] section must be a JSON object {"relay.Constant": [...]}')
+    arrays = []
+    for j, entry in enumerate(data.get("relay.Constant", [])):
+        try:
+            dtype = entry["dtype"]
+            if dtype not in DTYPES:
+                raise ValueError(f"unknown dtype {dtype!r}")
+            shape = tuple(int(d) for d in entry["shape"])
+            raw = base64.b64decode(entry["data"], validate=True)
+            arr = np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<"))
+            arrays.append(arr.reshape(shape).astype(np.dtype(dtype), copy=True))
+        except (KeyError, TypeError, ValueError, binascii.Error) as e:
+            raise ValueError(f"relay.Constant entry {j} of the #[metadata] section is malformed ({e})") from None
+    return arrays

@@ -26,8 +26,6 @@ stack (nested constructs are generators driven by one loop), so a 100,000-deep
 """
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import re
 from typing import Any, Optional
@@ -36,7 +34,7 @@ import numpy as np
 
 from ..errors import IRError, ParseError
 from ._gc import gc_paused
-from ._lexer import Source, tokenize
+from ._lexer import Source, decode_metadata, literal, tokenize
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
 from .op import Op
@@ -46,18 +44,12 @@ __all__ = ["parse", "parse_expr", "fromtext"]
 
 _VERSION_RE = re.compile(r'#\[version\s*=\s*"([^"]*)"\]')
 _METADATA_RE = re.compile(r"^[ \t]*#\[metadata\][ \t]*$", re.M)
-_NUMBER_RE = re.compile(r"(-?)([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|inf|nan)([A-Za-z][A-Za-z0-9]*)?$")
 _BINOPS = {
     "*": (12, "multiply"), "/": (12, "divide"),
     "+": (10, "add"), "-": (10, "subtract"),
     "<": (8, "less"), "<=": (8, "less_equal"), ">": (8, "greater"), ">=": (8, "greater_equal"),
     "==": (7, "equal"), "!=": (7, "not_equal"),
 }
-_INT_SUFFIX = {"": "int32", "i": "int32", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
-               "u8": "uint8"}
-_FLOAT_SUFFIX = {"f": "float32", "f16": "float16", "f32": "float32", "f64": "float64"}
-_INT_RANGE = {"int8": (-2**7, 2**7 - 1), "int16": (-2**15, 2**15 - 1), "int32": (-2**31, 2**31 - 1),
-              "int64": (-2**63, 2**63 - 1), "uint8": (0, 255)}
 _KEYWORDS = frozenset(["let", "fn", "def", "if", "else", "free_var", "meta", "type", "match", "extern",
                        "ref", "ref_read", "ref_write", "True", "False", "None", "nullptr"])
 _END = ""  # the token returned past the end of the input
@@ -102,7 +94,7 @@ class _Parser:
             raise self.error(f"expected `{tok}`, found {self.describe(self.i)}")
         self.i += 1
 
-    # -- metadata -------------------------------------------------------------------
+    # -- metadata and literals ---------------------------------------------------
     def meta_table(self, index: int) -> list:
         if self._meta is not None:
             return self._meta
@@ -112,66 +104,19 @@ class _Parser:
                 "print the module with astext(show_meta_data=True) to include the constant data",
                 index,
             )
-        def bad(msg: str) -> ParseError:
-            return ParseError(msg, self.meta_line, 1, "#[metadata]", self.src.name)
-
         try:
-            data = json.loads(self.meta_text)
+            self._meta = [Constant(arr) for arr in decode_metadata(self.meta_text)]
         except ValueError as e:
-            raise bad(f"the #[metadata] section is not valid JSON ({e})") from None
-        if not isinstance(data, dict):
-            raise bad('the #[metadata] section must be a JSON object {"relay.Constant": [...]}')
-        consts = []
-        for j, entry in enumerate(data.get("relay.Constant", [])):
-            try:
-                dtype = entry["dtype"]
-                if dtype not in DTYPES:
-                    raise ValueError(f"unknown dtype {dtype!r}")
-                shape = tuple(int(d) for d in entry["shape"])
-                raw = base64.b64decode(entry["data"], validate=True)
-                arr = np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<"))
-                arr = arr.reshape(shape).astype(np.dtype(dtype), copy=True)
-            except (KeyError, TypeError, ValueError, binascii.Error) as e:
-                raise bad(f"relay.Constant entry {j} of the #[metadata] section is malformed ({e})") from None
-            consts.append(Constant(arr))
-        self._meta = consts
-        return consts
+            raise ParseError(str(e), self.meta_line, 1, "#[metadata]", self.src.name) from None
+        return self._meta
 
-    # -- literals -----------------------------------------------------------------
     def number(self, tok: str, index: int, as_attr: bool = False) -> Any:
-        m = _NUMBER_RE.match(tok)
-        if m is None:
-            raise self.error(f"malformed number `{tok}`", index)
-        sign, digits, suffix = m.group(1), m.group(2), m.group(3) or ""
-        is_float = not digits[0].isdigit() or "." in digits or "e" in digits or "E" in digits
-        if suffix in _FLOAT_SUFFIX:
-            dtype = _FLOAT_SUFFIX[suffix]
-            value = float(sign + digits)
-            if as_attr:
-                return value
-            with np.errstate(all="ignore"):
-                arr = np.array(value, dtype=dtype)
-            if digits != "inf" and abs(value) > float(np.finfo(dtype).max):
-                raise self.error(f"literal `{tok}` cannot be represented as {dtype}", index)
-            return Constant(arr)
-        if suffix not in _INT_SUFFIX:
-            raise self.error(
-                f"unknown literal suffix `{suffix}` in `{tok}`: use f, f16, f64 for floats or i16, i64 for integers",
-                index,
-            )
-        if is_float:
-            raise self.error(f"float literals need an `f` suffix: write `{sign}{digits}f`", index)
-        value = int(sign + digits)
-        if as_attr:
-            return value
-        dtype = _INT_SUFFIX[suffix]
-        lo, hi = _INT_RANGE[dtype]
-        if suffix == "" and not lo <= value <= hi:
-            dtype = "int64"
-            lo, hi = _INT_RANGE[dtype]
-        if not lo <= value <= hi:
-            raise self.error(f"literal `{tok}` does not fit in {dtype}", index)
-        return Constant(np.array(value, dtype=dtype))
+        """A numeric token as a scalar :class:`Constant` (or a plain value for attrs)."""
+        try:
+            value = literal(tok, as_attr)
+        except ValueError as e:
+            raise self.error(str(e), index) from None
+        return value if as_attr else Constant(value)
 
     def attr_value(self) -> Any:
         """``1``, ``2e-05f``, ``True``, ``"NCHW"``, ``None``, ``[1, 1]`` (nested lists allowed)."""
