@@ -8,6 +8,7 @@ import pytest
 
 from passhost import ir
 from passhost.errors import EvaluationError, TypeInferenceError
+from passhost.ir.interpreter import Closure
 from passhost.ir import (
     Call, Constant, Function, GlobalVar, If, IRModule, Let, OpDef, TensorType, Tuple,
     TupleGetItem, Var, register_op,
@@ -49,6 +50,8 @@ BOOM = register_op(OpDef("ev.boom", 1, _unary_rel, compute=_boom), override=True
 NOKERNEL = register_op(OpDef("ev.nokernel", 1, _unary_rel), override=True)
 WIDEN = register_op(OpDef("ev.widen", 1, _unary_rel,
                           compute=lambda args, attrs: args[0].astype("float64")), override=True)
+SHORT = register_op(OpDef("ev.short", 1, lambda types, attrs: ir.TupleType([types[0], types[0]]),
+                          compute=lambda args, attrs: (args[0],)), override=True)
 PAIR = register_op(OpDef("ev.pair", 1, lambda types, attrs: ir.TupleType([types[0], types[0]]),
                          compute=lambda args, attrs: (args[0], -args[0])), override=True)
 
@@ -264,6 +267,20 @@ def test_kernel_returning_the_wrong_dtype_is_reported():
     with pytest.raises(EvaluationError, match=r"the kernel of ev\.widen returned shape \(1, 3\) float64 but the call "
                                               r"has type Tensor\[\(1, 3\), float32\]"):
         ir.evaluate(Function([x], Call(WIDEN, [x])), _arr())
+
+
+def test_tuple_kernel_returning_too_few_values_is_reported():
+    x = Var("x", F32)
+    with pytest.raises(EvaluationError, match=r"the kernel of ev\.short returned 1 values but the call has type "
+                                              r"\(Tensor\[\(1, 3\), float32\], Tensor\[\(1, 3\), float32\]\)"):
+        ir.evaluate(Function([x], Call(SHORT, [x])), _arr())
+
+
+def test_function_valued_result_is_a_closure():
+    a = Var("a", F32)
+    inner = Function([a], neg(a))
+    clo = ir.evaluate(Function([], inner))
+    assert isinstance(clo, Closure) and clo.func is inner
 
 
 def test_global_without_module_and_missing_main():

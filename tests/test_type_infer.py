@@ -424,3 +424,5 @@ def test_reinference_of_a_typed_module_does_no_work(monkeypatch):
 def test_bad_input():
     with pytest.raises(TypeInferenceError, match="needs an IRModule or an expression, got int"):
         ir.infer_type(3)
+    with pytest.raises(TypeInferenceError, match=r"cannot infer the type of operator ti\.neg on its own"):
+        ir.infer_type(NEG)

@@ -55,7 +55,8 @@ def evaluate(mod_or_func: Union[IRModule, Expr], *args: Any) -> Any:
         must match the parameter type exactly, Python numbers and lists are
         converted to the parameter's dtype when that loses no kind (int → float is
         fine, float → int is not)
-    :returns: an ndarray, or a (possibly nested) tuple of them
+    :returns: an ndarray, or a (possibly nested) tuple of them (a program whose result
+        is a function returns a :class:`Closure`)
     :raises EvaluationError: wrong arguments, an operator without a kernel, a kernel
         that fails or returns the wrong shape or dtype
     """
