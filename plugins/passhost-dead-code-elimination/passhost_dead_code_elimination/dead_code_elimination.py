@@ -65,6 +65,10 @@ from passhost.transform import module_pass
 __all__ = ["Purity", "count_uses", "eliminate_dead_code", "dead_code_elimination", "DeadCodeElimination"]
 
 _LEAVES = (Var, Constant, Op, GlobalVar)
+#: nodes that hold no variable use
+_INERT = frozenset({Constant, Op, GlobalVar})
+#: nodes whose evaluation is trivially pure
+_SIMPLE = frozenset({Var, Constant, Op, GlobalVar, Function})
 
 
 class Purity:
@@ -115,11 +119,18 @@ class Purity:
             return True
         memo = self.memo
         t = type(root)
-        if t in _LEAVES or t is Function:
+        if t in _SIMPLE:
             return True
         r = memo.get(root)
         if r is not None:
             return r
+        if t is Call and type(root.op) is Op:
+            # fast path: an operator applied to leaves (the usual let value)
+            for a in root.args:
+                if type(a) not in _SIMPLE:
+                    break
+            else:
+                return not root.op._def.stateful
         entered: set = set()
         stack: list = [root]
         while stack:
@@ -166,66 +177,135 @@ class Purity:
 def count_uses(func: Function, purity: Purity) -> dict:
     """``{let-bound var: 0, 1 or 2 (= more than one)}`` for the lets of ``func``.
 
-    Values of pure bindings are walked only once their variable is used; a use inside
-    a nested function counts twice.
+    A run of nested lets (a *spine*) is registered top-down, its body walked, and only
+    then are the bound values walked bottom-up -- a pure value only if its variable has
+    been used by then (every use of a let variable lies in the let's body, so this is
+    TVM's "walk the value at the first use" without remembering deferred values). Uses
+    inside dead values therefore do not count; a use inside a nested function counts
+    twice; a shared sub-expression is walked at most twice.
     """
     counts: dict = {}
     depth_of: dict = {}
-    deferred: dict = {}
     visits: dict = {}
+    let_value = purity.let_value
     is_pure = purity.is_pure
-    _Var, _Let, _Function, _Call = Var, Let, Function, Call
-    _skip = (Constant, Op, GlobalVar)
+    _Var, _Let, _Function, _Call, _Tuple, _TGI, _If, _Op = (
+        Var, Let, Function, Call, Tuple, TupleGetItem, If, Op)
+    inert = _INERT
     stack: list = [(func.body, 0)]
     push = stack.append
     pop = stack.pop
     while stack:
         node, d = pop()
-        t = type(node)
-        if t is _Var:
-            bd = depth_of.get(node)
-            if bd is not None:
-                c = counts[node]
-                if c < 2:
-                    counts[node] = c + (2 if d > bd else 1)
-                    if c == 0:
-                        value = deferred.pop(node, None)
-                        if value is not None:
-                            push((value, bd))
-            continue
-        if t in _skip:
-            continue
-        n = visits.get(node, 0)
-        if n >= 2:
-            continue
-        visits[node] = n + 1
-        if t is _Call:
-            push((node.op, d))
-            for a in node.args:
-                push((a, d))
-        elif t is _Let:
-            var = node.var
-            purity.register_let(node)
-            depth_of[var] = d
-            if var not in counts:
-                counts[var] = 0
-            value = node.value
-            if counts[var] == 0 and is_pure(value):
-                deferred[var] = value
-            else:
+        if d < 0:  # a spine marker: walk the values of its lets, last first
+            spine, i = node
+            d = -1 - d
+            while i >= 0:
+                let = spine[i]
+                i -= 1
+                value = let.value
+                if counts[let.var] == 0 and is_pure(value):
+                    continue  # dead so far: its value is never walked
+                tv = type(value)
+                if tv is _Call and type(value.op) is _Op:
+                    args = value.args
+                    for a in args:
+                        ta = type(a)
+                        if ta is not _Var and ta not in inert:
+                            break
+                    else:  # only variables and constants: count here, in line
+                        n = visits.get(value, 0)
+                        if n >= 2:
+                            continue
+                        visits[value] = n + 1
+                        for a in args:
+                            if type(a) is _Var:
+                                bd = depth_of.get(a)
+                                if bd is not None:
+                                    c = counts[a]
+                                    if c < 2:
+                                        counts[a] = c + (2 if d > bd else 1)
+                        continue
+                elif tv is _Var:
+                    bd = depth_of.get(value)
+                    if bd is not None:
+                        c = counts[value]
+                        if c < 2:
+                            counts[value] = c + (2 if d > bd else 1)
+                    continue
+                elif tv in inert:
+                    continue
+                # a larger value: walk it before the earlier lets of the spine
+                push(((spine, i), -1 - d))
                 push((value, d))
-            push((node.body, d))
-        elif t is _Function:
-            push((node.body, d + 1))
-        elif t is Tuple:
-            for f in node.fields:
-                push((f, d))
-        elif t is TupleGetItem:
-            push((node.tuple_value, d))
-        elif t is If:
-            push((node.cond, d))
-            push((node.true_branch, d))
-            push((node.false_branch, d))
+                break
+            continue
+        while True:  # follows bodies without going through the stack
+            t = type(node)
+            if t is _Var:
+                bd = depth_of.get(node)
+                if bd is not None:
+                    c = counts[node]
+                    if c < 2:
+                        counts[node] = c + (2 if d > bd else 1)
+                break
+            if t in inert:
+                break
+            n = visits.get(node, 0)
+            if n >= 2:
+                break
+            visits[node] = n + 1
+            if t is _Let:
+                spine = []
+                while True:
+                    var = node.var
+                    let_value[var] = node.value
+                    depth_of[var] = d
+                    if var not in counts:
+                        counts[var] = 0
+                    spine.append(node)
+                    node = node.body
+                    if type(node) is not _Let:
+                        break
+                    n = visits.get(node, 0)
+                    if n >= 2:
+                        node = None
+                        break
+                    visits[node] = n + 1
+                push(((spine, len(spine) - 1), -1 - d))
+                if node is None:
+                    break
+                continue
+            if t is _Call:
+                op = node.op
+                if type(op) is not _Op:
+                    push((op, d))
+                for a in node.args:
+                    ta = type(a)
+                    if ta is _Var:  # a use, counted here rather than via the stack
+                        bd = depth_of.get(a)
+                        if bd is not None:
+                            c = counts[a]
+                            if c < 2:
+                                counts[a] = c + (2 if d > bd else 1)
+                    elif ta not in inert:
+                        push((a, d))
+                break
+            if t is _Function:
+                node = node.body
+                d += 1
+                continue
+            if t is _TGI:
+                node = node.tuple_value
+                continue
+            if t is _Tuple:
+                for f in node.fields:
+                    push((f, d))
+            elif t is _If:
+                push((node.cond, d))
+                push((node.true_branch, d))
+                push((node.false_branch, d))
+            break
     return counts
 
 
