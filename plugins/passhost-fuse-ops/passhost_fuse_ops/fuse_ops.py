@@ -1,0 +1,313 @@
+"""FuseOps: group operator calls into ``Primitive`` functions (TVM's ``relay.transform.FuseOps``).
+
+The algorithm is TVM's (``fuse_ops.cc``, ``analysis/graph_partitioner.cc``):
+
+1. build the dataflow graph of the function (:mod:`.graph`);
+2. compute its post-dominator tree (:mod:`.graph`);
+3. group nodes with union-find in three phases (:mod:`.partition`);
+4. rewrite every group into ``fn (%p0, %p1, ..., Primitive=1) { ... }`` called with the
+   group's inputs (this module).
+
+Rewriting rules:
+
+* a group's inputs (arguments produced by another group) become parameters ``p0, p1,
+  ...`` in order of first encounter (post-order over the group, arguments left to right),
+  annotated with the argument's type; the same argument object maps to one parameter. With
+  ``relay.FuseOps.link_params`` set, constant arguments stay inline instead;
+* the group's output node builds ``fn (params) -> <its type> { body }`` with ``Primitive=1``
+  (``0`` if the body holds no call; ``relay.reshape_only=1`` is added when every call is a
+  reshape-like op, as TVM does), called with the actual arguments;
+* a tuple that is the output of its group stays a plain tuple; a tuple access that is the
+  output of its group becomes a function returning the field when its tuple is in the
+  group, and stays a plain access otherwise;
+* ``annotation.stop_fusion(x)`` is replaced by ``x`` (it already split the groups);
+* functions marked ``Primitive`` or ``Compiler`` are left untouched; ``let``, ``if`` and
+  nested functions are rebuilt around fused bodies and are fusion barriers;
+* at level 0 nothing fuses: every operator call becomes its own one-call function (even
+  scalar constants become parameters).
+
+Everything runs on explicit stacks: a 100,000-deep chain fuses at the default recursion
+limit, in time linear in the graph size.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from passhost.errors import ConfigError, PassError, PasshostError
+from passhost.ir import (
+    Call,
+    Constant,
+    Function,
+    IRModule,
+    Op,
+    TensorType,
+    Tuple,
+    TupleGetItem,
+    Var,
+    children,
+    with_children,
+)
+from passhost.transform import PassContext, function_pass
+
+from .graph import DataflowGraph, build_graph, is_barrier_function
+from .partition import Partition, partition
+
+try:  # pause the cyclic GC while whole graphs are built (a large speed-up, no semantics)
+    from passhost.ir._gc import paused as _gc_paused
+except ImportError:  # pragma: no cover - older host
+    from contextlib import nullcontext as _gc_paused
+
+__all__ = [
+    "MAX_DEPTH_KEY",
+    "LINK_PARAMS_KEY",
+    "DEFAULT_MAX_DEPTH",
+    "RESHAPE_OPS",
+    "fuse_ops",
+    "FuseOps",
+    "FuseOpsOptionError",
+]
+
+#: PassContext config keys FuseOps reads
+MAX_DEPTH_KEY = "relay.FuseOps.max_depth"
+LINK_PARAMS_KEY = "relay.FuseOps.link_params"
+#: TVM's ``kMaxFusedOps``
+DEFAULT_MAX_DEPTH = 256
+
+#: operators TVM marks ``TReshapeOp`` (a group of only these gets ``relay.reshape_only=1``)
+RESHAPE_OPS = frozenset({"reshape", "squeeze", "expand_dims", "nn.batch_flatten",
+                         "contrib_reverse_reshape", "dyn.reshape", "dyn.squeeze"})
+#: operators TVM marks ``TNonComputational`` (their calls are never put into functions)
+_NON_COMPUTATIONAL = frozenset({"on_device", "call_lowered", "vm.shape_of", "vm.invoke_tvm_op",
+                                "vm.reshape_tensor", "memory.alloc_storage", "memory.alloc_tensor",
+                                "memory.kill", "parser.MetaRef"})
+_STOP_FUSION = "annotation.stop_fusion"
+
+
+class FuseOpsOptionError(PasshostError, ValueError):
+    """A bad option given to :class:`FuseOps` (e.g. ``fuse_opt_level="2"``)."""
+
+
+def _non_computational(op: Op) -> bool:
+    return op.name in _NON_COMPUTATIONAL or bool(op.definition.extra.get("non_computational", False))
+
+
+def _is_reshape(op: Op) -> bool:
+    return op.name in RESHAPE_OPS or bool(op.definition.extra.get("reshape_op", False))
+
+
+class _GroupInfo:
+    """Parameters and call arguments collected for one group's function."""
+
+    __slots__ = ("params", "args", "by_arg", "has_call", "reshape_only")
+
+    def __init__(self) -> None:
+        self.params: list = []
+        self.args: list = []
+        self.by_arg: dict = {}
+        self.has_call = False
+        self.reshape_only = True
+
+    def param_for(self, arg: Any, ty: Any) -> Var:
+        """The parameter standing for ``arg`` (allocated ``p<k>`` on first use)."""
+        p = self.by_arg.get(arg)
+        if p is None:
+            p = Var(f"p{len(self.params)}", ty)
+            self.params.append(p)
+            self.args.append(arg)
+            self.by_arg[arg] = p
+            if type(ty) is not TensorType:
+                self.reshape_only = False
+        return p
+
+
+def _rewrite(func: Function, graph: DataflowGraph, part: Partition, link_params: bool) -> Function:
+    nodes, index, skipped = graph.nodes, graph.index, graph.opaque_functions
+    find, root = part.find, part.root
+    memo: dict = {}
+    infos: dict = {}
+
+    def new_of(expr: Any) -> Any:
+        return memo.get(expr, expr)
+
+    def info_of(group: int) -> _GroupInfo:
+        info = infos.get(group)
+        if info is None:
+            info = infos[group] = _GroupInfo()
+        return info
+
+    def new_args(args: tuple, group: int) -> list:
+        out = []
+        for a in args:
+            na = memo.get(a, a)
+            j = index.get(a)
+            if j is None or find(j) == group or (link_params and type(na) is Constant):
+                out.append(na)
+            else:
+                out.append(info_of(group).param_for(na, a.checked_type))
+        return out
+
+    def make_function(group: int, ret_type: Any, body: Any) -> Call:
+        info = info_of(group)
+        attrs: dict = {"Primitive": 1 if info.has_call else 0}
+        if info.has_call and info.reshape_only:
+            attrs["relay.reshape_only"] = 1
+        fn = Function(info.params, body, ret_type, attrs)
+        return Call(fn, info.args)
+
+    def rebuild(node: Any) -> Any:
+        t = type(node)
+        if t is Call:
+            kids = (node.op,) + node.args
+        elif t is Tuple:
+            kids = node.fields
+        elif t is TupleGetItem:
+            kids = (node.tuple_value,)
+        elif t is Function:
+            kids = node.params + (node.body,)
+        else:
+            kids = children(node)
+        return with_children(node, tuple(memo.get(k, k) for k in kids))
+
+    _Call, _Tuple, _TGI, _Function, _Op = Call, Tuple, TupleGetItem, Function, Op
+    for i, node in enumerate(nodes):
+        t = type(node)
+        if t is _Call:
+            op = node.op
+            if type(op) is not _Op or _non_computational(op):
+                new = rebuild(node)
+            elif op.name == _STOP_FUSION:
+                new = new_of(node.args[0])
+            else:
+                group = find(i)
+                call = _Call(op, new_args(node.args, group), node.attrs)
+                info = info_of(group)
+                info.has_call = True
+                if not _is_reshape(op):
+                    info.reshape_only = False
+                new = make_function(group, node.checked_type, call) if root[group] == i else call
+        elif t is _Tuple:
+            group = find(i)
+            new = rebuild(node) if root[group] == i else _Tuple(new_args(node.fields, group))
+        elif t is _TGI:
+            group = find(i)
+            tv = node.tuple_value
+            new_tuple = new_args((tv,), group)[0]
+            if root[group] == i:
+                j = index.get(tv)
+                if j is None or find(j) != group:
+                    new = rebuild(node)  # isolated: the tuple comes from another group
+                else:
+                    new = make_function(group, node.checked_type, _TGI(new_tuple, node.index))
+            else:
+                new = _TGI(new_tuple, node.index)
+        elif t is _Function:
+            new = node if node in skipped else rebuild(node)
+        elif t is Var or t is Constant:
+            continue
+        else:  # Let, If (GlobalVar and other leaves come back unchanged)
+            new = rebuild(node)
+        if new is not node:
+            memo[node] = new
+    out = memo.get(func, func)
+    return out
+
+
+def fuse_ops(func: Function, fuse_opt_level: int = 2, max_depth: int = DEFAULT_MAX_DEPTH,
+             link_params: bool = False) -> Function:
+    """Fuse the operator calls of a typed function into ``Primitive`` functions.
+
+    The library form of :class:`FuseOps` (no pass context involved).
+
+    :param func: the function; every expression must have its type (run InferType first)
+    :param fuse_opt_level: 0 puts every operator call in its own function; 1 or more
+        runs the fusion algorithm
+    :param max_depth: the most nodes one fused function may hold
+    :param link_params: keep constant arguments inline instead of passing them in
+    :returns: the rewritten function (``func`` itself if it is already ``Primitive``)
+    :raises IRError: an expression has no type yet
+    """
+    if not isinstance(func, Function):
+        raise PassError(f"FuseOps works on functions, got {type(func).__name__}", "FuseOps")
+    if is_barrier_function(func):
+        return func
+    with _gc_paused():
+        graph = build_graph(func)
+        part = partition(graph, fuse_opt_level, max_depth)
+        return _rewrite(func, graph, part, link_params)
+
+
+def _ensure_typed(func: Function, mod: Any) -> Function:
+    """Run type inference when ``func`` was handed over without types (a direct call of
+    the pass on an untyped module; inside a Sequential ``InferType`` ran first)."""
+    if func.has_type:
+        return func
+    from passhost.ir import infer_type
+
+    if isinstance(mod, IRModule):
+        infer_type(mod)
+    if not func.has_type:
+        infer_type(func)
+    return func
+
+
+def _config_value(ctx: Any, key: str, typ: type, default: Any) -> Any:
+    value = ctx.config.get(key, default)
+    if typ is int:
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        need = "a non-negative int"
+    else:
+        ok = isinstance(value, bool)
+        need = "True or False"
+    if not ok:
+        raise ConfigError(f"PassContext config {key} must be {need}, got {value!r}")
+    return value
+
+
+@function_pass(opt_level=0, name="FuseOps", required=["InferType"])
+class FuseOps:
+    """Fuse operators into primitive functions (TVM's operator fusion).
+
+    :param fuse_opt_level: ``-1`` (default) uses the opt_level of the current
+        :class:`~passhost.transform.PassContext`; ``0`` makes every operator call its own
+        function; ``1`` or more fuses (element-wise chains into their producers, convs
+        and dense with following element-wise ops, injective ops and tuples).
+
+    Reads the config options ``relay.FuseOps.max_depth`` (default 256: the most
+    operators in one function) and ``relay.FuseOps.link_params`` (default False).
+
+    Before::
+
+        def @main(%x: Tensor[(10, 20), float32]) {
+          %0 = add(%x, 1f);
+          %1 = exp(%0);
+          squeeze(%1)
+        }
+
+    After ``FuseOps()``::
+
+        def @main(%x: Tensor[(10, 20), float32] /* ty=Tensor[(10, 20), float32] */) -> Tensor[(10, 20), float32] {
+          %2 = fn (%p0: Tensor[(10, 20), float32] /* ty=Tensor[(10, 20), float32] */, Primitive=1) -> Tensor[(10, 20), float32] {
+            %0 = add(%p0, 1f /* ty=float32 */) /* ty=Tensor[(10, 20), float32] */;
+            %1 = exp(%0) /* ty=Tensor[(10, 20), float32] */;
+            squeeze(%1) /* ty=Tensor[(10, 20), float32] */
+          } /* ty=fn (Tensor[(10, 20), float32]) -> Tensor[(10, 20), float32] */;
+          %2(%x) /* ty=Tensor[(10, 20), float32] */
+        }
+    """
+
+    def __init__(self, fuse_opt_level: int = -1) -> None:
+        if isinstance(fuse_opt_level, bool) or not isinstance(fuse_opt_level, int) or fuse_opt_level < -1:
+            raise FuseOpsOptionError(
+                f"FuseOps: fuse_opt_level must be an int >= -1 (-1 = the PassContext's opt_level), "
+                f"got {fuse_opt_level!r}")
+        self.fuse_opt_level = fuse_opt_level
+
+    def transform_function(self, func: Function, mod: Any, ctx: Optional[PassContext]) -> Function:
+        ctx = PassContext.current()
+        level = ctx.opt_level if self.fuse_opt_level == -1 else self.fuse_opt_level
+        max_depth = _config_value(ctx, MAX_DEPTH_KEY, int, DEFAULT_MAX_DEPTH)
+        link_params = _config_value(ctx, LINK_PARAMS_KEY, bool, False)
+        if is_barrier_function(func):
+            return func
+        return fuse_ops(_ensure_typed(func, mod), level, max_depth, link_params)
+

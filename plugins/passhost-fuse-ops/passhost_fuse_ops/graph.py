@@ -1,0 +1,371 @@
+"""The analyses FuseOps partitions: an indexed dataflow graph and its post-dominator tree.
+
+Both follow TVM's ``IndexedForwardGraph`` and ``DominatorTree`` (``fuse_ops.cc`` and
+``analysis/graph_partitioner.cc``), built without recursion so a 100,000-deep chain
+works at Python's default recursion limit.
+
+**Dataflow graph.** Every expression reachable from the root, except operators, is a
+node, numbered in post-DFS order (children before parents, left to right -- the order
+of :func:`passhost.ir.post_order`). A node records its *pattern* (an
+:class:`~passhost.ir.OpPattern` value), whether it is *extern* (used from outside the
+fusible dataflow: function parameters and bodies, operands of ``let``/``if``, non-tensor
+tuple fields ...) and its *outputs*: ``(consumer, edge pattern)`` pairs.
+
+Nested functions are fusion barriers. A function marked ``Primitive`` (or carrying a
+``Compiler`` attribute) is a leaf: nothing inside it is looked at. Any other nested
+function opens a new *scope*; an expression is owned by the first scope that reaches it,
+and an expression used from a second scope is marked extern instead of getting an edge
+there, so no group ever spans two scopes.
+
+**Post-dominator tree.** Built in reverse post-DFS order: an extern node (or one without
+outputs) is a root; any other node's parent is the least common ancestor of its
+consumers, and its ``pattern`` is the maximum of its edge patterns and of the tree
+patterns of the nodes climbed to reach that ancestor (how the node's value reaches its
+immediate post-dominator). TVM climbs one parent at a time, which is quadratic when
+many nodes have consumers far apart (long skip connections); here each tree node also
+carries a skew-binary *jump pointer* (with the maximum pattern along the jump), so every
+ancestor walk takes ``O(log depth)`` steps while accumulating exactly the same pattern.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from passhost.errors import PassError
+from passhost.ir import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    If,
+    Let,
+    Op,
+    OpPattern,
+    TensorType,
+    Tuple,
+    TupleGetItem,
+    TupleType,
+)
+
+__all__ = ["DataflowGraph", "PostDominatorTree", "build_graph", "post_dominator_tree", "is_barrier_function"]
+
+ELEMWISE = int(OpPattern.ELEMWISE)
+BROADCAST = int(OpPattern.BROADCAST)
+INJECTIVE = int(OpPattern.INJECTIVE)
+TUPLE = int(OpPattern.TUPLE)
+OPAQUE = int(OpPattern.OPAQUE)
+
+#: dtypes of scalar constants FuseOps may fuse into their consumer (TVM's "simple" constants)
+SIMPLE_CONST_DTYPES = frozenset({"int32", "int64", "float32", "float64", "bool"})
+
+
+def _nonzero(value: object) -> bool:
+    try:
+        return bool(value)
+    except Exception:  # noqa: BLE001 - an attribute value of an odd type: treat it as set
+        return True
+
+
+def is_barrier_function(fn: Function) -> bool:
+    """Whether FuseOps leaves ``fn`` alone entirely: a non-zero ``Primitive`` attribute
+    (already fused) or a ``Compiler`` attribute (external codegen)."""
+    attrs = fn.attrs
+    return ("Primitive" in attrs and _nonzero(attrs["Primitive"])) or "Compiler" in attrs
+
+
+class DataflowGraph:
+    """The indexed forward dataflow graph of one function.
+
+    :ivar nodes: expressions in post-DFS order (operators excluded)
+    :ivar index: ``{expr: position in nodes}``
+    :ivar pattern: node pattern kinds (ints, :class:`~passhost.ir.OpPattern` values)
+    :ivar extern: ``extern[i]`` is true when node ``i`` is used outside the dataflow
+    :ivar outputs: ``outputs[i]`` lists ``(consumer index, edge pattern)`` pairs
+    :ivar opaque_functions: nested functions that were not entered (primitive/external)
+    """
+
+    __slots__ = ("nodes", "index", "pattern", "extern", "outputs", "opaque_functions")
+
+    def __init__(self) -> None:
+        self.nodes: list = []
+        self.index: dict = {}
+        self.pattern: list = []
+        self.extern: list = []
+        self.outputs: list = []
+        self.opaque_functions: set = set()
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def dump(self) -> str:
+        """A debugging listing: ``index: kind pattern [extern] -> consumers``."""
+        lines = []
+        for i, node in enumerate(self.nodes):
+            outs = ", ".join(f"{c}:{p}" for c, p in self.outputs[i])
+            flag = " extern" if self.extern[i] else ""
+            lines.append(f"{i}: {type(node).__name__} pattern={self.pattern[i]}{flag} -> [{outs}]")
+        return "\n".join(lines)
+
+
+def _walk(root: Expr, graph: DataflowGraph) -> list:
+    """Post-DFS order of ``root`` with the owning scope of every node (parallel list)."""
+    nodes = graph.nodes
+    index = graph.index
+    skipped = graph.opaque_functions
+    owner: dict = {}
+    scopes: list = []
+    next_scope = 1
+    _Call, _Tuple, _TGI, _Function, _Let, _If, _Op = Call, Tuple, TupleGetItem, Function, Let, If, Op
+    stack: list = [(root, 0, False)]
+    push = stack.append
+    pop = stack.pop
+    while stack:
+        node, scope, finished = pop()
+        if finished:
+            index[node] = len(nodes)
+            nodes.append(node)
+            scopes.append(scope)
+            continue
+        if node in owner:
+            continue
+        t = type(node)
+        if t is _Op:
+            continue
+        owner[node] = scope
+        push((node, scope, True))
+        if t is _Call:
+            args = node.args
+            for i in range(len(args) - 1, -1, -1):
+                push((args[i], scope, False))
+            push((node.op, scope, False))
+        elif t is _Tuple:
+            fields = node.fields
+            for i in range(len(fields) - 1, -1, -1):
+                push((fields[i], scope, False))
+        elif t is _TGI:
+            push((node.tuple_value, scope, False))
+        elif t is _Function:
+            if node is not root and is_barrier_function(node):
+                skipped.add(node)
+                continue
+            inner = next_scope
+            next_scope += 1
+            push((node.body, inner, False))
+            params = node.params
+            for i in range(len(params) - 1, -1, -1):
+                push((params[i], inner, False))
+        elif t is _Let:
+            push((node.body, scope, False))
+            push((node.value, scope, False))
+            push((node.var, scope, False))
+        elif t is _If:
+            push((node.false_branch, scope, False))
+            push((node.true_branch, scope, False))
+            push((node.cond, scope, False))
+    return scopes
+
+
+def build_graph(root: Expr) -> DataflowGraph:
+    """Build the dataflow graph of ``root`` (normally a typed :class:`~passhost.ir.Function`).
+
+    :raises IRError: if an expression lacks its inferred type (run InferType first)
+    :raises PassError: on a tuple access of something that is not a tuple
+    """
+    g = DataflowGraph()
+    scopes = _walk(root, g)
+    nodes, index = g.nodes, g.index
+    n = len(nodes)
+    pattern = [OPAQUE] * n
+    extern = [False] * n
+    outputs: list = [[] for _ in range(n)]
+    g.pattern, g.extern, g.outputs = pattern, extern, outputs
+    skipped = g.opaque_functions
+
+    def mark_extern(expr: Expr) -> None:
+        j = index.get(expr)
+        if j is not None:
+            extern[j] = True
+
+    _Call, _Tuple, _TGI, _Function, _Let, _If, _Op, _Const = (
+        Call, Tuple, TupleGetItem, Function, Let, If, Op, Constant)
+    for i in range(n):
+        node = nodes[i]
+        t = type(node)
+        scope = scopes[i]
+        if t is _Call:
+            op = node.op
+            if type(op) is _Op:
+                pat = OPAQUE if op.stateful else int(op.pattern)
+            else:
+                pat = OPAQUE
+                j = index.get(op)
+                if j is not None:
+                    extern[j] = True
+                    if scopes[j] == scope:
+                        outputs[j].append((i, OPAQUE))
+            pattern[i] = pat
+            rtype = node.checked_type if pat == BROADCAST else None
+            rshape = rtype.shape if type(rtype) is TensorType else None
+            for a in node.args:
+                j = index.get(a)
+                if j is None:
+                    continue
+                if scopes[j] != scope:
+                    extern[j] = True
+                    continue
+                ep = pat
+                if rshape is not None:
+                    at = a.checked_type
+                    if type(at) is TensorType and at.shape == rshape:
+                        ep = ELEMWISE
+                outputs[j].append((i, ep))
+        elif t is _Const:
+            if node.data.ndim == 0 and node.data.dtype.name in SIMPLE_CONST_DTYPES:
+                pattern[i] = ELEMWISE
+        elif t is _Tuple:
+            pattern[i] = TUPLE
+            for f in node.fields:
+                j = index.get(f)
+                if j is None:
+                    continue
+                if scopes[j] != scope or type(f.checked_type) is not TensorType:
+                    extern[j] = True
+                else:
+                    outputs[j].append((i, INJECTIVE))
+        elif t is _TGI:
+            tv = node.tuple_value
+            ttype = tv.checked_type
+            if type(ttype) is not TupleType:
+                raise PassError(f"FuseOps: tuple access .{node.index} of an expression of type {ttype}, "
+                                "which is not a tuple; fix the program (run InferType to check it)",
+                                "FuseOps")
+            j = index.get(tv)
+            if j is None:
+                continue
+            if scopes[j] != scope or any(type(ft) is not TensorType for ft in ttype.fields):
+                extern[j] = True
+            else:
+                pattern[i] = INJECTIVE
+                outputs[j].append((i, INJECTIVE))
+        elif t is _Let:
+            mark_extern(node.var)
+            mark_extern(node.value)
+            mark_extern(node.body)
+        elif t is _If:
+            mark_extern(node.cond)
+            mark_extern(node.true_branch)
+            mark_extern(node.false_branch)
+        elif t is _Function:
+            if node not in skipped:
+                for p in node.params:
+                    mark_extern(p)
+                mark_extern(node.body)
+        # Var, GlobalVar: opaque leaves
+    mark_extern(root)
+    return g
+
+
+class PostDominatorTree:
+    """Immediate post-dominators of a :class:`DataflowGraph`.
+
+    :ivar parent: ``parent[i]`` is the index of node ``i``'s immediate post-dominator, or -1
+    :ivar depth: depth in the tree (roots have depth 1)
+    :ivar pattern: the combined pattern from node ``i`` to its parent
+    """
+
+    __slots__ = ("parent", "depth", "pattern", "_jump", "_jmax")
+
+    def __init__(self, n: int) -> None:
+        self.parent = [-1] * n
+        self.depth = [1] * n
+        self.pattern = [OPAQUE] * n
+        self._jump = [0] * n
+        self._jmax = [-1] * n
+
+    def _attach(self, v: int, p: int, pat: int) -> None:
+        """Make ``p`` (-1: none) the parent of ``v`` and set its jump pointer."""
+        parent, depth, jump, jmax = self.parent, self.depth, self._jump, self._jmax
+        self.pattern[v] = pat
+        if p < 0:
+            parent[v] = -1
+            depth[v] = 1
+            jump[v] = v
+            jmax[v] = -1
+            return
+        parent[v] = p
+        depth[v] = depth[p] + 1
+        jp = jump[p]
+        jjp = jump[jp]
+        if depth[p] - depth[jp] == depth[jp] - depth[jjp]:
+            jump[v] = jjp
+            m = jmax[p]
+            if jmax[jp] > m:
+                m = jmax[jp]
+            jmax[v] = pat if pat > m else m
+        else:
+            jump[v] = p
+            jmax[v] = pat
+
+    def _climb(self, a: int, d: int, acc: int) -> tuple:
+        """Walk ``a`` up to depth ``d``, folding every tree pattern left behind into ``acc``."""
+        depth, jump, jmax, parent, pattern = self.depth, self._jump, self._jmax, self.parent, self.pattern
+        while depth[a] > d:
+            j = jump[a]
+            if depth[j] >= d and j != a:
+                if jmax[a] > acc:
+                    acc = jmax[a]
+                a = j
+            else:
+                if pattern[a] > acc:
+                    acc = pattern[a]
+                a = parent[a]
+        return a, acc
+
+    def lca(self, a: int, b: int, acc: int) -> tuple:
+        """Least common ancestor of ``a`` and ``b`` (-1 if none) and ``acc`` combined with the
+        patterns of every node climbed on the way (TVM's ``LeastCommonAncestor``)."""
+        if a == b:
+            return a, acc
+        depth, jump, jmax, parent, pattern = self.depth, self._jump, self._jmax, self.parent, self.pattern
+        if depth[a] > depth[b]:
+            a, acc = self._climb(a, depth[b], acc)
+        elif depth[b] > depth[a]:
+            b, acc = self._climb(b, depth[a], acc)
+        while a != b:
+            pa = parent[a]
+            if pa < 0:
+                return -1, acc
+            ja, jb = jump[a], jump[b]
+            if ja != jb:
+                m = jmax[a] if jmax[a] > jmax[b] else jmax[b]
+                if m > acc:
+                    acc = m
+                a, b = ja, jb
+            else:
+                m = pattern[a] if pattern[a] > pattern[b] else pattern[b]
+                if m > acc:
+                    acc = m
+                a, b = pa, parent[b]
+        return a, acc
+
+
+def post_dominator_tree(graph: DataflowGraph) -> PostDominatorTree:
+    """The post-dominator tree of ``graph`` (see the module docstring)."""
+    n = len(graph.nodes)
+    tree = PostDominatorTree(n)
+    extern, outputs = graph.extern, graph.outputs
+    attach, lca = tree._attach, tree.lca
+    for v in range(n - 1, -1, -1):
+        outs = outputs[v]
+        if extern[v] or not outs:
+            attach(v, -1, OPAQUE if extern[v] else ELEMWISE)
+            continue
+        first, acc = outs[0]
+        parent: Optional[int] = first
+        for k in range(1, len(outs)):
+            consumer, ep = outs[k]
+            if parent >= 0:
+                parent, acc = lca(parent, consumer, acc)
+            if ep > acc:
+                acc = ep
+        attach(v, parent, acc)
+    return tree

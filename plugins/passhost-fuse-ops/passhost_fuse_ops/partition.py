@@ -1,0 +1,258 @@
+"""Grouping the dataflow graph into fusible groups (TVM's ``GraphPartitioner``).
+
+Groups form a union-find forest indexed like the graph's nodes: group ``i`` starts as
+node ``i`` alone, with the node's pattern, the node as its *root* (the group's output)
+and, for ``OUT_ELEMWISE_FUSABLE`` nodes (conv2d, dense, pooling ...), the node as its
+*anchor*. A merge adds node counts and, when the child group holds an anchor, moves the
+anchor to the parent and raises the parent's pattern to the child's (two groups that are
+both more complex than broadcast never merge).
+
+With fusion enabled (``opt_level >= 1``) three phases walk the nodes in post-DFS order
+and try to fuse each node into the group of its immediate post-dominator ``d``:
+
+* phase 0 fuses ``OUT_ELEMWISE_FUSABLE`` nodes with following element-wise chains
+  (the post-dominator is reached element-wise and every node on the way, ``d``
+  included, is at most broadcast), and element-wise/broadcast nodes into their consumer
+  (reached injectively or through a reduction; intermediate nodes at most injective, the
+  sink anything up to an ``OUT_ELEMWISE_FUSABLE`` anchor group) -- this rule applies in
+  every phase;
+* phase 1 adds injective nodes and tuples when every node up to ``d`` is at most injective;
+* phase 2 pulls injective producers into tuples that were fused into a later injective op.
+
+A fusion is refused when ``d``'s group plus the groups on the paths up to ``d`` would
+exceed ``max_depth`` nodes, when ``d`` already holds the node, or when ``d`` is a tuple.
+Every path search uses an explicit stack.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from passhost.errors import PassError
+from passhost.ir import OpPattern
+
+from .graph import DataflowGraph, PostDominatorTree, post_dominator_tree
+
+__all__ = ["Partition", "partition"]
+
+ELEMWISE = int(OpPattern.ELEMWISE)
+BROADCAST = int(OpPattern.BROADCAST)
+INJECTIVE = int(OpPattern.INJECTIVE)
+COMM_REDUCE = int(OpPattern.COMM_REDUCE)
+OUT_ELEMWISE_FUSABLE = int(OpPattern.OUT_ELEMWISE_FUSABLE)
+TUPLE = int(OpPattern.TUPLE)
+OPAQUE = int(OpPattern.OPAQUE)
+
+
+def _le_injective(kind: int, is_sink: bool) -> bool:
+    return kind <= INJECTIVE
+
+
+def _le_broadcast(kind: int, is_sink: bool) -> bool:
+    return kind <= BROADCAST
+
+
+def _elemwise_target(kind: int, is_sink: bool) -> bool:
+    # Intermediate nodes on parallel branches may be injective; the sink may already
+    # hold an OUT_ELEMWISE_FUSABLE anchor (or be a reduction).
+    if not is_sink:
+        return kind <= INJECTIVE
+    return kind <= OUT_ELEMWISE_FUSABLE
+
+
+class Partition:
+    """The union-find groups of one graph.
+
+    :ivar parent: union-find parent of each group (-1 for a group root)
+    :ivar pattern: pattern of each group record
+    :ivar root: the node index that is the output of each group record
+    :ivar anchor: whether each group record holds an ``OUT_ELEMWISE_FUSABLE`` anchor
+    :ivar num_nodes: node count of each group record (exact for group roots)
+    """
+
+    __slots__ = ("graph", "parent", "pattern", "root", "anchor", "num_nodes")
+
+    def __init__(self, graph: DataflowGraph) -> None:
+        n = len(graph.nodes)
+        self.graph = graph
+        self.parent = [-1] * n
+        self.pattern = list(graph.pattern)
+        self.root = list(range(n))
+        self.anchor = [p == OUT_ELEMWISE_FUSABLE for p in graph.pattern]
+        self.num_nodes = [1] * n
+
+    def find(self, g: int) -> int:
+        """The root group of ``g`` (with path compression)."""
+        parent = self.parent
+        r = g
+        while parent[r] >= 0:
+            r = parent[r]
+        while g != r:
+            nxt = parent[g]
+            parent[g] = r
+            g = nxt
+        return r
+
+    def groups(self) -> list:
+        """``groups()[i]`` is the root group of node ``i``."""
+        find = self.find
+        return [find(i) for i in range(len(self.parent))]
+
+    # -- the three helpers of the algorithm -----------------------------------------
+    def check_path(self, src: int, sink: int, cond) -> bool:
+        """Whether ``cond(root group pattern, is_sink)`` holds for every node on every path
+        from ``src``'s consumers to ``sink`` (``src`` itself excluded)."""
+        outputs = self.graph.outputs
+        pattern = self.pattern
+        find = self.find
+        outs = outputs[src]
+        if len(outs) == 1 and outs[0][0] == sink:  # the common case: a direct edge
+            return cond(pattern[find(sink)], True)
+        visited = set()
+        stack = [c for c, _ in outs]
+        while stack:
+            v = stack.pop()
+            if v in visited:
+                continue
+            visited.add(v)
+            is_sink = v == sink
+            if not cond(pattern[find(v)], is_sink):
+                return False
+            if not is_sink:
+                stack.extend(c for c, _ in outputs[v])
+        return True
+
+    def _merge(self, child: int, parent: int) -> None:
+        child = self.find(child)
+        parent = self.find(parent)
+        if child == parent:
+            return
+        self.num_nodes[parent] += self.num_nodes[child]
+        self.parent[child] = parent
+        if self.anchor[child]:
+            if self.anchor[parent]:
+                raise PassError("FuseOps: internal error: two groups with an out-elementwise-fusable "
+                                "anchor were merged; please report this with the input program",
+                                "FuseOps")
+            self.anchor[parent] = True
+            cp, pp = self.pattern[child], self.pattern[parent]
+            if cp > BROADCAST and pp > BROADCAST:
+                raise PassError("FuseOps: internal error: cannot merge two complex groups together; "
+                                "please report this with the input program", "FuseOps")
+            self.pattern[parent] = cp if cp > pp else pp
+
+    def commit_fuse(self, src: int, sink: int) -> None:
+        """Merge every node on the paths from ``src`` (included) to ``sink`` (excluded) into
+        ``sink``'s group."""
+        outputs = self.graph.outputs
+        outs = outputs[src]
+        if len(outs) == 1 and outs[0][0] == sink:
+            self._merge(src, sink)
+            return
+        visited = set()
+        stack = [src]
+        while stack:
+            v = stack.pop()
+            if v == sink or v in visited:
+                continue
+            visited.add(v)
+            self._merge(v, sink)
+            stack.extend(c for c, _ in outputs[v])
+
+    def count_fused_nodes(self, child: int, dom_parent: int, limit: Optional[int] = None) -> int:
+        """Nodes in ``dom_parent``'s group plus those of the group records on the paths from
+        ``child`` (included) up to ``dom_parent`` -- the size limit check.
+
+        With ``limit``, the walk stops as soon as the count exceeds it (the exact value
+        then does not matter), so the check costs ``O(limit)`` instead of the size of the
+        region between a node and its post-dominator -- that keeps the whole algorithm
+        linear: a fusion is only attempted on regions of at most ``max_depth`` nodes.
+        """
+        outputs = self.graph.outputs
+        num = self.num_nodes
+        total = num[self.find(dom_parent)] + num[child]
+        outs = outputs[child]
+        if len(outs) == 1 and outs[0][0] == dom_parent:
+            return total
+        visited = {child}
+        stack = [iter(outs)]
+        while stack:
+            for c, _ in stack[-1]:
+                if c == dom_parent or c in visited:
+                    continue
+                visited.add(c)
+                total += num[c]
+                if limit is not None and total > limit:
+                    return total
+                stack.append(iter(outputs[c]))
+                break
+            else:
+                stack.pop()
+        return total
+
+    # -- the phases -------------------------------------------------------------------
+    def run_phase(self, tree: PostDominatorTree, phase: int, max_depth: int) -> None:
+        """One pass of the fusion algorithm over all nodes (see the module docstring).
+
+        The checks are TVM's; they are side-effect free, so the cheap ones run first and
+        the size limit (a path walk) is only computed right before a fusion.
+        """
+        pattern = self.pattern
+        find = self.find
+        dparent, dpattern = tree.parent, tree.pattern
+        check_path, commit, count = self.check_path, self.commit_fuse, self.count_fused_nodes
+        for nid in range(len(pattern)):
+            gpat = pattern[nid]
+            if gpat == OPAQUE:
+                continue
+            d = dparent[nid]
+            if d < 0:
+                continue
+            if phase == 2:
+                if gpat > INJECTIVE:
+                    continue
+                droot = find(d)
+                if pattern[droot] == TUPLE:
+                    continue
+                if pattern[d] != TUPLE or pattern[droot] > INJECTIVE:
+                    continue
+                cond = _le_injective
+            else:
+                if pattern[d] == TUPLE:
+                    continue
+                if gpat == OUT_ELEMWISE_FUSABLE:
+                    if phase != 0 or dpattern[nid] != ELEMWISE:
+                        continue
+                    cond = _le_broadcast
+                elif gpat <= BROADCAST:
+                    dp = dpattern[nid]
+                    if dp > INJECTIVE and dp != COMM_REDUCE:
+                        continue
+                    cond = _elemwise_target
+                elif gpat == INJECTIVE or gpat == TUPLE:
+                    if phase != 1:
+                        continue
+                    cond = _le_injective
+                else:  # COMM_REDUCE never fuses into its consumer
+                    continue
+                if find(nid) == find(d):
+                    continue
+            if count(nid, d, max_depth) > max_depth:
+                continue
+            if check_path(nid, d, cond):
+                commit(nid, d)
+
+
+def partition(graph: DataflowGraph, opt_level: int, max_depth: int = 256) -> Partition:
+    """Group ``graph``'s nodes for fusion.
+
+    :param opt_level: 0 keeps every node in its own group; any higher level runs the
+        three fusion phases
+    :param max_depth: the most nodes one group may hold (``relay.FuseOps.max_depth``)
+    """
+    part = Partition(graph)
+    if opt_level == 0:
+        return part
+    tree = post_dominator_tree(graph)
+    for phase in range(3):
+        part.run_phase(tree, phase, max_depth)
+    return part
