@@ -25,11 +25,22 @@ DTYPES = frozenset(
 _set = object.__setattr__
 
 
+#: numpy dtype object -> its name (numpy's ``dtype.name`` is a slow Python property,
+#: and every new Constant asks for it)
+_NUMPY_NAMES: dict = {}
+
+
 def check_dtype(dtype: object) -> str:
     """Return ``dtype`` as a canonical dtype string, or raise :class:`IRError`."""
     if isinstance(dtype, str) and dtype in DTYPES:
         return dtype
+    if type(dtype).__module__.startswith("numpy"):
+        known = _NUMPY_NAMES.get(dtype)
+        if known is not None:
+            return known
     name = getattr(dtype, "name", None)  # numpy dtype / numpy scalar type
+    if isinstance(name, str) and name in DTYPES and type(dtype).__module__.startswith("numpy"):
+        _NUMPY_NAMES[dtype] = name
     if name is None and isinstance(dtype, type):
         name = getattr(dtype, "__name__", None)
     if isinstance(name, str) and name in DTYPES:

@@ -166,6 +166,8 @@ def _as_expr(value: Any, ty: Any) -> Expr:
     with it so an already-typed program stays typed.
     """
     if not isinstance(value, tuple):
+        if type(value) is np.ndarray and value.flags.writeable:
+            value.flags.writeable = False  # a fresh kernel result: no need for Constant to copy it
         const = Constant(value)
         if type(ty) is TensorType:
             const._set_checked_type(ty)
@@ -201,11 +203,15 @@ def evaluate_call(call: Call, ty: Any = None) -> Expr:
     :param ty: the call's type, given to the new nodes (``None`` leaves them untyped)
     :raises PassError: if the kernel fails on these arguments
     """
-    op = call.op
-    args = [_value(a) for a in call.args]
+    with np.errstate(all="ignore"):
+        return _evaluate(call.op, call.args, call.attrs, ty)
+
+
+def _evaluate(op: Op, call_args: Any, attrs: Any, ty: Any) -> Expr:
+    # the caller silences numpy floating-point warnings (once per fold, not per call)
+    args = [a.data if type(a) is Constant else _value(a) for a in call_args]
     try:
-        with np.errstate(all="ignore"):
-            out = op.compute(args, call.attrs)
+        out = op._def.compute(args, attrs)
     except PasshostError:
         raise
     except Exception as exc:  # a kernel rejecting its inputs: report which op
@@ -243,20 +249,32 @@ def _fold_shape_op(call: Call, orig: Call) -> Optional[Expr]:
     return _as_expr(data, orig._checked_type)
 
 
-def _fold_call(call: Call, orig: Call, fold_qnn: bool) -> Optional[Expr]:
-    """The replacement of an operator call (arguments already folded), or ``None``."""
-    op = call.op
-    if op._def.stateful:
-        return None
+#: what :func:`_fold_call` does with a call of an operator
+_SKIP, _EVALUATE, _SHAPE = 0, 1, 2
+
+
+def _op_kind(op: Op, fold_qnn: bool) -> int:
+    d = op._def
+    if d.stateful:
+        return _SKIP
     name = op.name
     if name in _SHAPE_OF or name in _NDARRAY_SIZE:
+        return _SHAPE
+    if name in _NEVER_FOLD or d.compute is None or _non_computational(op, fold_qnn):
+        return _SKIP
+    return _EVALUATE
+
+
+def _fold_call(call: Call, orig: Call, kind: int) -> Optional[Expr]:
+    """The replacement of an operator call (arguments already folded), or ``None``."""
+    if kind == _EVALUATE:
+        for a in call.args:
+            if type(a) is not Constant and not is_complex_constant(a):
+                return None
+        return _evaluate(call.op, call.args, call.attrs, orig._checked_type)
+    if kind == _SHAPE:
         return _fold_shape_op(call, orig)
-    for a in call.args:
-        if type(a) is not Constant and not is_complex_constant(a):
-            return None
-    if name in _NEVER_FOLD or op._def.compute is None or _non_computational(op, fold_qnn):
-        return None
-    return evaluate_call(call, orig._checked_type)
+    return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -283,7 +301,7 @@ def fold_constant(expr: Expr, fold_qnn: bool = False) -> Expr:
     """
     if is_primitive(expr):
         return expr
-    with _gc_paused():
+    with _gc_paused(), np.errstate(all="ignore"):
         return _fold(expr, fold_qnn)
 
 
@@ -303,6 +321,7 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
                 leaf_valued[node.var] = value
     memo: dict = {}
     get = memo.get
+    kinds: dict = {}  # Op -> _SKIP / _EVALUATE / _SHAPE, decided once per operator
     _Call, _Let, _Tuple, _TGI, _Function, _If, _Constant, _Op = (
         Call, Let, Tuple, TupleGetItem, Function, If, Constant, Op)
     for node in order:
@@ -320,14 +339,25 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
                     nargs[i] = na
             if nargs is None and nop is op:
                 new = node
+            elif type(nop) is _Op and kinds.get(nop) == _EVALUATE and all(type(a) is _Constant for a in nargs):
+                # folds: evaluate straight from the new arguments, no intermediate Call
+                memo[node] = new = _evaluate(nop, nargs, node.attrs, node._checked_type)
+                if node in let_vars:
+                    for var in let_vars[node]:
+                        memo[var] = new
+                continue
             else:
                 new = _typed_like(node, Call(nop, args if nargs is None else nargs,
                                              node.attrs if type(nop) is type(op) else None),
                                   args if nargs is None else nargs)
             if type(nop) is _Op and args:
-                folded = _fold_call(new, node, fold_qnn)
-                if folded is not None:
-                    new = folded
+                kind = kinds.get(nop)
+                if kind is None:
+                    kind = kinds[nop] = _op_kind(nop, fold_qnn)
+                if kind:
+                    folded = _fold_call(new, node, kind)
+                    if folded is not None:
+                        new = folded
         elif t in _LEAVES:
             if leaf_valued:
                 lv = leaf_valued.get(node)
