@@ -188,6 +188,19 @@ def test_closures_capture_free_variable_values():
     np.testing.assert_array_equal(ir.evaluate(Function([x], body), a), a + (a + a))
 
 
+def test_recursive_let_bound_closure():
+    # let %loop: fn (float32, float32) -> float32 = fn (%n, %acc) {
+    #   if (%n <= 0) { %acc } else { %loop(%n - 1, %acc + %step) } };  %loop(%m, 0)
+    s = SCALAR
+    loop = Var("loop", ir.FuncType([s, s], s))
+    n, acc, step, m = Var("n", s), Var("acc", s), Var("step", s), Var("m", s)
+    one = ir.const(1.0)
+    body = If(ir.less_equal(n, ir.const(0.0)), acc,
+              Call(loop, [ir.subtract(n, one), ir.add(acc, step)]))
+    fn = Function([m, step], Let(loop, Function([n, acc], body), Call(loop, [m, ir.const(0.0)])))
+    assert ir.evaluate(fn, np.float32(3000), np.float32(2)) == 6000
+
+
 def test_closure_returned_from_a_global_keeps_its_environment():
     mod = IRModule()
     mk = GlobalVar("make_adder")

@@ -71,6 +71,19 @@ def test_variable_used_outside_its_scope():
         ir.well_formed(Tuple([Function([a], a), a]))
 
 
+def test_let_bound_function_may_call_itself_but_other_values_may_not_use_their_var():
+    s = TensorType((), "float32")
+    loop = Var("loop", ir.FuncType([s], s))
+    n = Var("n", s)
+    rec = Function([n], ir.If(ir.less_equal(n, ir.const(0.0)), n, Call(loop, [ir.subtract(n, ir.const(1.0))])))
+    m = Var("m", s)
+    assert ir.well_formed(IRModule({"main": Function([m], Let(loop, rec, Call(loop, [m])))})) is True
+    v = Var("v", F32)
+    x = Var("x", F32)
+    with pytest.raises(WellFormedError, match=r"%v is used outside the scope"):
+        ir.well_formed(IRModule({"main": Function([x], Let(v, neg(v), x))}))
+
+
 def test_undefined_global():
     mod = IRModule({"main": Function([], Call(GlobalVar("nope"), []))})
     with pytest.raises(WellFormedError, match=r"^@nope is referenced in @main but not defined in the module \(functions: @main\)"):

@@ -187,19 +187,25 @@ class _Machine:
             self.globals[gv] = clo
         return clo
 
-    def closure(self, fn: Function, memo: dict) -> Closure:
+    def closure(self, fn: Function, memo: dict, rec: Optional[Var] = None) -> Closure:
+        """A closure of ``fn`` over ``memo``; ``rec`` (the let variable ``fn`` is bound
+        to, if any) may be used inside ``fn`` to call itself."""
         fv = self.free.get(fn)
         if fv is None:
             fv = self.free[fn] = free_vars(fn)
-        env = {}
+        env: dict = {}
+        clo = Closure(fn, env)
         for v in fv:
+            if v is rec:
+                env[v] = clo
+                continue
             try:
                 env[v] = memo[v]
             except KeyError:
                 raise EvaluationError(
                     f"a function literal uses %{v.name_hint}, which has no value where the "
                     "function is created") from None
-        return Closure(fn, env)
+        return clo
 
     def run(self, root: Expr, env: dict) -> Any:
         memo = env
@@ -239,8 +245,13 @@ class _Machine:
                     push((_GETITEM, node, memo, None))
                     push((_EVAL, node.tuple_value, memo, None))
                 elif t is Let:
+                    value = node.value
                     push((_LET, node, memo, None))
-                    push((_EVAL, node.value, memo, None))
+                    if type(value) is Function:  # may refer to itself through the let variable
+                        if value not in memo:
+                            memo[value] = self.closure(value, memo, node.var)
+                    else:
+                        push((_EVAL, value, memo, None))
                 elif t is If:
                     push((_IF, node, memo, None))
                     push((_EVAL, node.cond, memo, None))

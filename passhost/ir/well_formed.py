@@ -3,7 +3,8 @@
 A module is well formed when, in every global function,
 
 * every variable it uses is bound by a parameter or a ``let`` whose scope
-  encloses the use (no free variables, no use outside the binder's scope);
+  encloses the use (no free variables, no use outside the binder's scope; a
+  function bound by a ``let`` may call itself through the let variable);
 * no variable is bound twice (two parameters, a parameter and a ``let``, two lets);
 * every ``@global`` it references is defined in the module;
 * where types can be inferred: every tuple index is in range and every type
@@ -115,8 +116,12 @@ def _check_scopes(root: Expr, where: str, mod: Optional[IRModule], allow_free: b
             elif t is Let:
                 push((_UNBIND, (x.var,)))
                 push((_VISIT, x.body))
-                push((_BIND, ((x.var,), "by a let")))
-                push((_VISIT, x.value))
+                if type(x.value) is Function:  # letrec: the function may call itself
+                    push((_VISIT, x.value))
+                    push((_BIND, ((x.var,), "by a let")))
+                else:
+                    push((_BIND, ((x.var,), "by a let")))
+                    push((_VISIT, x.value))
             elif t is If:
                 push((_VISIT, x.false_branch))
                 push((_VISIT, x.true_branch))
