@@ -258,7 +258,8 @@ class Registry:
         if info.name != entry.name:
             raise _RejectPlugin(f"{label}: factory() builds a pass named {info.name!r}; "
                                 "the entry name must equal the pass's info.name")
-        summary = entry.summary or _first_doc_line(entry.factory)
+        summary = (entry.summary or _first_doc_line(entry.factory)
+                   or _first_doc_line(getattr(built, "pass_func", None)))
         if not summary and not type(built).__module__.startswith("passhost."):
             summary = _first_doc_line(type(built))
         return PassRecord(entry, source, int(info.opt_level), tuple(info.required), summary)
