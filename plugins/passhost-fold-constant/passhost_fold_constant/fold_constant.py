@@ -18,6 +18,11 @@ default recursion limit, in time linear in the graph size):
 * ``if`` with a constant condition becomes the branch taken;
 * ``(a, b, ...).i`` of a literal tuple becomes its field, constant or not.
 
+The loop runs over :func:`passhost.ir.post_order` rather than through
+``rewrite_post_order``: a let's variable must be mapped to its folded value *between*
+rewriting the value and rewriting the body, which a generic rebuild cannot do; the
+specialised loop also builds no intermediate call for a call that folds.
+
 Rebuilt nodes keep the type of the node they replace (as TVM's copy-on-write does),
 and when nothing folds the very same expression object is returned, so the type
 inference that follows every function pass has nothing to do.

@@ -221,3 +221,46 @@ def test_deep_chain_at_default_recursion_limit():
     body = out["main"].body
     assert type(body) is ir.Constant and float(body.data) == 100_000.0
     assert sys.getrecursionlimit() == limit
+
+
+def _test_op(name: str, num_inputs: int, **extra) -> ir.Op:
+    """A throwaway operator for rules the core set has no example of."""
+    try:
+        return ir.Op.get(name)
+    except ir.IRError:
+        pass
+
+    def rel(types, attrs):
+        return types[0] if types else ir.TensorType((2,), "float32")
+
+    def compute(args, attrs):
+        return np.array(args[0]) if args else np.zeros(2, dtype="float32")
+
+    return ir.register_op(ir.OpDef(name=name, num_inputs=num_inputs, type_rel=rel, compute=compute, **extra))
+
+
+def test_zero_argument_calls_are_not_materialised():
+    zeros = _test_op("test_fold.zeros", 0)
+    before = ir.Function([], ir.add(ir.Call(zeros, []), ir.const(1.0)))
+    check_pass(FoldConstant(), before)
+
+
+def test_non_computational_and_qnn_ops():
+    marker = _test_op("test_fold.marker", 1, extra={"non_computational": True})
+    c = ir.const(C_DATA)
+    before = ir.Function([], ir.Call(marker, [c]))
+    check_pass(FoldConstant(), before)
+    qnn = _test_op("qnn.test_fold_identity", 1)
+    before = ir.Function([], ir.Call(qnn, [c]))
+    check_pass(FoldConstant(), before)
+    check_pass(FoldConstant(fold_qnn=True), before, ir.Function([], ir.const(C_DATA)))
+
+
+def test_kernel_failure_names_the_operator():
+    def bad(args, attrs):
+        raise ValueError("shapes do not match")
+
+    op = ir.Op.get("test_fold.bad") if "test_fold.bad" in ir.list_ops() else ir.register_op(
+        ir.OpDef(name="test_fold.bad", num_inputs=1, type_rel=lambda t, a: t[0], compute=bad))
+    with pytest.raises(PassError, match="test_fold.bad"):
+        fold_constant(ir.Function([], ir.Call(op, [ir.const(C_DATA)])))
