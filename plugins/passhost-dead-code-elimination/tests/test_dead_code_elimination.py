@@ -202,3 +202,26 @@ def test_recursive_function_used_once_is_not_inlined():
     x, f, fn, before = _recursive(used=True)
     out = DeadCodeElimination(inline_once=True)(ir.IRModule.from_expr(before))
     assert out["main"] is before
+
+
+def test_inline_into_an_impure_binding_that_stays():
+    # TVM: alloc_storage used once is inlined into memory.kill, whose unused binding stays
+    x = _v("x")
+    a, d = ir.var("a", T), ir.var("d")
+    before = ir.Function([x], ir.Let(a, ir.negative(x), ir.Let(d, ir.nn.dropout(a), x)))
+    d2 = ir.var("d")
+    expected = ir.Function([x], ir.Let(d2, ir.nn.dropout(ir.negative(x)), x))
+    check_pass(DeadCodeElimination(inline_once=True), before, expected, map_free_vars=True)
+    # and without inline_once both stay: %a is used by the impure value
+    check_pass(DeadCodeElimination(), before)
+
+
+def test_lets_inside_if_branches():
+    x = _v("x")
+    a, b = ir.var("a", T), ir.var("b", T)
+    cond = ir.less(ir.sum(x), ir.const(0.0))
+    before = ir.Function([x], ir.If(cond, ir.Let(a, ir.exp(x), x), ir.Let(b, ir.exp(x), ir.negative(b))))
+    expected = ir.Function([x], ir.If(cond, x, ir.Let(b, ir.exp(x), ir.negative(b))))
+    check_pass(DeadCodeElimination(), before, expected)
+    assert_semantics_preserved(DeadCodeElimination(), before, [np.array([1.0, 2.0, 3.0], "float32")])
+    assert_semantics_preserved(DeadCodeElimination(), before, [np.array([-1.0, -2.0, 3.0], "float32")])
