@@ -66,6 +66,8 @@ class Plugin:
         yield PassEntry("Late", _factory("Late", 3), default=True, after=("Negate",))
         yield PassEntry("Fails", _factory("Fails", 0, fail=True))
         yield PassEntry("Noop", _factory("Noop", 0), summary="does nothing")
+        yield PassEntry("NeedsFold", lambda: module_pass(lambda mod, ctx: mod, opt_level=0, name="NeedsFold",
+                                                         required=["FoldConstant"]))
 
     @hookimpl
     def passhost_register_instruments(self):
@@ -139,7 +141,7 @@ def test_list_json(capsys, registry):
     code, out, _ = run(capsys, "list", "--json")
     doc = json.loads(out)
     assert code == ExitCode.OK
-    assert [p["name"] for p in doc["passes"]] == ["Fails", "Late", "Negate", "Noop"]
+    assert [p["name"] for p in doc["passes"]] == ["Fails", "Late", "NeedsFold", "Negate", "Noop"]
     late = doc["passes"][1]
     assert {k: late[k] for k in ("kind", "opt_level", "required", "distribution", "version", "plugin")} == {
         "kind": "pass", "opt_level": 3, "required": [], "distribution": "passhost-test-plugin",
@@ -267,6 +269,12 @@ def test_missing_pass_names_its_distribution(capsys, src):
     code, _, err = run(capsys, "run", src, "-p", "FoldConstant")
     assert code == ExitCode.USAGE_ERROR
     assert_one_line_error(err, "'passhost-fold-constant' (pip install passhost-fold-constant)")
+
+
+def test_a_required_pass_that_is_not_installed_exits_2(capsys, src):
+    code, _, err = run(capsys, "run", src, "-p", "NeedsFold")
+    assert code == ExitCode.USAGE_ERROR
+    assert_one_line_error(err, "pip install passhost-fold-constant", "(required by pass 'NeedsFold')")
 
 
 def test_params_are_bound_by_name(capsys, src, tmp_path):
