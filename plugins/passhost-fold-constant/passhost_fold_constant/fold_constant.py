@@ -64,6 +64,7 @@ from passhost.ir import (
     TensorType,
     TupleType,
     Var,
+    infer_type,
     post_order,
 )
 from passhost.ir._gc import paused as _gc_paused
@@ -233,7 +234,12 @@ def _static_shape(orig_arg: Expr, new_arg: Expr) -> Optional[tuple]:
     ty = orig_arg._checked_type or new_arg._checked_type
     if ty is None:
         e = _unwrap(new_arg)
-        return tuple(e.data.shape) if type(e) is Constant else None
+        if type(e) is Constant:
+            return tuple(e.data.shape)
+        try:  # an untyped program: type the argument (its free variables need annotations)
+            ty = infer_type(orig_arg)._checked_type
+        except PasshostError:
+            return None
     if type(ty) is not TensorType:
         return None
     shape = tuple(ty.shape)

@@ -92,6 +92,17 @@ def test_shape_of_static_shape_folds():
     check_pass(FoldConstant(), before, expected, map_free_vars=True)
 
 
+def test_shape_of_in_an_untyped_program():
+    x = ir.var("x", shape=(8, 9, 10))
+    y = ir.var("y", shape=(8, 9, 10))
+    out = fold_constant(ir.Function([x, y], ir.shape_of(ir.add(x, y))))
+    assert type(out.body) is ir.Constant and out.body.data.tolist() == [8, 9, 10]
+    # an argument whose type cannot be known stays
+    z = ir.var("z")
+    func = ir.Function([z], ir.shape_of(z))
+    assert fold_constant(func) is func
+
+
 def test_stateful_op_is_not_folded():
     c = ir.const(C_DATA)
     before = ir.Function([], ir.add(ir.nn.dropout(c), ir.const(1.0)))
