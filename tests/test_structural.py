@@ -40,6 +40,15 @@ def test_constants_compare_by_dtype_shape_and_bytes():
     assert sequal(ir.const(n), ir.const(n.copy()))
     # -0.0 and 0.0 differ in bytes
     assert not sequal(ir.const(np.float32(0.0)), ir.const(np.float32(-0.0)))
+    # large constants, shared several times, differing in one element
+    big = np.arange(10_000, dtype="float32").reshape(100, 100)
+    other = big.copy()
+    other[99, 99] = -1.0
+    x = ir.var("x", t((100, 100)))
+    c, c_same, c_other = ir.const(big), ir.const(big.copy()), ir.const(other)
+    assert sequal(ir.add(ir.add(x, c), c), ir.add(ir.add(x, c_same), c_same))
+    assert not sequal(ir.add(ir.add(x, c), c), ir.add(ir.add(x, c_other), c_other))
+    assert not sequal(ir.add(ir.add(x, c), c), ir.add(ir.add(x, c_same), c_other))
 
 
 def test_ops_and_global_vars():

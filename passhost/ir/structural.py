@@ -59,12 +59,13 @@ def _const_equal(a: Constant, b: Constant) -> bool:
 class _Equal:
     """One comparison session: the lhs→rhs / rhs→lhs maps of graph nodes."""
 
-    __slots__ = ("lmap", "rmap", "map_free_vars")
+    __slots__ = ("lmap", "rmap", "map_free_vars", "consts")
 
     def __init__(self, map_free_vars: bool) -> None:
         self.lmap: dict = {}
         self.rmap: dict = {}
         self.map_free_vars = bool(map_free_vars)
+        self.consts: dict = {}  # (lhs, rhs) -> bool for large constants met more than once
 
     def define(self, a: Var, b: Var) -> bool:
         """Match two variables at their binding site."""
@@ -98,8 +99,17 @@ class _Equal:
             if t is not type(b):
                 return False
             if t is _Const:
-                if a is not b and not _const_equal(a, b):
-                    return False
+                if a is not b:
+                    if a.data.nbytes <= 256:
+                        if not _const_equal(a, b):
+                            return False
+                    else:
+                        key = (a, b)
+                        same = self.consts.get(key)
+                        if same is None:
+                            same = self.consts[key] = _const_equal(a, b)
+                        if not same:
+                            return False
                 continue
             if t is _Op:
                 if a is not b:
