@@ -809,6 +809,98 @@ def test_long_skip_connections_stay_fast():
     np.testing.assert_allclose(ir.evaluate(out_mod, *args), ir.evaluate(mod, *args), rtol=1e-5)
 
 
+def _reference_groups(graph, max_depth):
+    """TVM's GraphPartitioner, transcribed literally (one-parent LCA walk, full path
+    counts, TVM's order of checks) to cross-check the optimised implementation."""
+    n = len(graph.nodes)
+    outputs = graph.outputs
+    EW, BC, INJ, RED, OEF, TUP, OP = 0, 1, 2, 3, 4, 7, 8
+    tparent, tdepth, tpat = [-1] * n, [1] * n, [OP] * n
+    for v in range(n - 1, -1, -1):
+        if graph.extern[v] or not outputs[v]:
+            continue
+        acc = EW
+        par = outputs[v][0][0]
+        acc = max(acc, outputs[v][0][1])
+        for c, ep in outputs[v][1:]:
+            if par >= 0:
+                tree = PostDominatorTree(0)
+                tree.depth, tree.parent, tree.pattern = tdepth, tparent, tpat
+                par, acc = _naive_lca(tree, par, c, acc)
+            acc = max(acc, ep)
+        tparent[v], tpat[v] = par, acc
+        tdepth[v] = tdepth[par] + 1 if par >= 0 else 1
+    gpar = [-1] * n
+    gpat = list(graph.pattern)
+    anchor = [p == OEF for p in gpat]
+    num = [1] * n
+
+    def find(g):
+        while gpar[g] >= 0:
+            g = gpar[g]
+        return g
+
+    def reach(src, sink, include_src):
+        seen, order, stack = set(), [], [src] if include_src else [c for c, _ in outputs[src]]
+        while stack:
+            v = stack.pop()
+            if v in seen or (include_src and v == sink):
+                continue
+            seen.add(v)
+            order.append(v)
+            if v != sink:
+                stack.extend(c for c, _ in outputs[v])
+        return order
+
+    def check(src, sink, cond):
+        return all(cond(gpat[find(v)], v == sink) for v in reach(src, sink, False))
+
+    def commit(src, sink):
+        for v in reach(src, sink, True):
+            c, p = find(v), find(sink)
+            if c != p:
+                num[p] += num[c]
+                gpar[c] = p
+                if anchor[c]:
+                    anchor[p] = True
+                    gpat[p] = max(gpat[c], gpat[p])
+
+    for phase in range(3):
+        for nid in range(n):
+            if gpat[nid] == OP or tparent[nid] < 0:
+                continue
+            d = tparent[nid]
+            if num[find(d)] + sum(num[v] for v in reach(nid, d, True)) > max_depth:
+                continue
+            if phase == 2:
+                if gpat[nid] > INJ or gpat[find(d)] == TUP:
+                    continue
+                if gpat[d] == TUP and gpat[find(d)] <= INJ and check(nid, d, lambda k, s: k <= INJ):
+                    commit(nid, d)
+                continue
+            if find(nid) == find(d) or gpat[d] == TUP:
+                continue
+            if gpat[nid] == OEF:
+                if phase == 0 and tpat[nid] == EW and check(nid, d, lambda k, s: k <= BC):
+                    commit(nid, d)
+            elif gpat[nid] <= BC:
+                if (tpat[nid] <= INJ or tpat[nid] == RED) and check(
+                        nid, d, lambda k, s: k <= INJ if not s else k in (EW, BC, RED, INJ, OEF)):
+                    commit(nid, d)
+            elif gpat[nid] in (INJ, TUP):
+                if phase == 1 and check(nid, d, lambda k, s: k <= INJ):
+                    commit(nid, d)
+    return [find(i) for i in range(n)]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_partition_matches_a_literal_transcription_of_tvm(seed):
+    mod = ir.infer_type(random_graph(seed, num_nodes=25, lets=seed % 7 == 0, tuples=seed % 2 == 0))
+    graph = build_graph(mod["main"])
+    for max_depth in (2, 3, 5, 256):
+        assert partition(graph, 2, max_depth).groups() == _reference_groups(graph, max_depth), max_depth
+
+
 # --------------------------------------------------------------------------------------
 # semantics and scale
 # --------------------------------------------------------------------------------------
