@@ -3,6 +3,7 @@ analyses, semantics on random programs and a 100,000-deep chain."""
 from __future__ import annotations
 
 import random
+import sys
 
 import numpy as np
 import pytest
@@ -545,6 +546,23 @@ def test_reshape_only_groups_are_marked():
     check_pass(FuseOps(), before, expected)
 
 
+def test_group_without_calls_gets_primitive_0():
+    """A tuple access of a literal tuple of parameters: the group holds no call, so TVM
+    marks its function ``Primitive=0``."""
+
+    def before():
+        x, y = ir.var("x", shape=(3,)), ir.var("y", shape=(3,))
+        return ir.Function([x, y], ir.TupleGetItem(ir.Tuple([x, y]), 1))
+
+    def expected():
+        p0, p1 = ir.var("p0", shape=(3,)), ir.var("p1", shape=(3,))
+        f = ir.Function([p0, p1], ir.TupleGetItem(ir.Tuple([p0, p1]), 1), attrs={"Primitive": 0})
+        x, y = ir.var("x", shape=(3,)), ir.var("y", shape=(3,))
+        return ir.Function([x, y], ir.Call(f, [x, y]))
+
+    check_pass(FuseOps(), before, expected)
+
+
 def test_let_is_a_barrier():
     def before():
         x = ir.var("x", shape=(4,))
@@ -920,7 +938,12 @@ def test_random_graphs_keep_their_value(seed):
 def test_100k_deep_chain_fuses_at_default_recursion_limit():
     n = 100_000
     mod = ir.infer_type(chain(n))
-    out = FuseOps()(mod)
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)  # Python's default
+    try:
+        out = FuseOps()(mod)
+    finally:
+        sys.setrecursionlimit(old)
     fns = fused_functions(out["main"])
     assert len(fns) == -(-n // 256)
     assert sorted({len(op_names(f)) for f in fns}) == [n % 256, 256]
