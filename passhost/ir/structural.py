@@ -300,10 +300,13 @@ def _expr_hash(root: Expr) -> int:
         t = type(node)
         if t is _Call:
             at = node.attrs
-            ah = acache.get(id(at))
-            if ah is None:
-                ah = _attrs_hash(at, acache)
-            h = hash((_H_CALL, get(node.op), ah, *map(get, node.args)))
+            if not at:  # no attributes (EMPTY_ATTRS or an equal empty Attrs)
+                h = hash((_H_CALL, get(node.op), *map(get, node.args)))
+            else:
+                ah = acache.get(id(at))
+                if ah is None:
+                    ah = _attrs_hash(at, acache)
+                h = hash((_H_CALL, get(node.op), ah, *map(get, node.args)))
         elif t is _Const:
             h = hash((_H_CONST, node.data_hash()))
         elif t is _Var:
