@@ -421,6 +421,13 @@ def dead_code_elimination(mod: IRModule, inline_once: bool = False, ignore_impur
 class DeadCodeElimination:
     """Remove unused let-bindings whose values are pure.
 
+    Module pass, ``opt_level`` 1, requires ``InferType``. Before / after::
+
+        let %a = add(%x, 1f);        |
+        let %b = multiply(%a, 2f);   |
+        let %c = negative(%x);       |  let %c = negative(%x);
+        %c                           |  %c
+
     :param inline_once: also inline pure bindings used exactly once
     :param ignore_impurity: treat every value as pure (remove unused impure bindings too)
     """

@@ -180,6 +180,14 @@ def _cse(expr: Expr, fskip: Optional[Callable[[Expr], bool]]) -> Expr:
 class EliminateCommonSubexpr:
     """Eliminate common sub-expressions: identical operator calls are computed once.
 
+    Function pass, ``opt_level`` 3, requires ``InferType``. Before / after::
+
+        %0 = nn.relu(%x);      |
+        %1 = nn.relu(%x);      |  %0 = nn.relu(%x);
+        %2 = add(%0, 1f);      |  %1 = add(%0, 1f);
+        %3 = add(%1, 1f);      |  add(%1, %1)
+        add(%2, %3)            |
+
     :param fskip: optional ``fskip(expr) -> bool``; calls (and tuple projections) for
         which it returns ``True`` are neither merged nor used as merge targets
     """

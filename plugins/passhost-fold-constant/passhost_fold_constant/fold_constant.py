@@ -442,6 +442,13 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
 class FoldConstant:
     """Fold constant sub-expressions: evaluate operator calls whose arguments are constants.
 
+    Function pass, ``opt_level`` 2. Before / after::
+
+        %0 = add(meta[relay.Constant][0], meta[relay.Constant][0]);   |
+        %1 = multiply(%0, 2f);                                        |
+        %2 = add(%x, %1);                                             |  %0 = add(%x, meta[relay.Constant][0]);
+        add(%2, meta[relay.Constant][0])                              |  add(%0, meta[relay.Constant][1])
+
     :param fold_qnn: also evaluate ``qnn.*`` operators (default ``False``, as in TVM)
     """
 

@@ -39,7 +39,14 @@ def infer_type(mod: IRModule) -> IRModule:
 
 @module_pass(opt_level=0, name="InferType")
 class InferType:
-    """Infer the type of every expression (fills ``checked_type``, annotations, return types)."""
+    """Infer the type of every expression (fills ``checked_type``, annotations, return types).
+
+    Module pass, ``opt_level`` 0. Before / after::
+
+        def @main(%x: Tensor[(2), float32]) {   |  def @main(%x: Tensor[(2), float32] /* ty=Tensor[(2), float32] */) -> Tensor[(2), float32] {
+          negative(%x)                          |    negative(%x) /* ty=Tensor[(2), float32] */
+        }                                       |  }
+    """
 
     def transform_module(self, mod: IRModule, ctx: Any) -> IRModule:
         return infer_type(mod)

@@ -51,6 +51,12 @@ def print_ir(mod: IRModule, header: str = "", show_meta_data: bool = False,
 class PrintIR:
     """Print the module to stderr (``PrintIR(<header>):`` + its text) and return it unchanged.
 
+    Module pass, ``opt_level`` 0. The module after is the module before; stderr gets::
+
+        PrintIR(<header>):
+        #[version = "0.0.5"]
+        def @main(...) { ... }
+
     :param header: shown between the parentheses of the first line
     :param show_meta_data: also print the metadata section (constant data)
     """
