@@ -563,6 +563,38 @@ def test_group_without_calls_gets_primitive_0():
     check_pass(FuseOps(), before, expected)
 
 
+def test_if_branches_fuse_inside_and_the_if_is_a_barrier():
+    def build(fused):
+        x = ir.var("x", "float32")
+        if fused:
+            a = ir.var("p0", "float32")
+            cond = ir.Call(primitive([a], ir.less(a, ir.const(0.0))), [x])
+            p = ir.var("p0", "float32")
+            then = ir.Call(primitive([p], ir.exp(ir.add(p, one()))), [x])
+            q = ir.var("p0", "float32")
+            other = ir.Call(primitive([q], ir.negative(q)), [x])
+            r = ir.var("p0", "float32")
+            return ir.Function([x], ir.Call(primitive([r], ir.sqrt(r)), [ir.If(cond, then, other)]))
+        ite = ir.If(ir.less(x, ir.const(0.0)), ir.exp(ir.add(x, one())), ir.negative(x))
+        return ir.Function([x], ir.sqrt(ite))
+
+    check_pass(FuseOps(), build(False), build(True))
+    for value in (-0.5, 0.5):
+        assert_semantics_preserved(FuseOps(), build(False), [np.array(value, dtype=F32)])
+
+
+def test_module_with_a_global_call():
+    mod = ir.IRModule()
+    a = ir.var("a", shape=(3,))
+    mod["helper"] = ir.Function([a], ir.exp(ir.add(a, one())))
+    x = ir.var("x", shape=(3,))
+    gv = mod.get_global_var("helper")
+    mod["main"] = ir.Function([x], ir.negative(ir.Call(gv, [ir.sqrt(ir.exp(x))])))
+    out = assert_semantics_preserved(FuseOps(), mod)
+    assert [op_names(f) for f in fused_functions(out["helper"])] == [["add", "exp"]]
+    assert sorted(op_names(f) for f in fused_functions(out["main"])) == [["exp", "sqrt"], ["negative"]]
+
+
 def test_let_is_a_barrier():
     def before():
         x = ir.var("x", shape=(4,))
