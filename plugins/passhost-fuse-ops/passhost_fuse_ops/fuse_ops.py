@@ -208,8 +208,7 @@ def _rewrite(func: Function, graph: DataflowGraph, part: Partition, link_params:
             new = rebuild(node)
         if new is not node:
             memo[node] = new
-    out = memo.get(func, func)
-    return out
+    return memo.get(func, func)
 
 
 def fuse_ops(func: Function, fuse_opt_level: int = 2, max_depth: int = DEFAULT_MAX_DEPTH,

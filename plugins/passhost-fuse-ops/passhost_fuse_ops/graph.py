@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
+
 from passhost.errors import PassError
 from passhost.ir import (
     Call,
@@ -59,10 +61,8 @@ SIMPLE_CONST_DTYPES = frozenset({"int32", "int64", "float32", "float64", "bool"}
 
 
 def _nonzero(value: object) -> bool:
-    try:
-        return bool(value)
-    except Exception:  # noqa: BLE001 - an attribute value of an odd type: treat it as set
-        return True
+    # TVM's HasNonzeroAttr: an integer attribute other than 0
+    return isinstance(value, (int, np.integer)) and value != 0
 
 
 def is_barrier_function(fn: Function) -> bool:
