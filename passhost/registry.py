@@ -414,16 +414,29 @@ def _record_name(cls: type) -> str:
 # -- the process-wide registry -------------------------------------------------------
 _lock = threading.RLock()
 _current: Optional[Registry] = None
+_building = False
 
 
 def get_registry() -> Registry:
-    """The registry of this process, built from the installed entry points on first use."""
-    global _current
+    """The registry of this process, built from the installed entry points on first use.
+
+    :raises PluginLoadError: when called while the registry is being built (a plugin
+        that uses ``passhost.passes`` & co. at import time; that plugin is then broken)
+    """
+    global _current, _building
     reg = _current
     if reg is None:
         with _lock:
             if _current is None:
-                _current = Registry()
+                if _building:
+                    raise PluginLoadError(
+                        "a plugin used the plugin registry (passhost.passes, passhost.pipeline, ...) "
+                        "while plugins were loading; look passes up inside the pass, not at import time")
+                _building = True
+                try:
+                    _current = Registry()
+                finally:
+                    _building = False
             reg = _current
     return reg
 
@@ -436,8 +449,9 @@ def reset_registry() -> None:
 
 
 @contextlib.contextmanager
-def use_registry(registry: Registry) -> Iterator[Registry]:
-    """Make ``registry`` the process-wide registry inside a ``with`` block (tests)."""
+def use_registry(registry: Optional[Registry]) -> Iterator[Optional[Registry]]:
+    """Make ``registry`` the process-wide registry inside a ``with`` block (tests);
+    ``None`` makes the next :func:`get_registry` load the entry points afresh."""
     global _current
     with _lock:
         previous, _current = _current, registry
@@ -455,7 +469,8 @@ def _resolve_pass(name: str) -> Any:
 
 def _load_configs() -> None:
     """Called by :mod:`passhost.transform` before it rejects an unknown config key."""
-    get_registry()
+    if not _building:
+        get_registry()
 
 
 transform.set_pass_resolver(_resolve_pass)

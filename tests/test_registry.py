@@ -434,6 +434,26 @@ def test_disable_autoload_env_loads_nothing(fake_eps):
     assert Registry(environ={"PASSHOST_DISABLE_PLUGIN_AUTOLOAD": "0"}).pass_names() == ["Ay", "Zed"]
 
 
+def test_a_plugin_using_the_registry_at_import_time_is_broken_not_recursive(monkeypatch, tmp_path):
+    modules = {
+        "aa_eager": "import passhost\nNAMES = passhost.passes.names()\n",
+        "bb_good": GOOD.format(name="Bee"),
+    }
+    gen = _entry_points(monkeypatch, tmp_path, modules)
+    next(gen)
+    try:
+        with use_registry(None):
+            reg = get_registry()
+            assert get_registry() is reg
+    finally:
+        next(gen, None)
+    assert reg.pass_names() == ["Bee"]
+    [broken] = reg.broken
+    assert broken.name == "aa-eager"
+    assert "used the plugin registry (passhost.passes, passhost.pipeline, ...) while plugins were loading" \
+        in broken.error
+
+
 def test_get_registry_is_built_once_and_cached():
     assert get_registry() is get_registry()
 
