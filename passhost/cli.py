@@ -167,6 +167,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
     for key, value in fields:
         print(f"{key + ':':<18}{_dash(value)}")
     doc = getattr(record.entry.factory, "__doc__", None)
+    if not (isinstance(doc, str) and doc.strip()) and record.kind == "pass":
+        doc = getattr(getattr(record.build(), "pass_func", None), "__doc__", None)
     if isinstance(doc, str) and doc.strip():
         import inspect
 
@@ -203,12 +205,11 @@ def _bind_params(mod: ir.IRModule, path: str) -> ir.IRModule:
     import numpy as np
 
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            if not isinstance(npz, np.lib.npyio.NpzFile):
-                raise CommandError(f"--params {path!r} is a single array; save a dict with np.savez")
-            params = {k: npz[k] for k in npz.files}
-    except CommandError:
-        raise
+        loaded = np.load(path, allow_pickle=False)
+        if not hasattr(loaded, "files"):
+            raise CommandError(f"--params {path!r} holds a single array; save named arrays with np.savez")
+        with loaded:
+            params = {k: loaded[k] for k in loaded.files}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
         raise CommandError(f"cannot read --params {path!r}: {_one_line(err)}") from None
     if "main" not in {gv.name_hint for gv in mod.functions}:

@@ -166,6 +166,8 @@ def test_info_describes_a_pass_and_an_instrument(capsys):
     assert "opt_level:        3" in out and "after:            Negate" in out
     assert "distribution:     passhost-test-plugin==0.3.0" in out
     assert "Longer description of Late." in out
+    code, out, _ = run(capsys, "info", "NeedsFold")  # lambda factory: the pass function's doc is shown
+    assert code == ExitCode.OK and "required:         FoldConstant" in out
     code, out, _ = run(capsys, "info", "counter")
     assert code == ExitCode.OK and "kind:             instrument" in out
 
@@ -298,6 +300,11 @@ def test_bad_params(capsys, src, tmp_path):
     code, _, err = run(capsys, "run", src, "-p", "Noop", "--params", str(pickled))
     assert code == ExitCode.USAGE_ERROR
     assert_one_line_error(err, "cannot read --params")
+    single = tmp_path / "single.npy"
+    np.save(single, np.ones((2, 3), "float32"))
+    code, _, err = run(capsys, "run", src, "-p", "Noop", "--params", str(single))
+    assert code == ExitCode.USAGE_ERROR
+    assert_one_line_error(err, "holds a single array; save named arrays with np.savez")
     garbage = tmp_path / "garbage.npz"
     garbage.write_text("not a zip")
     code, _, err = run(capsys, "run", src, "-p", "Noop", "--params", str(garbage))
