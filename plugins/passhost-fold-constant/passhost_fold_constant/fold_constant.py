@@ -175,7 +175,7 @@ def _as_expr(value: Any, ty: Any) -> Expr:
         if type(value) is np.ndarray and value.flags.writeable:
             value.flags.writeable = False  # a fresh kernel result: no need for Constant to copy it
         const = Constant(value)
-        if type(ty) is TensorType:
+        if type(ty) is TensorType and tuple(ty.shape) == const.data.shape:
             const._set_checked_type(ty)
         return const
     # nested tuples, built with an explicit stack
@@ -185,7 +185,7 @@ def _as_expr(value: Any, ty: Any) -> Expr:
         val, t, sink, ready, parts = stack.pop()
         if not isinstance(val, tuple):
             c = Constant(val)
-            if type(t) is TensorType:
+            if type(t) is TensorType and tuple(t.shape) == c.data.shape:
                 c._set_checked_type(t)
             sink.append(c)
         elif ready:
