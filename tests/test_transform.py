@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from passhost import ir
 from passhost.errors import PassError, PasshostError, PassNotFound
@@ -661,3 +663,30 @@ def test_should_run_can_veto_inside_a_sequential():
     with PassContext(instruments=[NoB()], required_pass=["B"]):
         seq(_mod())
     assert log == ["A", "B", "C"]
+
+
+_NAMES = st.sampled_from(["A", "B", "C", "D"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(passes=st.lists(st.tuples(_NAMES, st.integers(0, 4), st.lists(_NAMES, max_size=2)), max_size=6),
+       opt_level=st.integers(0, 4), forced=st.sets(_NAMES), disabled=st.sets(_NAMES))
+def test_sequential_matches_the_reference_gating_rule(passes, opt_level, forced, disabled):
+    log = []
+
+    def resolve(name):
+        return marker(name, 9, required=["Never"], log=log)  # logs like the pass; never gated
+
+    seq = Sequential([marker(n, lvl, req, log) for n, lvl, req in passes])
+    expected = []
+    for name, level, required in passes:
+        if name in disabled or not (name in forced or level <= opt_level):
+            continue
+        expected += list(required) + [name]
+    previous = set_pass_resolver(resolve)
+    try:
+        with PassContext(opt_level=opt_level, required_pass=forced, disabled_pass=disabled):
+            seq(_mod())
+    finally:
+        set_pass_resolver(previous)
+    assert log == expected
