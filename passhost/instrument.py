@@ -30,7 +30,7 @@ Two ways to write one, as in TVM::
         def run_before_pass(self, mod, info):
             print("Running pass:", info.name)
 
-What happens when a hook raises (see ``docs`` and TVM's pass-instrument tutorial):
+What happens when a hook raises (as in TVM's pass-instrument tutorial):
 
 * ``enter_pass_ctx`` raises: the instruments that had already entered get
   ``exit_pass_ctx`` in reverse order, the context's instrument list is cleared and the
