@@ -64,6 +64,9 @@ _config_loader: Optional[Callable[[], None]] = None
 #: the config key that makes every pass invocation check it did not mutate its input
 IMMUTABLE_KEY = "testing.immutable_module"
 
+#: optional instrument method ``on_pass_skipped(info, reason)`` called when a pass does not run
+SKIP_HOOK = "on_pass_skipped"
+
 
 def register_config(key: str, type: type, default: Any, doc: str = "") -> ConfigOption:
     """Register a config option that ``PassContext(config={key: value})`` accepts.
@@ -254,7 +257,7 @@ class PassContext:
     """
 
     __slots__ = ("_opt_level", "_required", "_disabled", "_instruments", "_own_config",
-                 "_config", "_saved_configs", "_plan", "__weakref__")
+                 "_config", "_saved_configs", "_plan", "_skip_hooks", "__weakref__")
 
     def __init__(self, opt_level: int = 2, required_pass: Optional[Iterable[str]] = None,
                  disabled_pass: Optional[Iterable[str]] = None, instruments: Optional[Iterable[Any]] = None,
@@ -332,6 +335,9 @@ class PassContext:
                     out.append(fn)
         immutable = bool(self._config.get(IMMUTABLE_KEY, False))
         plain = not (should_run or before or after or immutable)
+        # optional, outside the plan: read by the pass manager only when it skips a pass
+        self._skip_hooks = tuple(fn for fn in (getattr(inst, SKIP_HOOK, None) for inst in self._instruments)
+                                 if callable(fn))
         self._plan = (frozenset(self._disabled), frozenset(self._required), self._opt_level,
                       tuple(should_run), tuple(before), tuple(after), immutable, plain)
 

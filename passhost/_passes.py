@@ -156,6 +156,26 @@ def failed_pass(exc: BaseException) -> Optional[str]:
     return path[0] if path else None
 
 
+#: the ``reason`` given to ``on_pass_skipped(info, reason)``
+SKIP_DISABLED = "disabled"
+SKIP_OPT_LEVEL = "opt_level"
+SKIP_VETO = "should_run"
+
+
+def _notify_skipped(ctx: PassContext, info: PassInfo, reason: str) -> None:
+    """Tell the instruments that define ``on_pass_skipped`` that a pass did not run.
+
+    Called only on the skip paths and only when some instrument defines the method,
+    so a pass manager without such instruments pays nothing for it.
+    """
+    try:
+        for fn in ctx._skip_hooks:
+            fn(info, reason)
+    except Exception as exc:
+        _mark_hook(exc, "on_pass_skipped")
+        raise
+
+
 def _annotate(exc: BaseException, name: str) -> None:
     """Record that ``exc`` escaped from the body of pass ``name`` (innermost first)."""
     if getattr(exc, "passhost_hook", None) is not None:
@@ -228,6 +248,8 @@ def _invoke(p: "Pass", mod: IRModule, ctx: PassContext) -> IRModule:
             _mark_hook(exc, "should_run")
             raise
         if not run:
+            if ctx._skip_hooks:
+                _notify_skipped(ctx, info, SKIP_VETO)
             return mod
     if before:
         try:
@@ -425,6 +447,8 @@ class Sequential(Pass):
                 plan = ctx._plan
                 disabled, forced, opt_level, should_run, before, after, immutable, plain = plan
             if name in disabled or (level > opt_level and name not in forced):
+                if ctx._skip_hooks:
+                    _notify_skipped(ctx, info, SKIP_DISABLED if name in disabled else SKIP_OPT_LEVEL)
                 continue
             if required:
                 mod = _run_required(required, mod, ctx, name)
@@ -448,6 +472,8 @@ class Sequential(Pass):
                         _mark_hook(exc, "should_run")
                         raise
                     if not run:
+                        if ctx._skip_hooks:
+                            _notify_skipped(ctx, info, SKIP_VETO)
                         continue
                 if before:
                     try:

@@ -19,6 +19,15 @@ The context calls its hooks, in the order the instruments were given:
 
 Only the hooks a class actually overrides are called; the others cost nothing.
 
+One optional extra method, not part of TVM's protocol, lets an instrument hear about
+passes that did **not** run (the pass manager calls it only on its skip paths, and only
+when an installed instrument defines it, so it costs nothing otherwise):
+
+``on_pass_skipped(info, reason)``
+    ``reason`` is ``"disabled"`` (named in ``disabled_pass``), ``"opt_level"`` (its
+    ``opt_level`` is above the context's and it is not in ``required_pass``) -- both
+    only inside a ``Sequential`` -- or ``"should_run"`` (an instrument vetoed it).
+
 Two ways to write one, as in TVM::
 
     class Counter(PassInstrument):
