@@ -41,7 +41,8 @@ class PluginSource:
         return f"{self.distribution} {self.version} (entry point {self.name!r})"
 
     def as_dict(self) -> dict:
-        return {"plugin": self.name, "distribution": self.distribution, "version": self.version}
+        return {"plugin": self.name, "distribution": self.distribution, "version": self.version,
+                "requirement": self.requirement}
 
 
 @dataclass(frozen=True)

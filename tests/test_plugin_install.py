@@ -121,9 +121,11 @@ def installed(tmp_path_factory):
 def test_installed_plugins_are_discovered_with_their_provenance(installed):
     doc = listing(installed)
     [good] = [p for p in doc["passes"] if p["name"] == "ZzGood"]
-    assert {k: good[k] for k in ("kind", "opt_level", "required", "plugin", "distribution", "version", "summary")} == {
+    assert {k: good[k] for k in ("kind", "opt_level", "required", "plugin", "distribution", "version",
+                                 "requirement", "summary")} == {
         "kind": "pass", "opt_level": 2, "required": ["InferType"], "plugin": "zz-good",
-        "distribution": "passhost-zz-good", "version": "0.4.2", "summary": "ZzGood: return the module unchanged."}
+        "distribution": "passhost-zz-good", "version": "0.4.2", "requirement": "passhost-zz-good==0.4.2",
+        "summary": "ZzGood: return the module unchanged."}
     [count] = [i for i in doc["instruments"] if i["name"] == "zz-count"]
     assert (count["distribution"], count["summary"]) == ("passhost-zz-good", "Count the passes that ran.")
     table = passhost(installed, "list").stdout
@@ -142,6 +144,7 @@ def test_a_broken_plugin_is_listed_and_isolated(installed):
     doc = listing(installed)
     [broken] = [b for b in doc["broken"] if b["plugin"] == "zz-broken"]
     assert broken == {"plugin": "zz-broken", "distribution": "passhost-zz-broken", "version": "0.4.2",
+                      "requirement": "passhost-zz-broken==0.4.2",
                       "error": "ModuleNotFoundError: No module named 'a_module_that_is_not_installed'"}
     table = passhost(installed, "list").stdout
     assert ("plugin passhost-zz-broken 0.4.2 (entry point 'zz-broken') failed to load: "
