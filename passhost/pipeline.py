@@ -123,8 +123,8 @@ def _literal(text: str, key: str, value: str, pos: int) -> Any:
     try:
         return ast.literal_eval(value)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        raise _error(text, f"option {key}={value} is not a Python literal "
-                           "(quote strings: {key}='...')".replace("{key}", key), pos) from None
+        raise _error(text, f"option {key}={value} is not a Python literal (quote strings: {key}='...')",
+                     pos) from None
 
 
 def _element(text: str, start: int, end: int) -> PassSpec:
@@ -144,7 +144,7 @@ def _element(text: str, start: int, end: int) -> PassSpec:
         raise _error(text, f"unexpected {text[rest:end]!r} after {name!r}; options go in parentheses", rest)
     options: list = []
     inner = _split(text, rest + 1, end - 1)
-    if len(inner) == 1 and _strip(text, *inner[0])[0] == _strip(text, *inner[0])[1]:
+    if len(inner) == 1 and not text[inner[0][0]:inner[0][1]].strip():  # NAME()
         return PassSpec(name)
     for a, b in inner:
         a, b = _strip(text, a, b)
