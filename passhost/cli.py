@@ -300,15 +300,23 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.print_pipeline:
         print(seq.spec)
         return ExitCode.OK
-    mod = _example(args.example) if args.example else _load_input(args.input)
-    if args.params:
-        mod = _bind_params(mod, args.params)
     insts = []
     for text in args.instrument:
-        element = parse_element(text)
+        try:
+            element = parse_element(text)
+        except PasshostError as err:
+            raise CommandError(f"--instrument {text!r}: {err}") from None
         insts.append(instruments_facade.get(element.name, **element.kwargs))
     ctx = transform.PassContext(opt_level=args.opt_level, required_pass=args.require,
                                 disabled_pass=args.disable, instruments=insts, config=_config(args.config))
+    if args.output:
+        directory = os.path.dirname(os.path.abspath(args.output))
+        if not os.path.isdir(directory):
+            raise CommandError(f"cannot write {args.output!r}: the directory {directory!r} does not exist")
+    # the input comes last: every cheap argument is checked before a workload is built
+    mod = _example(args.example) if args.example else _load_input(args.input)
+    if args.params:
+        mod = _bind_params(mod, args.params)
     try:
         with ctx:
             out = seq(mod)

@@ -347,6 +347,7 @@ def test_unknown_instrument(capsys, src):
     (["run", "x", "-O", "three"], "invalid int value: 'three'"),
     (["run", "x", "-p", "A(("], "bad pipeline"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
+    (["run", "x", "--instrument", "timing(unit="], "--instrument 'timing(unit=': bad pipeline"),
 ])
 def test_usage_errors_are_one_line(capsys, argv, part):
     code, out, err = run(capsys, *argv)
