@@ -33,7 +33,9 @@ PASSES: Final[Mapping[str, str]] = {
 INSTRUMENTS: Final[Mapping[str, str]] = {
     "op-diff": "passhost-op-diff",
     "print-ir": "passhost-print-ir",
+    "report": "passhost-report",
     "timing": "passhost-timing",
+    "trace": "passhost-trace",
 }
 
 
