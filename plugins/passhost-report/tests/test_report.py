@@ -1,0 +1,133 @@
+"""The report instrument: every scheduled pass with why it ran or was skipped."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import passhost
+from passhost import ir
+from passhost.instrument import PassInstrument
+from passhost.transform import PassContext, Sequential, module_pass
+from passhost_report import ReportInstrument
+from passhost_report.report import module_changed, module_op_count
+
+
+def _mod():
+    x = ir.var("x", shape=(2,))
+    return ir.IRModule.from_expr(ir.Function([x], ir.add(ir.multiply(x, ir.const(2.0)), x)))
+
+
+def _identity(name, opt_level, required=()):
+    return module_pass(lambda mod, ctx: mod, opt_level=opt_level, name=name, required=list(required))
+
+
+def _drop_add(mod, ctx):
+    out = mod.copy()
+    f = mod["main"]
+    out["main"] = ir.Function(f.params, f.body.args[0])
+    return out
+
+
+class Veto(PassInstrument):
+    def __init__(self, name):
+        self.vetoed = name
+
+    def should_run(self, mod, info):
+        return info.name != self.vetoed
+
+
+def test_registered_under_its_name():
+    assert "report" in passhost.instruments.names()
+    assert isinstance(passhost.instruments.get("report"), ReportInstrument)
+
+
+def test_every_skip_and_run_reason():
+    report = ReportInstrument()
+    seq = Sequential([
+        _identity("Low", 1),
+        _identity("High", 3),
+        _identity("Off", 0),
+        _identity("Forced", 3),
+        _identity("Vetoed", 0),
+        module_pass(_drop_add, opt_level=2, name="DropAdd", required=["InferType"]),
+    ])
+    with PassContext(opt_level=2, disabled_pass=["Off"], required_pass=["Forced"],
+                     instruments=[report, Veto("Vetoed")]):
+        out = seq(_mod())
+    got = [(e.name, e.depth, e.status, e.reason, e.changed) for e in report.passes]
+    assert got == [
+        ("sequential", 0, "ran", "direct", True),
+        ("Low", 1, "ran", "opt_level", False),
+        ("High", 1, "skipped", "opt_level", None),
+        ("Off", 1, "skipped", "disabled", None),
+        ("Forced", 1, "ran", "required_pass", False),
+        ("Vetoed", 1, "skipped", "should_run", None),
+        ("InferType", 1, "ran", "required by DropAdd", False),
+        ("DropAdd", 1, "ran", "opt_level", True),
+    ]
+    drop = report.passes[-1]
+    assert (drop.ops_before, drop.ops_after, drop.op_delta) == (2, 1, -1)
+    assert drop.parent == 0 and report.passes[0].parent is None
+    assert all(e.wall_ms >= 0 for e in report.passes if e.status == "ran")
+    assert report.summary() == {"ran": 5, "changed": 2, "failed": 0,
+                                "skipped": {"disabled": 1, "opt_level": 1, "should_run": 1}}
+    assert module_op_count(out) == 1
+    assert json.loads(json.dumps(report.as_dict()))["passes"][7]["op_delta"] == -1
+
+
+def test_render_is_a_table_with_nesting():
+    report = ReportInstrument()
+    inner = Sequential([_identity("A", 0)], name="inner")
+    with PassContext(instruments=[report]):
+        Sequential([inner, _identity("B", 9)])(_mod())
+    lines = report.render().splitlines()
+    assert lines[0].split() == ["#", "PASS", "STATUS", "REASON", "CHANGED", "TIME", "ms", "OPS"]
+    assert lines[2].split()[:4] == ["1", "inner", "ran", "opt_level"]
+    assert lines[3].startswith("2        A ") or lines[3].split()[1:3] == ["A", "ran"]
+    assert "    A" in lines[3] and "  inner" in lines[2]
+    assert lines[4].split()[1:4] == ["B", "skipped", "opt_level"]
+    assert ReportInstrument().render() == ""
+
+
+def test_a_failing_pass_is_reported_failed_and_records_survive_the_context():
+    report = ReportInstrument()
+
+    def boom(mod, ctx):
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError):
+        with PassContext(instruments=[report]):
+            Sequential([_identity("A", 0), module_pass(boom, opt_level=0, name="Boom")])(_mod())
+    assert [(e.name, e.status) for e in report.passes] == [("sequential", "failed"), ("A", "ran"),
+                                                            ("Boom", "failed")]
+    assert report.summary()["failed"] == 2
+    # entering a context again starts a new report
+    with PassContext(instruments=[report]):
+        _identity("C", 0)(_mod())
+    assert [(e.name, e.reason) for e in report.passes] == [("C", "direct")]
+
+
+def test_count_ops_can_be_turned_off():
+    report = ReportInstrument(count_ops=False)
+    with PassContext(instruments=[report]):
+        _identity("A", 0)(_mod())
+    assert report.passes[0].ops_before is None and report.passes[0].op_delta is None
+    with pytest.raises(TypeError):
+        ReportInstrument(count_ops="yes")
+
+
+def test_module_changed_uses_identity_then_structure():
+    mod = ir.infer_type(_mod())
+    assert not module_changed(mod, mod)
+    assert not module_changed(mod, mod.copy())
+    rebuilt = ir.parse(mod.astext(show_meta_data=True))
+    assert not module_changed(mod, rebuilt)
+    assert module_changed(mod, _drop_add(mod, None))
+
+
+def test_no_skip_hook_means_no_notification():
+    """A context whose instruments lack on_pass_skipped never calls it (zero cost)."""
+    ctx = PassContext(instruments=[Veto("x")])
+    assert ctx._skip_hooks == ()
+    assert PassContext(instruments=[ReportInstrument()])._skip_hooks != ()
