@@ -1,0 +1,15 @@
+"""passhost plugin: the ``print-ir`` instrument (see :mod:`.print_ir`)."""
+from __future__ import annotations
+
+from passhost import hookimpl
+from passhost.hookspecs import InstrumentEntry
+
+from .print_ir import PrintIRError, PrintIRInstrument
+
+__all__ = ["PrintIRInstrument", "PrintIRError", "passhost_register_instruments"]
+
+
+@hookimpl
+def passhost_register_instruments():
+    yield InstrumentEntry("print-ir", PrintIRInstrument,
+                          summary="print or dump the IR around passes (default: after each change; diff=True)")

@@ -1,0 +1,15 @@
+"""passhost plugin: the ``timing`` instrument (see :mod:`.timing`)."""
+from __future__ import annotations
+
+from passhost import hookimpl
+from passhost.hookspecs import InstrumentEntry
+
+from .timing import PassTimingInstrument, TimingError
+
+__all__ = ["PassTimingInstrument", "TimingError", "passhost_register_instruments"]
+
+
+@hookimpl
+def passhost_register_instruments():
+    yield InstrumentEntry("timing", PassTimingInstrument,
+                          summary="time every pass, nested; render() prints TVM's profile report")
