@@ -13,12 +13,14 @@ __all__ = ["PASSES", "INSTRUMENTS", "distribution_for"]
 
 #: pass name -> distribution
 PASSES: Final[Mapping[str, str]] = {
+    "BackwardFoldScaleAxis": "passhost-fold-scale-axis",
     "CanonicalizeOps": "passhost-canonicalize-ops",
     "ConvertLayout": "passhost-convert-layout",
     "DeadCodeElimination": "passhost-dead-code-elimination",
     "EliminateCommonSubexpr": "passhost-eliminate-common-subexpr",
     "FoldConstant": "passhost-fold-constant",
     "FoldScaleAxis": "passhost-fold-scale-axis",
+    "ForwardFoldScaleAxis": "passhost-fold-scale-axis",
     "FuseOps": "passhost-fuse-ops",
     "InferType": "passhost-infer-type",
     "Inline": "passhost-inline",
