@@ -491,3 +491,38 @@ def test_default_context_instruments_are_per_thread(capsys):
     t.join()
     assert seen == [()]
     assert lines(capsys) == []  # the other thread's passes did not reach this thread's instrument
+
+
+def test_optional_on_pass_skipped_reports_why_a_pass_did_not_run():
+    class Skips(PassInstrument):
+        def __init__(self):
+            self.skipped = []
+
+        def should_run(self, mod, info):
+            return info.name != "Vetoed"
+
+        def on_pass_skipped(self, info, reason):
+            self.skipped.append((info.name, reason))
+
+    def p(name, level=0):
+        return module_pass(lambda mod, ctx: mod, opt_level=level, name=name)
+
+    inst = Skips()
+    seq = Sequential([p("Off"), p("High", 3), p("Vetoed"), p("Runs")])
+    with PassContext(disabled_pass=["Off"], instruments=[inst]):
+        seq(_mod())
+        p("Vetoed")(_mod())  # a direct call can only be vetoed
+    assert inst.skipped == [("Off", "disabled"), ("High", "opt_level"), ("Vetoed", "should_run"),
+                            ("Vetoed", "should_run")]
+
+
+def test_on_pass_skipped_errors_are_hook_errors():
+    class Bad(PassInstrument):
+        def on_pass_skipped(self, info, reason):
+            raise RuntimeError("cannot record")
+
+    seq = Sequential([module_pass(lambda mod, ctx: mod, opt_level=5, name="High")])
+    with pytest.raises(RuntimeError, match="cannot record") as err:
+        with PassContext(instruments=[Bad()]):
+            seq(_mod())
+    assert err.value.passhost_hook == "on_pass_skipped" and failed_pass(err.value) is None
