@@ -1,59 +1,57 @@
 """passhost.ir — a Relay-style functional tensor IR.
 
-Public names (CONTRACT §2). Everything else in this package is private.
+Public names (CONTRACT §2): types, expression nodes, the operator registry and one
+builder per operator (``ir.add``, ``ir.nn.conv2d``, ...), ``IRModule``, visitors,
+structural comparison, the text format, type inference, the reference interpreter
+and the verifier. Everything else in this package is private. See ``docs/ir.md``.
 """
 from __future__ import annotations
 
-from ..errors import IRError, ParseError, TypeInferenceError, WellFormedError, EvaluationError
-from .types import Type, TensorType, TupleType, FuncType
-from .expr import Attrs, Expr, Var, Constant, Call, Function, Tuple, TupleGetItem, Let, If, GlobalVar
-from .op import Op, OpDef, OpPattern, register_op, list_ops
+from ..errors import EvaluationError, IRError, ParseError, TypeInferenceError, WellFormedError
+from .types import FuncType, TensorType, TupleType, Type
+from .expr import Attrs, Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .op import Op, OpDef, OpPattern, list_ops, register_op
 from .module import IRModule
 from .visitor import (
-    ExprVisitor,
-    ExprMutator,
     ExprFunctor,
+    ExprMutator,
+    ExprVisitor,
     children,
     post_order,
     post_order_visit,
     rewrite_post_order,
     with_children,
 )
-from .analysis import free_vars, bound_vars, count_ops
+from .analysis import bound_vars, count_ops, free_vars
+from . import ops as _ops  # noqa: F401  (registers the core operators)
+from .builders import *  # noqa: F401,F403
+from .builders import __all__ as _builders_all
+from . import nn
+from .structural import assert_structural_equal, structural_equal, structural_hash
+from .printer import astext, pretty_print
+from .parser import fromtext, parse, parse_expr
+from .type_infer import infer_type
+from .interpreter import evaluate
+from .well_formed import well_formed
+from .params import bind_params_by_name
 
-# --- modules still being written land below (temporary guard, removed at integration) ---
-try:
-    from . import ops as _ops  # noqa: F401  (registers the core operators)
-    from .builders import *  # noqa: F401,F403
-    from .builders import __all__ as _builders_all
-    from . import nn
-except ImportError:  # pragma: no cover
-    _builders_all = []
-try:
-    from .structural import structural_equal, structural_hash
-except ImportError:  # pragma: no cover
-    pass
-try:
-    from .printer import pretty_print, astext
-except ImportError:  # pragma: no cover
-    pass
-try:
-    from .parser import parse, parse_expr
-except ImportError:  # pragma: no cover
-    pass
-try:
-    from .type_infer import infer_type
-except ImportError:  # pragma: no cover
-    pass
-try:
-    from .interpreter import evaluate
-except ImportError:  # pragma: no cover
-    pass
-try:
-    from .well_formed import well_formed
-except ImportError:  # pragma: no cover
-    pass
-try:
-    from .params import bind_params_by_name
-except ImportError:  # pragma: no cover
-    pass
+__all__ = [
+    # errors
+    "IRError", "ParseError", "TypeInferenceError", "WellFormedError", "EvaluationError",
+    # types
+    "Type", "TensorType", "TupleType", "FuncType",
+    # nodes
+    "Attrs", "Expr", "Var", "Constant", "Call", "Function", "Tuple", "TupleGetItem", "Let", "If",
+    "GlobalVar", "Op", "OpDef", "OpPattern", "register_op", "list_ops",
+    # module
+    "IRModule",
+    # traversal and analysis
+    "ExprFunctor", "ExprVisitor", "ExprMutator", "children", "post_order", "post_order_visit",
+    "rewrite_post_order", "with_children", "free_vars", "bound_vars", "count_ops",
+    # structure, text, types, evaluation
+    "structural_equal", "structural_hash", "assert_structural_equal",
+    "pretty_print", "astext", "parse", "parse_expr", "fromtext",
+    "infer_type", "evaluate", "well_formed", "bind_params_by_name",
+    # operators
+    "nn", *_builders_all,
+]
