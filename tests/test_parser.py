@@ -79,6 +79,27 @@ def test_parse_expr_roundtrip_of_printer_output():
     assert str(parse_expr(text)) == text
 
 
+@pytest.mark.parametrize("lets", [False, True])
+def test_roundtrip_random_graphs(lets):
+    from passhost.testing import random_graph
+
+    for seed in range(40):
+        mod = random_graph(seed, 30, lets=lets, tuples=True)
+        back = parse(ir.astext(mod))            # untyped text: parse types it ...
+        typed = ir.infer_type(mod)              # ... as inference types the original
+        assert ir.structural_equal(back, typed), seed
+        roundtrip(typed)
+
+
+def test_roundtrip_nested_attribute_values():
+    x = ir.var("x", shape=(2,))
+    f = ir.Function([x], x, attrs={"Cfg": {"a": 1, "b": (1, {"c": "d\u00e9"}), "e": {}}, "L": ((1, 2), (3,), ())})
+    text = f.astext()
+    assert 'Cfg={a=1, b=[1, {c="d\\u00e9"}], e={}}, L=[[1, 2], [3], []]' in text
+    back = parse_expr(text)
+    assert back.attrs == f.attrs and ir.structural_equal(back, f)
+
+
 # -- constructs -------------------------------------------------------------------------
 
 

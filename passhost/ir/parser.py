@@ -119,19 +119,23 @@ class _Parser:
         return value if as_attr else Constant(value)
 
     def attr_value(self) -> Any:
-        """``1``, ``2e-05f``, ``True``, ``"NCHW"``, ``None``, ``[1, 1]`` (nested lists allowed)."""
+        """``1``, ``2e-05f``, ``True``, ``"NCHW"``, ``None``, ``[1, 1]``, ``{k=v}``
+        (nesting allowed; parsed with an explicit stack)."""
         toks = self.toks
-        stack: list = []
+        stack: list = []   # [container, closing token, key of the value being parsed]
         while True:
+            if stack and stack[-1][1] == "}":
+                stack[-1][2] = self.attr_key(stack[-1][0])
             tok = toks[self.i]
             start = self.i
             self.i += 1
-            if tok == "[" or tok == "(":
-                if toks[self.i] == ("]" if tok == "[" else ")"):
+            if tok in ("[", "(", "{"):
+                close = {"[": "]", "(": ")", "{": "}"}[tok]
+                if toks[self.i] == close:
                     self.i += 1
-                    value: Any = ()
+                    value: Any = {} if tok == "{" else ()
                 else:
-                    stack.append(([], "]" if tok == "[" else ")"))
+                    stack.append([{} if tok == "{" else [], close, None])
                     continue
             elif tok[:1].isdigit() or (tok[:1] == "-" and len(tok) > 1) or tok[:3] in ("inf", "nan"):
                 value = self.number(tok, start, as_attr=True)
@@ -144,33 +148,40 @@ class _Parser:
             else:
                 raise self.error(f"expected an attribute value, found {self.describe(start)}", start)
             while stack:
-                items, close = stack[-1]
-                items.append(value)
-                tok = toks[self.i]
-                if tok == ",":
+                items, close, key = stack[-1]
+                if close == "}":
+                    items[key] = value
+                else:
+                    items.append(value)
+                if toks[self.i] == ",":
                     self.i += 1
                     if toks[self.i] != close:
                         break
                 if toks[self.i] != close:
-                    raise self.error(f"expected `,` or `{close}` in the list, found {self.describe(self.i)}")
+                    raise self.error(f"expected `,` or `{close}`, found {self.describe(self.i)}")
                 self.i += 1
                 stack.pop()
-                value = tuple(items)
+                value = items if close == "}" else tuple(items)
             else:
                 return value
+
+    def attr_key(self, seen) -> str:
+        """``name =`` in an attribute list; returns the name."""
+        key = self.toks[self.i]
+        if not key[:1].isalpha() and key[:1] != "_":
+            raise self.error(f"expected an attribute name, found {self.describe(self.i)}")
+        if key in seen:
+            raise self.error(f"attribute `{key}` is given twice")
+        self.i += 1
+        self.expect("=")
+        return key
 
     def attrs(self, terminator: str) -> dict:
         """``key=value`` pairs up to (not including) ``terminator``."""
         out: dict = {}
         toks = self.toks
         while True:
-            key = toks[self.i]
-            if not key[:1].isalpha() and key[:1] != "_":
-                raise self.error(f"expected an attribute name, found {self.describe(self.i)}")
-            if key in out:
-                raise self.error(f"attribute `{key}` is given twice")
-            self.i += 1
-            self.expect("=")
+            key = self.attr_key(out)
             out[key] = self.attr_value()
             if toks[self.i] != ",":
                 break
