@@ -1,0 +1,268 @@
+"""SimplifyInference: replace training-style normalisation operators by plain arithmetic.
+
+TVM's ``relay.transform.SimplifyInference`` (``simplify_inference.cc``): a function
+pass (``opt_level`` 0, requires ``InferType``) rewriting, bottom-up:
+
+* ``nn.batch_norm(data, gamma, beta, mean, var)[0]`` into, in this exact op order::
+
+      scale = divide(1, sqrt(add(var, eps)))      # then multiply(scale, gamma) if scale=True
+      shift = multiply(negative(mean), scale)     # then add(shift, beta)       if center=True
+      add(multiply(data, expand(scale)), expand(shift))
+
+  where ``expand(v)`` is ``expand_dims(v, axis=1, num_newaxis=ndim-axis-1)`` (left out
+  when that is 0). Only item 0 is rewritten; the ``batch_norm`` call itself stays for
+  items 1 and 2 if they are used;
+* ``nn.dropout(x)[0]`` into ``x``;
+* ``nn.layer_norm(data, gamma, beta)`` into ``(data - mean) / sqrt(variance + eps)``
+  times ``expand(gamma)`` plus ``expand(beta)`` (reduction over ``axis``);
+* ``nn.instance_norm`` likewise, reducing over every axis but 0 and ``axis``
+  (its ``eps`` constant is float32, as in TVM).
+
+Constants are scalars of the data's dtype. The rewrite is one iterative post-order walk
+(:func:`passhost.ir.post_order`, no Python frame per node), so a 100,000-deep chain
+works at the default recursion limit; unchanged sub-graphs keep their identity.
+
+Before::
+
+    def @main(%x: Tensor[(1, 2, 3, 3), float32], %g: Tensor[(2), float32], %b: Tensor[(2), float32],
+              %m: Tensor[(2), float32], %v: Tensor[(2), float32]) {
+      %0 = nn.batch_norm(%x, %g, %b, %m, %v);
+      %0.0
+    }
+
+After ``SimplifyInference()``::
+
+    def @main(%x: Tensor[(1, 2, 3, 3), float32], %g: Tensor[(2), float32], %b: Tensor[(2), float32],
+              %m: Tensor[(2), float32], %v: Tensor[(2), float32]) -> Tensor[(1, 2, 3, 3), float32] {
+      %0 = add(%v, 1e-05f);
+      %1 = sqrt(%0);
+      %2 = divide(1f, %1);
+      %3 = multiply(%2, %g);
+      %4 = expand_dims(%3, axis=1, num_newaxis=2);
+      %5 = negative(%m);
+      %6 = multiply(%5, %3);
+      %7 = add(%6, %b);
+      %8 = multiply(%x, %4);
+      %9 = expand_dims(%7, axis=1, num_newaxis=2);
+      add(%8, %9)
+    }
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from passhost import ir
+from passhost.errors import PassError
+from passhost.ir import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    Op,
+    TensorType,
+    TupleGetItem,
+    Var,
+    children,
+    post_order,
+    with_children,
+)
+from passhost.ir._gc import paused as _gc_paused
+from passhost.transform import function_pass
+
+__all__ = [
+    "simplify_inference",
+    "rewrite_with_original",
+    "expand_bias_to_match_axis",
+    "batch_norm_to_infer",
+    "layer_norm_to_infer",
+    "instance_norm_to_infer",
+    "SimplifyInference",
+]
+
+_BATCH_NORM = Op.get("nn.batch_norm")
+_DROPOUT = Op.get("nn.dropout")
+_LAYER_NORM = Op.get("nn.layer_norm")
+_INSTANCE_NORM = Op.get("nn.instance_norm")
+_LEAVES = (Var, Constant, Op, GlobalVar)
+
+
+# ---------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------
+
+
+def rewrite_with_original(root: Expr, rewrite: Callable[[Expr, Expr], Optional[Expr]]) -> Expr:
+    """Rebuild ``root`` bottom-up like :func:`passhost.ir.rewrite_post_order`, but call
+    ``rewrite(new, old)`` with the original node too (its ``checked_type`` is what the
+    rules need; a rebuilt node is untyped). Returns ``root`` itself when nothing changed.
+    """
+    memo: dict = {}
+    get = memo.get
+    _Call = Call
+    for node in post_order(root):
+        t = type(node)
+        if t is _Call:
+            args = node.args
+            nargs = None
+            for i, a in enumerate(args):
+                na = get(a, a)
+                if na is not a:
+                    if nargs is None:
+                        nargs = list(args)
+                    nargs[i] = na
+            new = node if nargs is None else Call(node.op, nargs, node.attrs)
+        elif t in _LEAVES:
+            continue
+        else:
+            new = with_children(node, tuple(get(c, c) for c in children(node)))
+        r = rewrite(new, node)
+        if r is not None:
+            new = r
+        if new is not node:
+            memo[node] = new
+    return get(root, root)
+
+
+def _tensor_type(old: Expr, new: Expr, what: str) -> TensorType:
+    ty = old._checked_type or new._checked_type
+    if type(ty) is not TensorType:
+        raise PassError(f"SimplifyInference: the data of {what} has no tensor type ({ty}); "
+                        "run InferType before SimplifyInference", "SimplifyInference")
+    return ty
+
+
+def _scalar(value: float, dtype: str) -> Constant:
+    """``MakeConstantScalar(dtype, float(value))``: the value goes through float32 first."""
+    with np.errstate(all="ignore"):
+        return Constant(np.array(np.float32(value), dtype=dtype))
+
+
+def expand_bias_to_match_axis(bias: Expr, ndim: int, axis: int) -> Expr:
+    """TVM's ``ExpandBiasToMatchAxis`` for one axis: ``expand_dims(bias, axis=1,
+    num_newaxis=ndim-axis-1)``, or ``bias`` itself when that number is 0."""
+    num = ndim - axis - 1
+    if num > 0:
+        return ir.expand_dims(bias, axis=1, num_newaxis=num)
+    return bias
+
+
+def _norm_axis(axis: int, ndim: int) -> int:
+    return axis + ndim if axis < 0 else axis
+
+
+# ---------------------------------------------------------------------------------------
+# the unpackings
+# ---------------------------------------------------------------------------------------
+
+
+def batch_norm_to_infer(attrs: Any, data: Expr, gamma: Expr, beta: Expr, mean: Expr, var: Expr,
+                        ty: TensorType) -> Expr:
+    """``BatchNormToInferUnpack``: ``data * scale + shift`` in TVM's op order."""
+    eps = _scalar(attrs.epsilon, ty.dtype)
+    scale = ir.divide(_scalar(1.0, ty.dtype), ir.sqrt(ir.add(var, eps)))
+    if attrs.scale:
+        scale = ir.multiply(scale, gamma)
+    shift = ir.multiply(ir.negative(mean), scale)
+    if attrs.center:
+        shift = ir.add(shift, beta)
+    ndim = len(ty.shape)
+    axis = _norm_axis(attrs.axis, ndim)
+    scale = expand_bias_to_match_axis(scale, ndim, axis)
+    shift = expand_bias_to_match_axis(shift, ndim, axis)
+    return ir.add(ir.multiply(data, scale), shift)
+
+
+def _normalize(data: Expr, axis: Any, eps: Constant) -> Expr:
+    mean = ir.mean(data, axis, keepdims=True)
+    var = ir.variance(data, mean, axis, keepdims=True)
+    return ir.divide(ir.subtract(data, mean), ir.sqrt(ir.add(var, eps)))
+
+
+def _affine(out: Expr, attrs: Any, gamma: Expr, beta: Expr, ndim: int, axis: int) -> Expr:
+    if attrs.scale:
+        out = ir.multiply(out, expand_bias_to_match_axis(gamma, ndim, axis))
+    if attrs.center:
+        out = ir.add(out, expand_bias_to_match_axis(beta, ndim, axis))
+    return out
+
+
+def layer_norm_to_infer(attrs: Any, data: Expr, gamma: Expr, beta: Expr, ty: TensorType) -> Expr:
+    """``LayerNormToInferUnpack``: normalise over ``axis`` (given as written), then
+    scale and shift."""
+    out = _normalize(data, (attrs.axis,), _scalar(attrs.epsilon, ty.dtype))
+    ndim = len(ty.shape)
+    return _affine(out, attrs, gamma, beta, ndim, _norm_axis(attrs.axis, ndim))
+
+
+def instance_norm_to_infer(attrs: Any, data: Expr, gamma: Expr, beta: Expr, ty: TensorType) -> Expr:
+    """``InstanceNormToInferUnpack``: normalise over every axis but 0 and ``axis``."""
+    ndim = len(ty.shape)
+    axis = _norm_axis(attrs.axis, ndim)
+    reduced = tuple(i for i in range(1, ndim) if i != axis)
+    out = _normalize(data, reduced, _scalar(attrs.epsilon, "float32"))
+    return _affine(out, attrs, gamma, beta, ndim, axis)
+
+
+# ---------------------------------------------------------------------------------------
+# the rewrite
+# ---------------------------------------------------------------------------------------
+
+
+def _rule(new: Expr, old: Expr) -> Optional[Expr]:
+    t = type(new)
+    if t is TupleGetItem:
+        if new.index != 0:
+            return None
+        call = new.tuple_value
+        if type(call) is not Call:
+            return None
+        if call.op is _BATCH_NORM:
+            old_call = old.tuple_value
+            old_data = old_call.args[0] if type(old_call) is Call else call.args[0]
+            ty = _tensor_type(old_data, call.args[0], "nn.batch_norm")
+            return batch_norm_to_infer(call.attrs, *call.args, ty)
+        if call.op is _DROPOUT:
+            return call.args[0]
+        return None
+    if t is Call:
+        op = new.op
+        if op is _LAYER_NORM:
+            ty = _tensor_type(old.args[0], new.args[0], "nn.layer_norm")
+            return layer_norm_to_infer(new.attrs, *new.args, ty)
+        if op is _INSTANCE_NORM:
+            ty = _tensor_type(old.args[0], new.args[0], "nn.instance_norm")
+            return instance_norm_to_infer(new.attrs, *new.args, ty)
+    return None
+
+
+def simplify_inference(expr: Expr) -> Expr:
+    """Rewrite the inference-time normalisations of ``expr`` (see the module docstring).
+
+    An untyped ``expr`` is type-inferred first (in place), as the rules need the data's
+    rank.
+
+    :returns: the rewritten expression -- ``expr`` itself when there is nothing to rewrite
+    :raises PassError: if a rewritten operator's data has no inferred tensor type
+    """
+    with _gc_paused():
+        if not expr.has_type:
+            ir.infer_type(expr)
+        return rewrite_with_original(expr, _rule)
+
+
+# ---------------------------------------------------------------------------------------
+# the pass
+# ---------------------------------------------------------------------------------------
+
+
+@function_pass(opt_level=0, name="SimplifyInference", required=["InferType"])
+class SimplifyInference:
+    """Replace ``batch_norm``/``dropout``/``layer_norm``/``instance_norm`` by inference arithmetic."""
+
+    def transform_function(self, func: Function, mod: Any, ctx: Any) -> Function:
+        if not func.has_type:  # called directly, without its required InferType
+            ir.infer_type(mod)
+        return simplify_inference(func)
