@@ -1,0 +1,17 @@
+"""passhost plugin: the CanonicalizeOps pass (see :mod:`.canonicalize_ops`)."""
+from __future__ import annotations
+
+from passhost import hookimpl
+from passhost.hookspecs import PassEntry
+
+from .canonicalize_ops import CanonicalizeOps, canonicalize_ops
+
+__all__ = ["CanonicalizeOps", "canonicalize_ops", "passhost_register_passes"]
+
+
+@hookimpl
+def passhost_register_passes():
+    # Not in the default pipeline: TVM runs it after FoldScaleAxis, which folds scales
+    # through bias_add itself (see docs/passes.md); ConvertLayout requires it by name.
+    return [PassEntry("CanonicalizeOps", CanonicalizeOps,
+                      summary="rewrite nn.bias_add into add with expand_dims")]
