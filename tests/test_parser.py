@@ -100,6 +100,26 @@ def test_roundtrip_nested_attribute_values():
     assert back.attrs == f.attrs and ir.structural_equal(back, f)
 
 
+def test_roundtrip_let_values_that_are_functions_ifs_and_lets():
+    x = ir.var("x", shape=(2,))
+    c = ir.var("c", shape=(), dtype="bool")
+    f, y, g = ir.var("f"), ir.var("y", shape=(2,)), ir.var("g")
+    inner = ir.Let(ir.var("w"), ir.add(x, x), ir.multiply(x, x))
+    body = ir.Let(f, ir.Function([y], ir.nn.relu(y)),
+                  ir.Let(g, ir.If(c, ir.Call(f, [x]), x), ir.Let(ir.var("h"), inner, ir.add(g, x))))
+    mod = ir.infer_type(ir.IRModule.from_expr(ir.Function([c, x], body)))
+    text = str(mod)
+    assert "  } else {\n    %x\n  };\n" in text                 # `if` is never annotated
+    assert "\n  );\n  add(%g, %x)" in text                         # nor a parenthesised `let`
+    roundtrip(mod)
+
+
+def test_let_bound_function_may_call_itself():
+    fn = parse_expr("fn (%n: int32) { let %loop = fn (%i: int32) -> int32 { %loop(%i) }; %loop(%n) }")
+    let = fn.body
+    assert let.value.body.op is let.var and let.body.op is let.var
+
+
 # -- constructs -------------------------------------------------------------------------
 
 

@@ -393,9 +393,10 @@ def test_astext_header_metadata_and_omitted_comment():
     assert pretty_print(e) == str(e) == "free_var %x: Tensor[(2), float32];\nadd(%x, meta[relay.Constant][0])\n"
 
 
-def test_print_rejects_non_ir():
+def test_print_rejects_non_ir_and_prints_types():
     with pytest.raises(IRError, match="cannot print"):
         pretty_print(42)
+    assert pretty_print(ir.TupleType([ir.TensorType((3,), "float32")])) == "(Tensor[(3), float32],)"
 
 
 def test_deep_chain_prints_without_recursion():

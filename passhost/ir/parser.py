@@ -564,11 +564,15 @@ class _Parser:
                 self.i += 1
                 name, var = yield self.var_decl()
                 self.expect("=")
+                recursive = toks[self.i] == "fn"   # a let-bound function may call itself
+                if recursive:
+                    self.bind(var, name)
                 value = self.fast_expr()
                 if value is None:
                     value = yield self.p_binop()
                 self.expect(";")
-                self.bind(var, name)
+                if not recursive:
+                    self.bind(var, name)
                 bound.append(name)
                 lets.append((var, value))
                 continue

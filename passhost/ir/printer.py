@@ -25,7 +25,7 @@ Layout rules (TVM-NOTES §5):
   non-atomic callee. Tuples, tuple projections and ``if`` conditions work the same way.
 * ``/* ty=... */`` follows a node that has a checked type, once per node where it is
   bound (or printed inline as a scope result); inline constants repeat it at every
-  occurrence and variable references never carry it.
+  occurrence; variable references, ``if`` and ``let`` never carry it.
 * Rank-0 int16/int32/int64/float16/float32/float64/bool constants print as literals
   (``42i16``, ``42``, ``42i64``, ``3f16``, ``2f``, ``3f64``, ``True``); floats use C's
   ``%g``. **Deviation from TVM:** when ``%g`` would lose digits, the shortest exact form is
@@ -53,6 +53,7 @@ from ._gc import gc_paused
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
 from .op import Op
+from .types import Type
 
 __all__ = [
     "pretty_print",
@@ -238,8 +239,9 @@ class _Printer:
                     uses[k] = c + 1
 
     def annot(self, node: Expr) -> str:
+        """`` /* ty=T */`` for a typed node (TVM never annotates ``if`` and ``let``)."""
         t = node._checked_type
-        if t is None:
+        if t is None or type(node) is If or type(node) is Let:
             return ""
         s = self.ty_text.get(id(t))
         if s is None:
@@ -493,8 +495,10 @@ def _print(obj: Any) -> tuple:
         text = p.print_module(obj)
     elif isinstance(obj, Expr):
         text = p.print_expr(obj)
+    elif isinstance(obj, Type):
+        text = str(obj)
     else:
-        raise IRError(f"cannot print a {type(obj).__name__}: pass an IRModule or an expression")
+        raise IRError(f"cannot print a {type(obj).__name__}: pass an IRModule, an expression or a type")
     return text, p.meta
 
 
