@@ -16,7 +16,7 @@ import zipfile
 from enum import IntEnum
 from typing import Any, Optional, Sequence
 
-from . import ir, transform
+from . import _reproducer, ir, transform
 from .errors import ParseError, PasshostError, PassNotFound, PluginConflict, PluginLoadError
 
 __all__ = ["ExitCode", "main", "build_parser"]
@@ -58,13 +58,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_info)
 
     p = sub.add_parser("run", help="run a pipeline over a text-format module and print the result")
-    src = p.add_mutually_exclusive_group(required=True)
+    src = p.add_mutually_exclusive_group()  # one is required: checked by _reproducer.apply_reproduce
     src.add_argument("input", nargs="?", metavar="INPUT", help="text-format module file ('-' for stdin)")
     src.add_argument("--example", choices=EXAMPLES, help="a built-in workload instead of INPUT")
+    src.add_argument("--reproduce", metavar="DIR",
+                     help="replay a crash reproducer directory written by a failed run")
     p.add_argument("-p", "--pipeline", metavar="PIPELINE",
                    help="passes to run, e.g. 'FoldConstant,FuseOps(fuse_opt_level=2)' "
                         "(default: the default pipeline for -O)")
-    p.add_argument("-O", dest="opt_level", type=int, default=2, metavar="N",
+    p.add_argument("-O", dest="opt_level", type=int, default=None, metavar="N",
                    help="PassContext opt_level (default 2)")
     p.add_argument("--disable", action="append", default=[], metavar="NAME", help="disable a pass (repeatable)")
     p.add_argument("--require", action="append", default=[], metavar="NAME",
@@ -78,7 +80,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-meta-data", dest="meta_data", action="store_false",
                    help="omit the #[metadata] section (constant data) from the output")
     p.add_argument("-o", "--output", metavar="OUT", help="write the result here (atomically) instead of stdout")
+    p.add_argument("--report", metavar="OUT.json",
+                   help="write a JSON report of every scheduled pass (needs the passhost-report plugin)")
+    p.add_argument("--crash-dir", metavar="DIR",
+                   help="where a failing pass leaves its reproducer (default ./passhost-crash-<timestamp>)")
+    p.add_argument("--no-crash-dir", action="store_true", help="write no reproducer when a pass fails")
     p.set_defaults(func=_cmd_run)
+    from ._bisect import add_parser as add_bisect_parser
+
+    add_bisect_parser(sub, EXAMPLES)
     return parser
 
 
@@ -292,7 +302,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from . import instruments as instruments_facade
     from .pipeline import default_pipeline, parse_element, pipeline
 
-    _registry(args)
+    registry = _registry(args)
+    repro = _reproducer.apply_reproduce(args)  # --reproduce DIR fills the pipeline and settings
     if args.pipeline is not None:
         seq = pipeline(args.pipeline)
     else:
@@ -307,16 +318,25 @@ def _cmd_run(args: argparse.Namespace) -> int:
         except PasshostError as err:
             raise CommandError(f"--instrument {text!r}: {err}") from None
         insts.append(instruments_facade.get(element.name, **element.kwargs))
+    report = instruments_facade.get("report") if args.report else None
+    tracker = _reproducer.CrashTracker(seq) if _reproducer.wants_reproducer(args) else None
     ctx = transform.PassContext(opt_level=args.opt_level, required_pass=args.require,
-                                disabled_pass=args.disable, instruments=insts, config=_config(args.config))
+                                disabled_pass=args.disable,
+                                instruments=[i for i in (*insts, report, tracker) if i is not None],
+                                config=repro.config if repro else _config(args.config))
     if args.output:
         directory = os.path.dirname(os.path.abspath(args.output))
         if not os.path.isdir(directory):
             raise CommandError(f"cannot write {args.output!r}: the directory {directory!r} does not exist")
     # the input comes last: every cheap argument is checked before a workload is built
-    mod = _example(args.example) if args.example else _load_input(args.input)
+    if repro is not None:
+        mod = repro.module
+    else:
+        mod = _example(args.example) if args.example else _load_input(args.input)
     if args.params:
         mod = _bind_params(mod, args.params)
+    if tracker is not None:
+        tracker.module = mod
     try:
         with ctx:
             out = seq(mod)
@@ -326,11 +346,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if args.traceback:
             raise
         code, message = _run_failure(err)
+        if report is not None:
+            _write_atomic(args.report, json.dumps(report.as_dict(), indent=2) + "\n")
+        if tracker is not None and code == ExitCode.PASS_FAILED and transform.failed_pass(err) is not None:
+            message += _reproducer.save_after_failure(args, tracker, seq, ctx, registry, err, message)
         print(f"passhost: error: {message}", file=sys.stderr)
         return code
-    for report in reports:
-        if report:
-            print(report.rstrip("\n"), file=sys.stderr)
+    if report is not None:
+        _write_atomic(args.report, json.dumps(report.as_dict(), indent=2) + "\n")
+    for rendered in reports:
+        if rendered:
+            print(rendered.rstrip("\n"), file=sys.stderr)
     text = ir.astext(out, show_meta_data=args.meta_data)
     if not text.endswith("\n"):
         text += "\n"
@@ -349,7 +375,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         args = parser.parse_args(argv)
         if args.command is None:
-            raise CommandError("choose a command: list, info or run (see `passhost --help`)")
+            raise CommandError("choose a command: list, info, run or bisect (see `passhost --help`)")
         return int(args.func(args))
     except PasshostError as err:
         if traceback:
