@@ -1,0 +1,16 @@
+"""passhost plugin: the ConvertLayout pass (see :mod:`.convert_layout`)."""
+from __future__ import annotations
+
+from passhost import hookimpl
+from passhost.hookspecs import PassEntry
+
+from .convert_layout import ConvertLayout, convert_layout_function, expand_primal, normalize_desired_layouts
+
+__all__ = ["ConvertLayout", "convert_layout_function", "expand_primal", "normalize_desired_layouts",
+           "passhost_register_passes"]
+
+
+@hookimpl
+def passhost_register_passes():
+    return [PassEntry("ConvertLayout", ConvertLayout,
+                      summary="run conv2d (and neighbours) in desired layouts with layout_transform at the edges")]

@@ -1,0 +1,381 @@
+"""ConvertLayout: run convolutions (and their neighbours) in desired layouts (TVM's ``convert_layout.cc``).
+
+``desired_layouts`` maps an operator with a data-layout attribute to ``[data_layout,
+kernel_layout]`` (``"default"`` kernel: ``HWIO`` for ``NHWC`` data, ``OIHW`` for ``NCHW``),
+e.g. ``{"nn.conv2d": ["NHWC", "HWIO"]}``. Every value carries a *current* layout beside
+its *original* one; one post-order sweep rewrites each call:
+
+* a **desired** op gets its inputs converted (``layout_transform(data, "NCHW", "NHWC")``,
+  ``layout_transform(weight, "OIHW", "HWIO")`` -- folded later by FoldConstant when the
+  weight is a constant) and runs in the desired layout;
+* ops that **adapt** follow their input's current layout: layout-agnostic element-wise
+  ops (``OpDef.extra["layout_agnostic"]``), ops with a layout attribute (pools:
+  ``layout`` is rewritten), ops with a channel axis (``nn.batch_norm``, ``nn.bias_add``,
+  ``nn.softmax``, ...: the axis is moved), reductions (axes moved; without
+  ``keepdims`` only when the remaining axes keep their order), and broadcast ops: every
+  operand is brought to the layout of the first converted one; an operand of lower rank
+  ``k`` (laid out as the trailing ``k`` axes of the original layout) gets
+  ``expand_dims(x, 0, rank - k)`` and then a ``layout_transform`` from its expanded
+  layout (TVM's ``Layout::ExpandPrimal``); scalars broadcast as they are;
+* ``nn.dense`` takes its input in the original layout and declares its output ``"NC"``
+  (TVM's ``DenseInferCorrectLayout``), so a 1-D bias added to it (``CanonicalizeOps``
+  turns ``nn.bias_add`` into ``add``) gets ``expand_dims(b, 0, 1)`` -- the pattern of
+  TVM's ResNet-18 op diff;
+* any other consumer (``nn.batch_flatten``, ``reshape``, tuples, the function result,
+  ...) gets its inputs transformed back to their original layouts.
+
+Transforms are memoised per (value, source, target), so a value read in the same layout
+by several consumers is transformed once. Nested functions are left as they are.
+Linear, explicit stack (one post-order list).
+
+Before::
+
+    def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32]) {
+      %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]);
+      %1 = nn.relu(%0);
+      nn.batch_flatten(%1)
+    }
+
+After ``ConvertLayout({"nn.conv2d": ["NHWC", "default"]})``::
+
+    def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32]) {
+      %0 = layout_transform(%x, src_layout="NCHW", dst_layout="NHWC");
+      %1 = layout_transform(%w, src_layout="OIHW", dst_layout="HWIO");
+      %2 = nn.conv2d(%0, %1, padding=[1, 1, 1, 1], data_layout="NHWC", kernel_layout="HWIO");
+      %3 = nn.relu(%2);
+      %4 = layout_transform(%3, src_layout="NHWC", dst_layout="NCHW");
+      nn.batch_flatten(%4)
+    }
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from passhost.errors import PassError
+from passhost.ir import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    Op,
+    OpPattern,
+    TensorType,
+    TupleGetItem,
+    Var,
+    children,
+    post_order,
+    with_children,
+)
+from passhost.ir._gc import paused as _gc_paused
+from passhost.ir.ops.layout import parse_layout
+from passhost.transform import function_pass
+
+__all__ = ["normalize_desired_layouts", "expand_primal", "convert_layout_function", "ConvertLayout"]
+
+_NAME = "ConvertLayout"
+_DEFAULT_KERNEL = {"NCHW": "OIHW", "NHWC": "HWIO"}
+_REDUCE_ATTRS = ("axis", "keepdims", "exclude")
+#: ops whose output layout is known (though never converted) when their input has this rank,
+#: as TVM's ``FInferCorrectLayout`` of ``nn.dense`` declares ``"NC"``
+_KNOWN_OUTPUT = {"nn.dense": (2, "NC")}
+
+
+def normalize_desired_layouts(desired: Any) -> dict:
+    """``{op name: (data layout, kernel layout or "default")}``, validated.
+
+    :raises PassError: for anything but a mapping of op names to one or two layout strings
+    """
+    if not isinstance(desired, Mapping) or not desired:
+        raise PassError(f"{_NAME}: desired_layouts must be a non-empty dict such as "
+                        f"{{'nn.conv2d': ['NHWC', 'HWIO']}}, got {desired!r}", _NAME)
+    out = {}
+    for name, layouts in desired.items():
+        if not isinstance(name, str):
+            raise PassError(f"{_NAME}: desired_layouts keys are operator names, got {name!r}", _NAME)
+        try:
+            op = Op.get(name)
+        except Exception:
+            raise PassError(f"{_NAME}: desired_layouts names the unknown operator {name!r}", _NAME) from None
+        if not op._def.extra.get("data_layout_attr"):
+            raise PassError(f"{_NAME}: operator {name!r} has no data layout attribute; "
+                            "desired layouts can be given for nn.conv2d and the pooling operators", _NAME)
+        if isinstance(layouts, str) or not isinstance(layouts, (list, tuple)) or not 1 <= len(layouts) <= 2:
+            raise PassError(f"{_NAME}: desired_layouts[{name!r}] must be [data_layout] or "
+                            f"[data_layout, kernel_layout], got {layouts!r}", _NAME)
+        data = layouts[0]
+        kernel = layouts[1] if len(layouts) == 2 else "default"
+        for lay in (data,) + ((kernel,) if kernel != "default" else ()):
+            try:
+                parse_layout(lay)
+            except Exception as err:
+                raise PassError(f"{_NAME}: desired_layouts[{name!r}]: {err}", _NAME) from None
+        if kernel == "default" and op._def.extra.get("kernel_layout_attr") and data not in _DEFAULT_KERNEL:
+            raise PassError(f"{_NAME}: no default kernel layout for data layout {data!r}; "
+                            "give the kernel layout explicitly", _NAME)
+        out[name] = (data, kernel)
+    return out
+
+
+def expand_primal(sub: str, dst: str) -> str:
+    """TVM's ``Layout::ExpandPrimal``: the axes of ``dst`` missing from ``sub`` (in ``dst``
+    order) followed by ``sub`` -- the layout of ``sub`` after leading ``expand_dims``."""
+    return "".join(c for c in dst if c not in sub) + sub
+
+
+def _rank(node: Expr) -> Optional[int]:
+    ty = node._checked_type
+    return len(ty.shape) if type(ty) is TensorType else None
+
+
+class _Converter:
+    """State of one function's rewrite."""
+
+    def __init__(self, desired: dict) -> None:
+        self.desired = desired
+        self.new_of: dict = {}
+        self.lay: dict = {}        # original node -> (original layout, current layout)
+        self.bn_lay: dict = {}     # tuple-valued call -> layout of its field 0
+        self.memo: dict = {}       # (new expr, src, dst) -> transformed expr
+
+    # -- transforms -------------------------------------------------------------------
+    def transform(self, expr: Expr, src: str, dst: str) -> Expr:
+        if src == dst:
+            return expr
+        key = (expr, src, dst)
+        out = self.memo.get(key)
+        if out is None:
+            out = self.memo[key] = Call(Op.get("layout_transform"), [expr],
+                                        {"src_layout": src, "dst_layout": dst})
+        return out
+
+    def orig(self, node: Expr) -> Expr:
+        """``node`` rewritten, in its original layout."""
+        new = self.new_of.get(node, node)
+        lc = self.lay.get(node)
+        return new if lc is None else self.transform(new, lc[1], lc[0])
+
+    def in_layout(self, node: Expr, orig: str, want: str) -> Expr:
+        """``node`` (originally laid out as ``orig``) rewritten, laid out as ``want``."""
+        lc = self.lay.get(node)
+        if lc is not None and lc[0] == orig:
+            return self.transform(self.new_of[node], lc[1], want)
+        return self.transform(self.orig(node), orig, want)
+
+    def expand_expr(self, node: Expr, orig: str, want: str) -> Expr:
+        """A lower-rank broadcast operand brought to rank ``len(orig)``, laid out as ``want``."""
+        k = _rank(node)
+        new = self.orig(node)
+        if not k:
+            return new  # a scalar (or untyped) operand broadcasts as it is
+        n = len(orig)
+        key = (new, "expand", n)
+        exp = self.memo.get(key)
+        if exp is None:
+            exp = self.memo[key] = Call(Op.get("expand_dims"), [new], {"axis": 0, "num_newaxis": n - k})
+        return self.transform(exp, expand_primal(orig[n - k:], want), want)
+
+    # -- rules -----------------------------------------------------------------------------
+    def call(self, node: Call) -> Expr:
+        op = node.op
+        if type(op) is not Op:
+            return self.generic(node)
+        d = op._def
+        extra = d.extra
+        name = op.name
+        args = node.args
+        a0 = args[0] if args else None
+        lc0 = self.lay.get(a0) if a0 is not None else None
+        dattr = extra.get("data_layout_attr")
+        if dattr is not None and name in self.desired:
+            return self.desired_op(node, dattr, extra)
+        known = _KNOWN_OUTPUT.get(name)
+        if known is not None:
+            out = self.generic(node)
+            if a0 is not None and _rank(a0) == known[0]:
+                self.lay[node] = (known[1], known[1])
+            return out
+        if lc0 is None:
+            if d.pattern == OpPattern.BROADCAST and extra.get("channel_axis_attr") is None:
+                return self.broadcast(node)  # a later operand may carry the layout
+            return self.generic(node)
+        if extra.get("layout_agnostic") and len(args) == 1:
+            self.lay[node] = lc0
+            return self.rebuild(node, [self.new_of[a0]], node.attrs)
+        if dattr is not None:
+            if lc0[0] != node.attrs[dattr]:
+                return self.generic(node)
+            attrs = dict(node.attrs)
+            attrs[dattr] = lc0[1]
+            oattr = extra.get("out_layout_attr")
+            if oattr and attrs.get(oattr):
+                return self.generic(node)
+            self.lay[node] = lc0
+            return self.rebuild(node, [self.new_of[a0]] + [self.orig(a) for a in args[1:]], attrs)
+        cattr = extra.get("channel_axis_attr")
+        if cattr is not None:
+            o, c = lc0
+            axis = node.attrs[cattr]
+            axis = axis + len(o) if axis < 0 else axis
+            attrs = dict(node.attrs)
+            if o != c:
+                attrs[cattr] = c.index(o[axis])
+            else:
+                attrs = node.attrs
+            if name == "nn.batch_norm":
+                self.bn_lay[node] = lc0
+            else:
+                self.lay[node] = lc0
+            return self.rebuild(node, [self.new_of[a0]] + [self.orig(a) for a in args[1:]], attrs)
+        if d.pattern == OpPattern.BROADCAST:
+            return self.broadcast(node)
+        if d.pattern == OpPattern.COMM_REDUCE and len(args) == 1 and all(k in node.attrs for k in _REDUCE_ATTRS):
+            return self.reduce(node, lc0)
+        return self.generic(node)
+
+    def desired_op(self, node: Call, dattr: str, extra: dict) -> Expr:
+        want, kernel = self.desired[node.op.name]
+        attrs = dict(node.attrs)
+        src = attrs[dattr]
+        oattr = extra.get("out_layout_attr")
+        out_orig = (attrs.get(oattr) if oattr else "") or src
+        args = [self.in_layout(node.args[0], src, want)]
+        kattr = extra.get("kernel_layout_attr")
+        if kattr is not None:
+            ksrc = attrs[kattr]
+            kwant = _DEFAULT_KERNEL[want] if kernel == "default" else kernel
+            args.append(self.in_layout(node.args[1], ksrc, kwant))
+            attrs[kattr] = kwant
+            rest = node.args[2:]
+        else:
+            rest = node.args[1:]
+        args.extend(self.orig(a) for a in rest)
+        attrs[dattr] = want
+        if oattr:
+            attrs[oattr] = ""
+        self.lay[node] = (out_orig, want)
+        return self.rebuild(node, args, attrs)
+
+    def broadcast(self, node: Call) -> Expr:
+        target = None
+        for a in node.args:
+            lc = self.lay.get(a)
+            if lc is not None:
+                target = lc
+                break
+        if target is None:
+            return self.generic(node)
+        o, c = target
+        n = len(o)
+        args = []
+        for a in node.args:
+            lc = self.lay.get(a)
+            if lc is not None and lc[0] == o:
+                args.append(self.transform(self.new_of[a], lc[1], c))
+            elif lc is not None:
+                return self.generic(node)  # operands known in unrelated layouts
+            elif _rank(a) == n:
+                args.append(self.in_layout(a, o, c))
+            elif _rank(a) is not None and _rank(a) < n:
+                args.append(self.expand_expr(a, o, c))
+            else:
+                return self.generic(node)
+        self.lay[node] = target
+        return self.rebuild(node, args, node.attrs)
+
+    def reduce(self, node: Call, lc0: tuple) -> Expr:
+        o, c = lc0
+        attrs = dict(node.attrs)
+        axis = attrs["axis"]
+        if attrs["exclude"]:
+            return self.generic(node)
+        n = len(o)
+        axes = tuple(range(n)) if axis is None else tuple(
+            (a + n if a < 0 else a) for a in ((axis,) if isinstance(axis, int) else axis))
+        new_axes = sorted(c.index(o[a]) for a in axes)
+        if axis is not None:
+            attrs["axis"] = new_axes if not isinstance(axis, int) else (
+                new_axes[0] if len(new_axes) == 1 else new_axes)
+        if attrs["keepdims"]:
+            self.lay[node] = lc0
+        else:
+            kept_o = [x for i, x in enumerate(o) if i not in axes]
+            kept_c = [x for x in c if o.index(x) not in axes]
+            if kept_o != kept_c:
+                return self.generic(node)
+        return self.rebuild(node, [self.new_of[node.args[0]]], attrs)
+
+    def rebuild(self, node: Call, args: list, attrs: Any) -> Expr:
+        if (attrs is node.attrs or attrs == node.attrs) and all(a is b for a, b in zip(args, node.args)):
+            return node
+        return Call(node.op, args, attrs)
+
+    def generic(self, node: Expr) -> Expr:
+        """Any other node: its inputs in their original layouts."""
+        if type(node) is TupleGetItem:
+            tv = node.tuple_value
+            bl = self.bn_lay.get(tv)
+            if bl is not None and node.index == 0:
+                self.lay[node] = bl
+                new_tv = self.new_of[tv]
+                return node if new_tv is tv else TupleGetItem(new_tv, 0)
+            if bl is not None:
+                new_tv = self.new_of[tv]
+                return node if new_tv is tv else TupleGetItem(new_tv, node.index)
+        kids = children(node)
+        return with_children(node, tuple(self.orig(k) if k in self.new_of else k for k in kids))
+
+    def run(self, func: Function) -> Function:
+        new_of = self.new_of
+        for node in post_order(func.body, skip=lambda n: type(n) is Function):
+            t = type(node)
+            if t is Var or t is Constant or t is Op or t is GlobalVar or t is Function:
+                new_of[node] = node
+            elif t is Call:
+                new_of[node] = self.call(node)
+            else:
+                new_of[node] = self.generic(node)
+        body = self.orig(func.body)
+        if body is func.body:
+            return func
+        return Function(func.params, body, func.ret_type, func.attrs)
+
+
+def convert_layout_function(func: Function, desired_layouts: Mapping) -> Function:
+    """``func`` with the ops of ``desired_layouts`` in their desired layouts (see the module docs).
+
+    ``func`` must be typed (ranks decide how broadcast operands are expanded).
+    """
+    desired = normalize_desired_layouts(desired_layouts)
+    with _gc_paused():
+        return _Converter(desired).run(func)
+
+
+@function_pass(opt_level=3, name="ConvertLayout", required=["InferType", "CanonicalizeOps"])
+class ConvertLayout:
+    """Run the given operators in desired layouts, adapting their neighbours and inserting
+    ``layout_transform`` at the edges.
+
+    Function pass, ``opt_level`` 3, requires ``InferType`` and ``CanonicalizeOps``.
+    Before / after with ``{"nn.conv2d": ["NHWC", "HWIO"]}``::
+
+        %0 = nn.conv2d(%x, %w);     |  %0 = layout_transform(%x, src_layout="NCHW", dst_layout="NHWC");
+        nn.relu(%0)                 |  %1 = layout_transform(%w, src_layout="OIHW", dst_layout="HWIO");
+                                    |  %2 = nn.conv2d(%0, %1, data_layout="NHWC", kernel_layout="HWIO");
+                                    |  %3 = nn.relu(%2);
+                                    |  layout_transform(%3, src_layout="NHWC", dst_layout="NCHW")
+
+    :param desired_layouts: ``{op name: [data_layout, kernel_layout or "default"]}``
+    """
+
+    def __init__(self, desired_layouts: Any = None) -> None:
+        # ``None`` is accepted so the registry can build the pass to read its info;
+        # running it without desired layouts is an error
+        self.desired_layouts = None if desired_layouts is None else normalize_desired_layouts(desired_layouts)
+
+    def transform_function(self, func: Function, mod: Any, ctx: Any) -> Function:
+        if self.desired_layouts is None:
+            raise PassError(f"{_NAME} needs desired_layouts, e.g. "
+                            "ConvertLayout(desired_layouts={'nn.conv2d': ['NHWC', 'HWIO']})", _NAME)
+        with _gc_paused():
+            return _Converter(self.desired_layouts).run(func)

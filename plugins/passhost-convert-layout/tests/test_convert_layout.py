@@ -1,0 +1,186 @@
+"""ConvertLayout: before/expected cases for each rule (desired conv, agnostic ops, pools,
+channel axes, broadcasts with expand_dims, reductions, transforms back), option errors,
+semantics on random programs, a 100,000-deep chain, and the ResNet-18 op-diff seed."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import passhost
+from passhost import ir
+from passhost.errors import PassError
+from passhost.testing import assert_semantics_preserved, check_pass, random_graph, random_inputs
+from passhost.transform import PassContext, Sequential
+from passhost_convert_layout import ConvertLayout, convert_layout_function, expand_primal
+
+NHWC = {"nn.conv2d": ["NHWC", "HWIO"]}
+X = ir.TensorType((1, 3, 8, 8), "float32")
+W = ir.TensorType((4, 3, 3, 3), "float32")
+
+
+def _lt(e, src, dst):
+    return ir.layout_transform(e, src, dst)
+
+
+def _conv_nhwc(x, w, **kw):
+    return ir.nn.conv2d(_lt(x, "NCHW", "NHWC"), _lt(w, "OIHW", "HWIO"), data_layout="NHWC",
+                        kernel_layout="HWIO", **kw)
+
+
+def _run(before, desired=NHWC):
+    return ConvertLayout(desired_layouts=desired)
+
+
+def test_registered_with_tvm_info():
+    p = passhost.passes.ConvertLayout(desired_layouts=NHWC)
+    assert p.info.name == "ConvertLayout" and p.info.opt_level == 3
+    assert tuple(p.info.required) == ("InferType", "CanonicalizeOps")
+
+
+def test_expand_primal_matches_tvm():
+    assert expand_primal("C", "NC") == "NC"
+    assert expand_primal("CHW", "NHWC") == "NCHW"
+    assert expand_primal("C", "NHWC") == "NHWC"
+
+
+def test_conv_relu_then_transform_back_before_batch_flatten():
+    x, w = ir.var("x", X), ir.var("w", W)
+    before = ir.Function([x, w], ir.nn.batch_flatten(ir.nn.relu(ir.nn.conv2d(x, w, padding=(1, 1)))))
+    c = _conv_nhwc(x, w, padding=(1, 1))
+    expected = ir.Function([x, w], ir.nn.batch_flatten(_lt(ir.nn.relu(c), "NHWC", "NCHW")))
+    check_pass(_run(before, {"nn.conv2d": ["NHWC", "default"]}), before, expected)
+
+
+def test_conv_already_in_desired_layout_is_unchanged():
+    x = ir.var("x", ir.TensorType((1, 8, 8, 3), "float32"))
+    w = ir.var("w", ir.TensorType((3, 3, 3, 4), "float32"))
+    before = ir.Function([x, w], ir.nn.relu(ir.nn.conv2d(x, w, data_layout="NHWC", kernel_layout="HWIO")))
+    check_pass(_run(before), before, None)
+
+
+def test_pool_batch_norm_and_residual_add_adapt():
+    x, w = ir.var("x", X), ir.var("w", W)
+    w2 = ir.var("w2", ir.TensorType((4, 4, 1, 1), "float32"))
+    g = [ir.var(n, ir.TensorType((4,), "float32")) for n in ("g", "b", "m", "v")]
+    c1 = ir.nn.conv2d(x, w, padding=(1, 1))
+    bn = ir.TupleGetItem(ir.nn.batch_norm(c1, *g), 0)
+    c2 = ir.nn.conv2d(bn, w2)
+    p = ir.nn.max_pool2d(ir.add(c2, c1), pool_size=(2, 2), strides=(2, 2))
+    before = ir.Function([x, w, w2] + g, p)
+    e1 = _conv_nhwc(x, w, padding=(1, 1))
+    ebn = ir.TupleGetItem(ir.nn.batch_norm(e1, *g, axis=3), 0)
+    e2 = ir.nn.conv2d(ebn, _lt(w2, "OIHW", "HWIO"), data_layout="NHWC", kernel_layout="HWIO")
+    ep = ir.nn.max_pool2d(ir.add(e2, e1), pool_size=(2, 2), strides=(2, 2), layout="NHWC")
+    expected = ir.Function([x, w, w2] + g, _lt(ep, "NHWC", "NCHW"))
+    check_pass(_run(before), before, expected)
+
+
+def test_lower_rank_broadcast_operand_gets_expand_dims_and_transform():
+    x, w = ir.var("x", X), ir.var("w", W)
+    k = ir.const(np.arange(4, dtype="float32").reshape(4, 1, 1))
+    before = ir.Function([x, w], ir.multiply(ir.nn.conv2d(x, w), k))
+    ek = _lt(ir.expand_dims(k, 0, 1), "NCHW", "NHWC")
+    expected = ir.Function([x, w], _lt(ir.multiply(_conv_nhwc(x, w), ek), "NHWC", "NCHW"))
+    check_pass(_run(before), before, expected)
+
+
+def test_dense_bias_gets_expand_dims_only():
+    d = ir.var("d", ir.TensorType((1, 6), "float32"))
+    wd = ir.var("wd", ir.TensorType((5, 6), "float32"))
+    b = ir.var("b", ir.TensorType((5,), "float32"))
+    before = ir.Function([d, wd, b], ir.nn.softmax(ir.add(ir.nn.dense(d, wd), b)))
+    expected = ir.Function([d, wd, b], ir.nn.softmax(ir.add(ir.nn.dense(d, wd), ir.expand_dims(b, 0, 1))))
+    check_pass(_run(before), before, expected)
+
+
+def test_scalar_operand_and_reduction_axes():
+    x, w = ir.var("x", X), ir.var("w", W)
+    c = ir.nn.conv2d(x, w)
+    before = ir.Function([x, w], ir.mean(ir.add(c, ir.const(1.0)), axis=[2, 3], keepdims=True))
+    ec = ir.add(_conv_nhwc(x, w), ir.const(1.0))
+    expected = ir.Function([x, w], _lt(ir.mean(ec, axis=[1, 2], keepdims=True), "NHWC", "NCHW"))
+    check_pass(_run(before), before, expected)
+
+
+def test_reduction_without_keepdims_that_would_reorder_is_transformed_back():
+    x, w = ir.var("x", X), ir.var("w", W)
+    before = ir.Function([x, w], ir.sum(ir.nn.conv2d(x, w), axis=[0]))
+    expected = ir.Function([x, w], ir.sum(_lt(_conv_nhwc(x, w), "NHWC", "NCHW"), axis=[0]))
+    check_pass(_run(before), before, expected)
+
+
+def test_shared_value_is_transformed_back_once():
+    x, w = ir.var("x", X), ir.var("w", W)
+    c = ir.nn.conv2d(x, w)
+    before = ir.Function([x, w], ir.Tuple([ir.nn.batch_flatten(c), ir.reshape(c, (1, -1))]))
+    back = _lt(_conv_nhwc(x, w), "NHWC", "NCHW")
+    expected = ir.Function([x, w], ir.Tuple([ir.nn.batch_flatten(back), ir.reshape(back, (1, -1))]))
+    out = check_pass(_run(before), before, expected)
+    fields = out["main"].body.fields
+    assert fields[0].args[0] is fields[1].args[0]
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({}, "non-empty dict"),
+    ({"nn.relu": ["NHWC"]}, "no data layout attribute"),
+    ({"nn.nope": ["NHWC"]}, "unknown operator"),
+    ({"nn.conv2d": "NHWC"}, r"\[data_layout"),
+    ({"nn.conv2d": ["NCHW4c", "OIHW"]}, "not supported"),
+    ({"nn.conv2d": ["CHWN", "default"]}, "no default kernel layout"),
+])
+def test_bad_desired_layouts(bad, match):
+    with pytest.raises(PassError, match=match):
+        ConvertLayout(desired_layouts=bad)
+
+
+def test_running_without_desired_layouts_is_a_clear_error():
+    x = ir.var("x", X)
+    with pytest.raises(PassError, match="needs desired_layouts"):
+        ConvertLayout()(ir.IRModule.from_expr(ir.Function([x], x)))
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_semantics_on_random_programs(seed):
+    mod = random_graph(seed, 20)
+    out = assert_semantics_preserved(
+        lambda m: ir.IRModule({"main": convert_layout_function(m["main"], NHWC)}), mod, seed=seed)
+    ir.infer_type(out)
+    if any(type(n) is ir.Call and getattr(n.op, "name", "") == "nn.conv2d" for n in ir.post_order(mod["main"])):
+        assert any(type(n) is ir.Call and n.attrs.get("data_layout") == "NHWC" for n in ir.post_order(out["main"]))
+
+
+def test_semantics_through_the_pass_context_with_required_passes():
+    mod = random_graph(7, 25)
+    with PassContext(opt_level=3):
+        assert_semantics_preserved(Sequential([ConvertLayout(desired_layouts=NHWC)]), mod, seed=7)
+
+
+def test_deep_chain_at_default_recursion_limit():
+    x, w = ir.var("x", X), ir.var("w", W)
+    e = ir.nn.conv2d(x, w)
+    for _ in range(100_000):
+        e = ir.nn.relu(e)
+    f = ir.infer_type(ir.IRModule.from_expr(ir.Function([x, w], ir.nn.batch_flatten(e))))["main"]
+    out = convert_layout_function(f, NHWC)
+    counts = ir.count_ops(out)
+    assert counts["layout_transform"] == 3 and counts["nn.relu"] == 100_000
+
+
+def test_resnet18_op_diff_matches_the_tvm_seed():
+    mod, params = passhost.testing.resnet(18)
+    mod = ir.IRModule({"main": ir.bind_params_by_name(mod["main"], params)})
+    inst = passhost.instruments.get("op-diff")
+    seq = Sequential([passhost.passes.FoldConstant(), ConvertLayout(desired_layouts=NHWC),
+                      passhost.passes.FoldConstant()])
+    with PassContext(opt_level=3, instruments=[inst]):
+        out = seq(mod)
+    assert inst.get_pass_to_op_diff() == [
+        (1, "CanonicalizeOps", {"add": 1, "nn.bias_add": -1}),
+        (1, "ConvertLayout", {"expand_dims": 1, "layout_transform": 23}),
+        (1, "FoldConstant", {"expand_dims": -1, "layout_transform": -21}),
+        (0, "sequential", {"add": 1, "layout_transform": 2, "nn.bias_add": -1}),
+    ]
+    data = random_inputs(mod, 0)
+    want = ir.evaluate(mod, *data)
+    got = ir.evaluate(out, *data)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
