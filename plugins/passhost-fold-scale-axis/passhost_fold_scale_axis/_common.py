@@ -1,0 +1,156 @@
+"""Helpers shared by the forward and backward folds (TVM's ``pattern_utils.h`` parts).
+
+* a *message* is ``(axes, require_positive)`` -- the sorted axes that could absorb a
+  scale and whether the scale must be a non-negative constant -- or ``None`` ("cannot
+  fold"); :func:`intersect` merges two of them;
+* :func:`match_broadcast_to_left_axes` is ``MatchBroadcastToLeftAxes``;
+* :func:`expand_bias_to_match_axis`, :func:`reshape_or_expand_to_match_axis` put a
+  squeezed scale back into broadcasting position;
+* :func:`is_all_positive_constant` is ``IsAllPositiveConstant``;
+* :func:`conv_axes` reads the channel axes of a ``nn.conv2d`` call's layouts.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from passhost import ir
+from passhost.errors import PassError
+from passhost.ir import Call, Constant, Expr, Op, TensorType
+
+__all__ = [
+    "Message",
+    "intersect",
+    "tensor_type",
+    "match_broadcast_to_left_axes",
+    "expand_bias_to_match_axis",
+    "reshape_to_match_axis",
+    "reshape_or_expand_to_match_axis",
+    "is_all_positive_constant",
+    "conv_axes",
+]
+
+#: ``(axes, require_positive)``; ``None`` stands for TVM's null message
+Message = tuple
+
+_PEEL = frozenset(Op.get(n) for n in ("expand_dims", "reshape", "transpose", "squeeze"))
+_POSITIVE_DTYPES = frozenset({"float32", "float64", "int8", "int32", "uint8", "uint32"})
+
+
+def intersect(lhs: Optional[Message], rhs: Optional[Message]) -> Optional[Message]:
+    """Merge two messages: axes intersected, ``require_positive`` or-ed; ``None`` wins."""
+    if lhs is None or rhs is None:
+        return None
+    keep = set(rhs[0])
+    return (tuple(a for a in lhs[0] if a in keep), lhs[1] or rhs[1])
+
+
+def tensor_type(expr: Expr, who: str) -> TensorType:
+    """The inferred tensor type of an original (typed) node."""
+    ty = expr._checked_type
+    if type(ty) is not TensorType:
+        raise PassError(f"{who}: expected a typed tensor expression, got type {ty}; "
+                        f"run InferType before {who}", who)
+    return ty
+
+
+def match_broadcast_to_left_axes(tlhs: TensorType, trhs: TensorType, axes: Sequence[int],
+                                 rhs: Optional[Expr] = None) -> tuple:
+    """TVM's ``MatchBroadcastToLeftAxes``: can ``rhs`` (type ``trhs``) broadcast against
+    ``tlhs`` with its non-1 dimensions exactly on ``axes`` (equal to ``tlhs``'s there)?
+
+    :param rhs: when given, also build the scale as a tensor over ``axes`` only:
+        ``squeeze(rhs, axis=[the 1-dims])``; a rank-0 ``rhs`` is broadcast to the axes'
+        sizes (TVM: ``repeat(expand_dims(rhs, 0, k), ...)``; passhost has no ``repeat``
+        operator, so ``multiply(rhs, ones)`` with a constant of ones)
+    :returns: ``(matches, squeezed rhs or None)``
+    """
+    ls, rs = tlhs.shape, trhs.shape
+    if len(ls) < len(rs):
+        return False, None
+    base = len(ls) - len(rs)
+    if not rs and rhs is not None and axes:
+        ones = np.ones(tuple(int(ls[a]) for a in axes), dtype=trhs.dtype)
+        return True, ir.multiply(rhs, Constant(ones))
+    j = 0
+    squeeze = []
+    naxes = len(axes)
+    for i in range(len(ls)):
+        if j < naxes and i == axes[j]:
+            if i < base or ls[i] != rs[i - base]:
+                return False, None
+            j += 1
+        elif i >= base:
+            if rs[i - base] != 1:
+                return False, None
+            squeeze.append(i - base)
+    if rhs is not None and squeeze:
+        rhs = ir.squeeze(rhs, axis=squeeze)
+    return True, rhs
+
+
+def expand_bias_to_match_axis(bias: Expr, ndim: int, axes: Sequence[int]) -> Expr:
+    """TVM's ``ExpandBiasToMatchAxis``: ``expand_dims`` so that a tensor over ``axes``
+    broadcasts against an ``ndim``-D one (for one axis ``a``:
+    ``expand_dims(bias, axis=1, num_newaxis=ndim-a-1)``, nothing when that is 0)."""
+    for i in range(len(axes), 0, -1):
+        if i == len(axes):
+            num = ndim - axes[i - 1] - 1
+        else:
+            num = axes[i] - axes[i - 1]
+        if num > 0:
+            bias = ir.expand_dims(bias, axis=i, num_newaxis=num)
+    return bias
+
+
+def reshape_to_match_axis(scale: Expr, shape: Sequence[int], axes: Sequence[int]) -> Expr:
+    """TVM's ``ReshapeToMatchAxis``: ``reshape(scale, [shape[i] if i in axes else 1])``."""
+    return ir.reshape(scale, [int(d) if i in axes else 1 for i, d in enumerate(shape)])
+
+
+def reshape_or_expand_to_match_axis(scale: Expr, shape: Sequence[int], axes: Sequence[int]) -> Expr:
+    """One axis: :func:`expand_bias_to_match_axis`; several: :func:`reshape_to_match_axis`."""
+    if len(axes) > 1:
+        return reshape_to_match_axis(scale, shape, axes)
+    return expand_bias_to_match_axis(scale, len(shape), axes)
+
+
+def is_all_positive_constant(expr: Expr) -> bool:
+    """TVM's ``IsAllPositiveConstant``: a constant (seen through ``expand_dims``,
+    ``reshape``, ``transpose``, ``squeeze``) of dtype float32/float64/int8/int32/uint8/
+    uint32 whose elements are all ``>= 0``."""
+    while type(expr) is Call and expr.op in _PEEL:
+        expr = expr.args[0]
+    if type(expr) is not Constant or expr.dtype not in _POSITIVE_DTYPES:
+        return False
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(expr.data >= 0))
+
+
+def _is_depthwise(weight_shape: Sequence[int], kernel_layout: str, groups: int) -> bool:
+    o = weight_shape[kernel_layout.index("O")]
+    i = weight_shape[kernel_layout.index("I")]
+    return o == groups and i == 1
+
+
+def conv_axes(call: Call, layout_attr: str) -> Optional[tuple]:
+    """For a ``nn.conv2d`` call: ``(channel axis of layout_attr's layout, kernel O axis,
+    kernel I axis, is_depthwise)``, or ``None`` when TVM does not fold through it
+    (grouped but not depthwise, or a blocked layout -- passhost's ``conv2d`` has none).
+
+    :param layout_attr: ``"data_layout"`` (forward) or ``"out_layout"`` (backward; an
+        empty ``out_layout`` means the data layout)
+    """
+    attrs = call.attrs
+    layout = attrs.get(layout_attr) or attrs.data_layout
+    kernel_layout = attrs.kernel_layout
+    if not (layout.isupper() and kernel_layout.isupper()) or "C" not in layout:
+        return None
+    wty = call.args[1]._checked_type
+    if type(wty) is not TensorType:
+        return None
+    depthwise = _is_depthwise(wty.shape, kernel_layout, attrs.groups)
+    if attrs.groups != 1 and not depthwise:
+        return None
+    return layout.index("C"), kernel_layout.index("O"), kernel_layout.index("I"), depthwise

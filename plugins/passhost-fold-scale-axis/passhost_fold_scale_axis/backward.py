@@ -1,0 +1,254 @@
+"""BackwardFoldScaleAxis: fold ``multiply(chain(conv2d(x, w)), s)`` into ``w``.
+
+TVM's backward fold (``fold_scale_axis.cc``), in three linear, non-recursive sweeps:
+
+1. **prepare** (post-order): reference counts, then for every call with exactly one
+   consumer a *message* -- the output axes that could absorb a per-channel scale:
+   ``nn.conv2d`` offers the ``C`` axis of its output layout (``groups == 1`` or
+   depthwise), ``nn.dense`` (2-D output) axis 1; ``nn.relu``/``nn.leaky_relu`` pass
+   their input's message on with ``require_positive``; ``add``/``subtract`` pass the
+   message of the side the other side broadcasts to (or of either side when both carry
+   equal axes and have equal shapes); ``nn.bias_add`` passes it when its ``axis``
+   attribute equals the single axis;
+2. **assign** (reverse post-order): every ``multiply(a, s)`` whose ``a`` has a message
+   that ``s`` matches (``MatchBroadcastToLeftAxes``; a non-negative constant when the
+   message requires it) pushes the squeezed scale ``s'`` into ``a``, and each chain op
+   hands it on to the input(s) carrying the message (``multiply`` tries the left operand's
+   message first, then the right one's);
+3. **rebuild** (post-order): a folded ``multiply`` becomes its transformed operand; a
+   ``conv2d`` receiving ``s'`` becomes ``conv2d(x, multiply(w, expand_dims(s', axis=1,
+   num_newaxis=3)))`` (scale along ``O``), ``dense`` ``dense(x, multiply(w,
+   expand_dims(s', axis=1)))``; an ``add``/``subtract`` scales its other side by
+   ``expand(s')`` (``multiply(b, ...)``), ``bias_add`` its bias by ``s'``.
+
+Like TVM, the scale expression used is the ``multiply``'s original operand.
+
+Before::
+
+    %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3]);
+    %1 = add(%0, %b);
+    %2 = nn.relu(%1);
+    multiply(%2, meta[relay.Constant][0] /* (4, 1, 1), all > 0 */)
+
+After ``BackwardFoldScaleAxis()``::
+
+    %0 = squeeze(meta[relay.Constant][0], axis=[1, 2]);
+    %1 = expand_dims(%0, axis=1, num_newaxis=3);
+    %2 = multiply(%w, %1);
+    %3 = expand_dims(%0, axis=1, num_newaxis=2);
+    %4 = nn.conv2d(%x, %2, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3]);
+    %5 = multiply(%b, %3);
+    %6 = add(%4, %5);
+    nn.relu(%6)
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from passhost import ir
+from passhost.ir import Call, Constant, Expr, GlobalVar, Op, Var, children, post_order, with_children
+from passhost.ir._gc import paused as _gc_paused
+
+from ._common import (
+    conv_axes,
+    expand_bias_to_match_axis,
+    is_all_positive_constant,
+    match_broadcast_to_left_axes,
+    reshape_or_expand_to_match_axis,
+    tensor_type,
+)
+
+__all__ = ["backward_fold_scale_axis"]
+
+_NAME = "BackwardFoldScaleAxis"
+_RELU = frozenset({Op.get("nn.relu"), Op.get("nn.leaky_relu")})
+_ADDSUB = frozenset({Op.get("add"), Op.get("subtract")})
+_MULTIPLY = Op.get("multiply")
+_CONV2D = Op.get("nn.conv2d")
+_DENSE = Op.get("nn.dense")
+_BIAS_ADD = Op.get("nn.bias_add")
+_LEAVES = (Var, Constant, Op, GlobalVar)
+
+
+# ---------------------------------------------------------------------------------------
+# 1. prepare
+# ---------------------------------------------------------------------------------------
+
+
+def _prep(call: Call, in_msgs: list) -> Optional[tuple]:
+    """``FScaleAxisBackwardPrep`` of one call, or ``None``."""
+    op = call.op
+    if op in _RELU:
+        m = in_msgs[0]
+        return None if m is None else (m[0], True)
+    if op in _ADDSUB:
+        tl = tensor_type(call.args[0], _NAME)
+        tr = tensor_type(call.args[1], _NAME)
+        m0, m1 = in_msgs
+        if m0 is not None and match_broadcast_to_left_axes(tl, tr, m0[0])[0]:
+            return m0
+        if m1 is not None and match_broadcast_to_left_axes(tr, tl, m1[0])[0]:
+            return m1
+        if m0 is not None and m1 is not None and m0[0] == m1[0] and tuple(tl.shape) == tuple(tr.shape):
+            return m0
+        return None
+    if op is _CONV2D:
+        found = conv_axes(call, "out_layout")
+        return None if found is None else ((found[0],), False)
+    if op is _DENSE:
+        out = call._checked_type
+        return ((1,), False) if out is not None and len(out.shape) == 2 else None
+    if op is _BIAS_ADD:
+        m = in_msgs[0]
+        if m is not None and len(m[0]) == 1 and call.attrs.axis == m[0][0]:
+            return m
+        return None
+    return None
+
+
+_PREP_OPS = _RELU | _ADDSUB | {_CONV2D, _DENSE, _BIAS_ADD}
+
+
+def _prepare(order: list) -> dict:
+    refs: dict = {}
+    for node in order:
+        for c in children(node):
+            refs[c] = refs.get(c, 0) + 1
+    messages: dict = {}
+    for node in order:
+        if type(node) is Call and node.op in _PREP_OPS and refs.get(node, 0) == 1:
+            msg = _prep(node, [messages.get(a) for a in node.args])
+            if msg is not None:
+                messages[node] = msg
+    return messages
+
+
+# ---------------------------------------------------------------------------------------
+# 2. assign
+# ---------------------------------------------------------------------------------------
+
+
+def _fold_of_multiply(call: Call, messages: dict) -> Optional[tuple]:
+    """``MultiplyBackwardTransform``'s test: ``(operand, message, scale)`` or ``None``."""
+    lhs, rhs = call.args
+    lm = messages.get(lhs)
+    if lm is not None:
+        ok, s = match_broadcast_to_left_axes(tensor_type(lhs, _NAME), tensor_type(rhs, _NAME), lm[0], rhs)
+        if ok and (not lm[1] or is_all_positive_constant(rhs)):
+            return lhs, lm, s
+        return None
+    rm = messages.get(rhs)
+    if rm is not None:
+        ok, s = match_broadcast_to_left_axes(tensor_type(rhs, _NAME), tensor_type(lhs, _NAME), rm[0], lhs)
+        if ok and (not rm[1] or is_all_positive_constant(lhs)):
+            return rhs, rm, s
+    return None
+
+
+def _assign(order: list, messages: dict) -> tuple:
+    """``{node: (message, scale)}`` for every node rewritten under a scale, and
+    ``{multiply: operand}`` for every folded multiply."""
+    assigned: dict = {}
+    folded: dict = {}
+    for node in reversed(order):
+        if type(node) is not Call:
+            continue
+        op = node.op
+        if op is _MULTIPLY:
+            found = _fold_of_multiply(node, messages)
+            if found is not None:
+                operand, msg, scale = found
+                folded[node] = operand
+                assigned[operand] = (msg, scale)
+            continue
+        got = assigned.get(node)
+        if got is None:
+            continue
+        if op in _RELU or op is _BIAS_ADD:
+            assigned[node.args[0]] = got
+        elif op in _ADDSUB:
+            lm = messages.get(node.args[0])
+            rm = messages.get(node.args[1])
+            if lm is not None and rm is not None and lm[0] == rm[0]:
+                assigned[node.args[0]] = got
+                assigned[node.args[1]] = got
+            elif lm is not None:
+                assigned[node.args[0]] = got
+            else:
+                assigned[node.args[1]] = got
+    return assigned, folded
+
+
+# ---------------------------------------------------------------------------------------
+# 3. rebuild
+# ---------------------------------------------------------------------------------------
+
+
+def _transform(node: Call, new_args: list, got: tuple, messages: dict) -> Expr:
+    """The rewrite of a call that receives the scale (its arguments already rebuilt)."""
+    msg, scale = got
+    axes = msg[0]
+    op = node.op
+    if op in _RELU:
+        return Call(op, new_args, node.attrs)
+    if op in _ADDSUB:
+        lm = messages.get(node.args[0])
+        rm = messages.get(node.args[1])
+        lhs, rhs = new_args
+        if lm is not None and rm is not None and lm[0] == rm[0]:
+            pass
+        elif lm is not None:
+            shape = tensor_type(node.args[0], _NAME).shape
+            rhs = ir.multiply(rhs, reshape_or_expand_to_match_axis(scale, shape, axes))
+        else:
+            shape = tensor_type(node.args[1], _NAME).shape
+            lhs = ir.multiply(lhs, reshape_or_expand_to_match_axis(scale, shape, axes))
+        return Call(op, [lhs, rhs], node.attrs)
+    if op is _BIAS_ADD:
+        return Call(op, [new_args[0], ir.multiply(new_args[1], scale)], node.attrs)
+    if op is _CONV2D:
+        o_axis = conv_axes(node, "out_layout")[1]
+        wscale = expand_bias_to_match_axis(scale, len(node.attrs.kernel_layout), (o_axis,))
+        return Call(op, [new_args[0], ir.multiply(new_args[1], wscale)], node.attrs)
+    # nn.dense: the weight is (units, in); scale its rows
+    wscale = expand_bias_to_match_axis(scale, 2, (0,))
+    return Call(op, [new_args[0], ir.multiply(new_args[1], wscale)], node.attrs)
+
+
+def backward_fold_scale_axis(expr: Expr) -> Expr:
+    """Fold per-channel multiplies after ``conv2d``/``dense`` into their weights (see the
+    module docstring). An untyped ``expr`` is type-inferred first (in place).
+
+    :returns: the rewritten expression -- ``expr`` itself when nothing folds
+    """
+    with _gc_paused():
+        if not expr.has_type:
+            ir.infer_type(expr)
+        order = post_order(expr)
+        messages = _prepare(order)
+        if not messages:
+            return expr
+        assigned, folded = _assign(order, messages)
+        if not folded:
+            return expr
+        memo: dict = {}
+        get = memo.get
+        for node in order:
+            t = type(node)
+            if t is Call:
+                if node in folded:
+                    memo[node] = memo[folded[node]]
+                    continue
+                args = node.args
+                new_args = [get(a, a) for a in args]
+                got = assigned.get(node)
+                if got is not None:
+                    memo[node] = _transform(node, new_args, got, messages)
+                    continue
+                if any(n is not a for n, a in zip(new_args, args)):
+                    memo[node] = Call(node.op, new_args, node.attrs)
+            elif t not in _LEAVES:
+                new = with_children(node, tuple(get(c, c) for c in children(node)))
+                if new is not node:
+                    memo[node] = new
+        return get(expr, expr)
