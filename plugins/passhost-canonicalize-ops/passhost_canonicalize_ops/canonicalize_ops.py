@@ -26,7 +26,7 @@ After ``CanonicalizeOps()``::
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from passhost import ir
 from passhost.errors import PassError
