@@ -1,4 +1,6 @@
-"""Tokenizer of the Relay text format (used by :mod:`passhost.ir.parser`).
+"""Tokenizer and token-level readers of the Relay text format (used by
+:mod:`passhost.ir.parser`): tokens, literals, the metadata section, attribute lists and
+types.
 
 Tokens are plain strings (their kind follows from the first character), produced by one
 master regular expression that also skips whitespace, ``// line`` comments and
@@ -12,13 +14,19 @@ import base64
 import binascii
 import json
 import re
+from typing import Any, Optional
 
 import numpy as np
 
 from ..errors import ParseError
-from .types import DTYPES
+from .expr import Constant
+from .types import DTYPES, FuncType, TensorType, TupleType
 
-__all__ = ["tokenize", "Source", "literal", "decode_metadata"]
+__all__ = ["tokenize", "Source", "TokenReader", "literal", "decode_metadata"]
+
+_KEYWORDS = frozenset(["let", "fn", "def", "if", "else", "free_var", "meta", "type", "match", "extern",
+                       "ref", "ref_read", "ref_write", "True", "False", "None", "nullptr"])
+_END = ""  # the token returned past the end of the input
 
 _NUMBER_RE = re.compile(r"(-?)([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|inf|nan)([A-Za-z][A-Za-z0-9]*)?$")
 _INT_SUFFIX = {"": "int32", "i": "int32", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
@@ -193,3 +201,185 @@ def decode_metadata(text: str) -> list:
         except (KeyError, TypeError, ValueError, binascii.Error) as e:
             raise ValueError(f"relay.Constant entry {j} of the #[metadata] section is malformed ({e})") from None
     return arrays
+
+
+class TokenReader:
+    """Token-level reading shared by the parser: diagnostics, literals, metadata,
+    attribute lists and types. Subclasses set ``toks`` (ending with ``_END``), ``i``,
+    ``src``, ``meta_text``, ``meta_line`` and ``_meta``."""
+
+    toks: list
+    i: int
+    src: Source
+
+    # -- diagnostics -------------------------------------------------------------
+    def error(self, message: str, index: Optional[int] = None) -> ParseError:
+        k = self.i if index is None else index
+        return self.src.error(message, self.src.token_offset(k))
+
+    def describe(self, index: int) -> str:
+        tok = self.toks[index]
+        return "end of input" if tok == _END else f"`{tok}`"
+
+    def expect(self, tok: str) -> None:
+        if self.toks[self.i] != tok:
+            raise self.error(f"expected `{tok}`, found {self.describe(self.i)}")
+        self.i += 1
+
+    # -- metadata and literals ---------------------------------------------------
+    def meta_table(self, index: int) -> list:
+        if self._meta is not None:
+            return self._meta
+        if self.meta_text is None:
+            raise self.error(
+                "the text refers to meta[relay.Constant][...] but has no #[metadata] section: "
+                "print the module with astext(show_meta_data=True) to include the constant data",
+                index,
+            )
+        try:
+            self._meta = [Constant(arr) for arr in decode_metadata(self.meta_text)]
+        except ValueError as e:
+            raise ParseError(str(e), self.meta_line, 1, "#[metadata]", self.src.name) from None
+        return self._meta
+
+    def number(self, tok: str, index: int, as_attr: bool = False) -> Any:
+        """A numeric token as a scalar :class:`Constant` (or a plain value for attrs)."""
+        try:
+            value = literal(tok, as_attr)
+        except ValueError as e:
+            raise self.error(str(e), index) from None
+        return value if as_attr else Constant(value)
+
+    def attr_value(self) -> Any:
+        """``1``, ``2e-05f``, ``True``, ``"NCHW"``, ``None``, ``[1, 1]``, ``{k=v}``
+        (nesting allowed; parsed with an explicit stack)."""
+        toks = self.toks
+        stack: list = []   # [container, closing token, key of the value being parsed]
+        while True:
+            if stack and stack[-1][1] == "}":
+                stack[-1][2] = self.attr_key(stack[-1][0])
+            tok = toks[self.i]
+            start = self.i
+            self.i += 1
+            if tok in ("[", "(", "{"):
+                close = {"[": "]", "(": ")", "{": "}"}[tok]
+                if toks[self.i] == close:
+                    self.i += 1
+                    value: Any = {} if tok == "{" else ()
+                else:
+                    stack.append([{} if tok == "{" else [], close, None])
+                    continue
+            elif tok[:1].isdigit() or (tok[:1] == "-" and len(tok) > 1) or tok[:3] in ("inf", "nan"):
+                value = self.number(tok, start, as_attr=True)
+            elif tok == "True" or tok == "False":
+                value = tok == "True"
+            elif tok == "None" or tok == "nullptr":
+                value = None
+            elif tok[:1] == '"':
+                value = json.loads(tok)
+            else:
+                raise self.error(f"expected an attribute value, found {self.describe(start)}", start)
+            while stack:
+                items, close, key = stack[-1]
+                if close == "}":
+                    items[key] = value
+                else:
+                    items.append(value)
+                if toks[self.i] == ",":
+                    self.i += 1
+                    if toks[self.i] != close:
+                        break
+                if toks[self.i] != close:
+                    raise self.error(f"expected `,` or `{close}`, found {self.describe(self.i)}")
+                self.i += 1
+                stack.pop()
+                value = items if close == "}" else tuple(items)
+            else:
+                return value
+
+    def attr_key(self, seen) -> str:
+        """``name =`` in an attribute list; returns the name."""
+        key = self.toks[self.i]
+        if not key[:1].isalpha() and key[:1] != "_":
+            raise self.error(f"expected an attribute name, found {self.describe(self.i)}")
+        if key in seen:
+            raise self.error(f"attribute `{key}` is given twice")
+        self.i += 1
+        self.expect("=")
+        return key
+
+    def attrs(self, terminator: str) -> dict:
+        """``key=value`` pairs up to (not including) ``terminator``."""
+        out: dict = {}
+        toks = self.toks
+        while True:
+            key = self.attr_key(out)
+            out[key] = self.attr_value()
+            if toks[self.i] != ",":
+                break
+            self.i += 1
+        if toks[self.i] != terminator:
+            raise self.error(f"expected `,` or `{terminator}`, found {self.describe(self.i)}")
+        return out
+
+    def is_attr_start(self) -> bool:
+        tok = self.toks[self.i]
+        return (tok[:1].isalpha() or tok[:1] == "_") and tok not in _KEYWORDS and self.toks[self.i + 1] == "="
+
+    # -- types ------------------------------------------------------------------------
+    def p_type(self):
+        toks = self.toks
+        start = self.i
+        tok = toks[start]
+        self.i += 1
+        if tok in DTYPES:
+            return TensorType((), tok)
+        if tok == "Tensor":
+            self.expect("[")
+            self.expect("(")
+            dims = []
+            while toks[self.i] != ")":
+                d = toks[self.i]
+                m = re.fullmatch(r"([0-9]+)(i64|i32)?", d)
+                if m is None:
+                    what = "dynamic dimensions (`?`) are not supported" if d == "?" else \
+                        f"expected a dimension, found {self.describe(self.i)}"
+                    raise self.error(what)
+                dims.append(int(m.group(1)))
+                self.i += 1
+                if toks[self.i] == ",":
+                    self.i += 1
+                elif toks[self.i] != ")":
+                    raise self.error(f"expected `,` or `)` in the shape, found {self.describe(self.i)}")
+            self.i += 1
+            self.expect(",")
+            dtype = toks[self.i]
+            if dtype not in DTYPES:
+                raise self.error(f"unknown dtype `{dtype}`: use one of {', '.join(sorted(DTYPES))}")
+            self.i += 1
+            self.expect("]")
+            return TensorType(dims, dtype)
+        if tok == "(":
+            fields = []
+            while toks[self.i] != ")":
+                fields.append((yield self.p_type()))
+                if toks[self.i] == ",":
+                    self.i += 1
+                elif toks[self.i] != ")":
+                    raise self.error(f"expected `,` or `)` in the tuple type, found {self.describe(self.i)}")
+            self.i += 1
+            return TupleType(fields)
+        if tok == "fn":
+            self.expect("(")
+            args = []
+            while toks[self.i] != ")":
+                args.append((yield self.p_type()))
+                if toks[self.i] == ",":
+                    self.i += 1
+                elif toks[self.i] != ")":
+                    raise self.error(f"expected `,` or `)` in the function type, found {self.describe(self.i)}")
+            self.i += 1
+            self.expect("->")
+            ret = yield self.p_type()
+            return FuncType(args, ret)
+        raise self.error(f"expected a type, found {self.describe(start)}", start)
