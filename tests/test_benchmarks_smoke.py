@@ -1,0 +1,134 @@
+"""Smoke test of the benchmark suite: every benchmark runs at a tiny size.
+
+Nothing here looks at a time: the benchmarks are never part of pass/fail. The checks
+are that each benchmark runs, measures what it says (well-formed statistics, node
+counts near the nominal size, goals attached) and that the entry point writes its JSON.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from passhost import ir
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # benchmarks/ is a top-level package of the repository, not installed
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import bench_ir, bench_scaling, measure, peers, run, summary  # noqa: E402
+
+
+def _check_stats(r: dict) -> None:
+    for clock in ("cpu", "wall"):
+        s = r[clock]
+        assert 0 <= s["min"] <= s["median"] <= s["max"]
+
+
+def test_summary_and_measure_count_runs():
+    assert summary([3.0, 1.0, 2.0]) == {"median": 2.0, "min": 1.0, "max": 3.0}
+    calls = []
+    r = measure(lambda: len(calls), calls.append, repeat=3, warmup=2)
+    assert len(calls) == 5 and r["repeat"] == 3 and r["warmup"] == 2
+    _check_stats(r)
+
+
+def test_bench_ir_tiny():
+    results = bench_ir.run(n=200, big=500, repeat=1, warmup=0)
+    by_case = {r["case"]: r for r in results}
+    assert set(by_case) == set(bench_ir.GOALS) | {"memory_per_node"}
+    for name, r in by_case.items():
+        if name == "memory_per_node":
+            assert r["nodes"] >= 200 and 0 < r["untyped_bytes_per_node"] <= r["typed_bytes_per_node"] * 2
+            continue
+        _check_stats(r)
+        assert r["goal_s"] == pytest.approx(bench_ir.GOALS[name] * r["size"] /
+                                            (bench_ir.REF_BIG if name == "post_order_visit" else bench_ir.REF_N))
+    assert by_case["post_order_visit"]["size"] == 500
+
+
+@pytest.mark.parametrize("family", list(bench_scaling.FAMILIES))
+def test_families_are_well_typed_and_near_their_size(family):
+    mod = bench_scaling.FAMILIES[family](600)
+    ir.infer_type(mod)
+    assert ir.well_formed(mod)
+    assert 0.8 * 600 <= bench_scaling.count_nodes(mod) <= 1.2 * 600
+
+
+def test_dag_family_is_wide_and_shares_values():
+    mod = bench_scaling.dag_family(2000)
+    uses: dict = {}
+    for node in ir.post_order(mod["main"]):
+        if isinstance(node, ir.Call):
+            for a in node.args:
+                uses[a] = uses.get(a, 0) + 1
+    shared = sum(1 for n, k in uses.items() if isinstance(n, ir.Call) and k > 1)
+    assert shared > 100
+    # structural duplicates exist, so CSE has work
+    calls = [n for n in ir.post_order(mod["main"]) if isinstance(n, ir.Call)]
+    keys = {(n.op, n.args) for n in calls}
+    assert len(keys) < len(calls)
+
+
+def test_dupdead_family_has_dead_and_duplicate_bindings():
+    mod = bench_scaling.dupdead_family(240)
+    out = bench_scaling.case_runners("dupdead", 240)["DeadCodeElimination"]
+    typed = out[0]()
+    after = out[1](typed)
+    lets = [n for n in ir.post_order(typed["main"]) if isinstance(n, ir.Let)]
+    lets_after = [n for n in ir.post_order(after["main"]) if isinstance(n, ir.Let)]
+    assert len(lets) == 4 * (240 // 12) and len(lets_after) < len(lets)
+    assert bench_scaling.count_nodes(mod) > 200
+
+
+def test_bench_scaling_runs_every_case_in_process():
+    results = bench_scaling.run_one("chain", 200, repeat=1, warmup=0)
+    cases = [r["case"] for r in results]
+    assert cases[:2] == ["O3", "InferType"]
+    assert cases[2:] == bench_scaling.pipeline_pass_names(3)
+    for r in results:
+        _check_stats(r)
+        assert r["nodes"] == 200 and r["peak_rss_mb"] > 0
+
+
+def test_bench_scaling_isolated_and_growth():
+    results = bench_scaling.run_isolated("dag", 300, ("InferType",), repeat=1, warmup=0, timeout=600)
+    assert len(results) == 1 and "error" not in results[0], results
+    fake = [dict(results[0], size=s, cpu_per_node_us=v) for s, v in ((10_000, 2.0), (1_000_000, 2.2))]
+    (g,) = bench_scaling.growth(fake)
+    assert g["ratio"] == pytest.approx(1.1) and g["meets_goal"]
+
+
+def test_peers_passhost_side_and_optional_peers():
+    wanted = tuple(p for p in ("xdsl",) if peers.xdsl_available())
+    rows = peers.run((120,), ("chain", "dupdead"), repeat=1, warmup=0, peers=wanted)
+    assert [(r["family"], r["case"]) for r in rows] == [(f, c) for f in ("chain", "dupdead") for c in peers.CASES]
+    for r in rows:
+        _check_stats(r["passhost"])
+        for res in r["peers"].values():
+            assert "error" not in res, res
+            assert res["ratio"] > 0
+
+
+def test_entry_point_quick_writes_json(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--only", "ir,passes,passmgr",
+                           "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    (path,) = tmp_path.glob("*.json")
+    report = json.loads(path.read_text())
+    assert set(report["results"]) == {"ir", "passes", "passmgr"}
+    assert report["machine"]["cores"] >= 1 and report["machine"]["cpu_model"]
+    assert len(report["load_before"]) == 3
+    assert {r["case"] for r in report["results"]["passes"]} == {"cse", "dce", "fold-nothing", "fold-all"}
+    assert report["results"]["passmgr"]["per_pass_us"], report["results"]["passmgr"]
+    assert "== IR" in proc.stdout
+
+
+def test_script_entry_point_help():
+    proc = subprocess.run([sys.executable, "benchmarks/run.py", "--help"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0 and "--quick" in proc.stdout and "--full" in proc.stdout
+    assert run.BENCHES == ("ir", "scaling", "passes", "passmgr", "models", "instruments", "peers")
