@@ -156,10 +156,11 @@ class PrintIRInstrument(PassInstrument):
         self.file = file
         #: the dumps written to ``dump_dir`` in this context, in order
         self.files: list = []
-        self._inputs: list = []  # (pass name, input module, its snapshot) of running passes
+        self._inputs: list = []  # (pass name, input snapshot, input text or None) of running passes
         self._count = 0
         self._started = False
-        self._cache: tuple = ((), "")  # (snapshot, text) of the last module printed
+        self._finished = 0  # passes finished so far: a pass may type shared nodes in place
+        self._cache: tuple = ((), -1, "")  # (snapshot, self._finished, text) of the last text made
 
     # -- hooks -----------------------------------------------------------------------------
     def enter_pass_ctx(self) -> None:
@@ -167,11 +168,11 @@ class PrintIRInstrument(PassInstrument):
         self._count = 0
         self._started = False
         self.files = []
-        self._cache = ((), "")
+        self._cache = ((), -1, "")
 
     def exit_pass_ctx(self) -> None:
         self._inputs = []
-        self._cache = ((), "")
+        self._cache = ((), -1, "")
 
     def run_before_pass(self, mod: IRModule, info: Any) -> None:
         name = info.name
@@ -185,22 +186,24 @@ class PrintIRInstrument(PassInstrument):
         if self.before:
             self._emit(f"Print IR before: {name}", f"{_safe(name)}-before", mod, snap or _snapshot(mod))
         if self.after:
-            self._inputs.append((name, mod, snap))
+            # the diff needs the input as it prints now: the pass may add types in place
+            self._inputs.append((name, snap, self._text(mod, snap) if self.diff else None))
 
     def run_after_pass(self, mod: IRModule, info: Any) -> None:
+        self._finished += 1
         if not self.after or not (self.passes is None or info.name in self.passes):
             return
         entry = self._pop(info.name)
         if entry is None:  # installed while the pass was running
             return
-        _, old, old_snap = entry
+        _, old_snap, old_text = entry
         snap = _snapshot(mod)
         if self.only_changed and not module_changed(old_snap, snap):
             return
         name = info.name
         label = f"{_safe(name)}-after"
         if self.diff:
-            body = unified_diff(self._text(old, old_snap), self._text(mod, snap), name)
+            body = unified_diff(old_text, self._text(mod, snap), name)
             self._write(f"Print IR after: {name} (diff)", label, body or "(no textual change)\n")
         else:
             self._emit(f"Print IR after: {name}", label, mod, snap)
@@ -217,12 +220,14 @@ class PrintIRInstrument(PassInstrument):
         return None
 
     def _text(self, mod: IRModule, snap: tuple) -> str:
-        cached_snap, cached_text = self._cache
-        if len(cached_snap) == len(snap) and all(
-                a[0] is b[0] and a[1] is b[1] for a, b in zip(cached_snap, snap)) and cached_snap:
+        """``ir_text(mod)``, reused while the module is the same objects and no pass has
+        finished since (a finished pass may have typed shared nodes in place)."""
+        cached_snap, finished, cached_text = self._cache
+        if finished == self._finished and cached_snap and len(cached_snap) == len(snap) and all(
+                a[0] is b[0] and a[1] is b[1] for a, b in zip(cached_snap, snap)):
             return cached_text
         text = ir_text(mod)
-        self._cache = (snap, text)
+        self._cache = (snap, self._finished, text)
         return text
 
     def _emit(self, header: str, label: str, mod: IRModule, snap: tuple) -> None:

@@ -98,6 +98,17 @@ def test_diff_is_a_unified_diff_of_the_pass_input_and_output():
     assert body == unified_diff(before, ir_text(res), "FoldConstant") + "\n"
 
 
+def test_diff_shows_the_input_as_it_was_before_the_pass():
+    # FoldConstant's InferType types the shared parameter %x in place; the diff of the
+    # enclosing Sequential must still show the untyped input it started from
+    out = io.StringIO()
+    _run(PrintIRInstrument(diff=True, passes=["sequential"], file=out), [passhost.passes.FoldConstant()])
+    lines = out.getvalue().splitlines()
+    assert "-def @main(%x: Tensor[(2), float32]) {" in lines
+    assert "-  %0 = add(2f, 3f);" in lines
+    assert any(line.startswith("+def @main(%x: Tensor[(2), float32] /* ty=") for line in lines)
+
+
 def test_change_detection_uses_identity_before_hashing(monkeypatch):
     mod = _mod()
     snap = tuple(mod.items())
