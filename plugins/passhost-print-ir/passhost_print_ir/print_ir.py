@@ -35,8 +35,9 @@ LLVM's ``-print-changed=diff``::
 
 Change detection is cheap: a pass that returns the very same function objects did not
 change the module; otherwise the functions whose identity changed are compared by
-:func:`passhost.ir.structural_hash` (which ignores inferred types, so a pass that only
-adds type annotations counts as unchanged).
+:func:`passhost.ir.structural_hash` and by their number of distinct nodes (the hash
+alone cannot see two equal subexpressions merged into one). Inferred types are not
+part of either, so a pass that only adds type annotations counts as unchanged.
 """
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ from typing import Any, Iterable, Optional, TextIO
 
 from passhost.errors import PasshostError
 from passhost.instrument import PassInstrument
-from passhost.ir import IRModule, structural_hash
+from passhost.ir import IRModule, post_order, structural_hash
 
 __all__ = ["PrintIRInstrument", "PrintIRError", "module_changed", "ir_text", "unified_diff"]
 
@@ -74,7 +75,8 @@ def module_changed(before: tuple, after: tuple) -> bool:
     """Whether two snapshots (``tuple(mod.items())``) differ.
 
     Same function objects under the same names: unchanged, at no cost. Otherwise only
-    the functions whose identity differs are hashed with :func:`structural_hash`.
+    the functions whose identity differs are compared, by :func:`structural_hash` and
+    by their number of distinct nodes (so merging equal subexpressions is a change).
     """
     if len(before) != len(after):
         return True
@@ -83,9 +85,16 @@ def module_changed(before: tuple, after: tuple) -> bool:
         g = old.get(gv.name_hint)
         if g is None:
             return True
-        if g is not f and structural_hash(g) != structural_hash(f):
+        if g is not f and _fingerprint(g) != _fingerprint(f):
             return True
     return False
+
+
+def _fingerprint(func: Any) -> tuple:
+    """Structure and sharing of a function: the structural hash sees ``add(%1, %1)`` and
+    ``add(%1, %2)`` with equal ``%1``/``%2`` alike (as TVM's does), so the number of
+    distinct nodes is compared too; that is what EliminateCommonSubexpr changes."""
+    return structural_hash(func), len(post_order(func))
 
 
 def unified_diff(before: str, after: str, name: str) -> str:

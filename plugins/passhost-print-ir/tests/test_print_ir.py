@@ -132,6 +132,18 @@ def test_change_detection_by_structure():
     assert module_changed(tuple(mod.items()), tuple(changed.items()))
 
 
+def test_merging_equal_subexpressions_is_a_change():
+    x = ir.var("x", shape=(2,))
+    twice = ir.IRModule.from_expr(ir.Function([x], ir.add(ir.exp(x), ir.exp(x))))
+    shared_exp = ir.exp(x)
+    shared = ir.IRModule.from_expr(ir.Function([x], ir.add(shared_exp, shared_exp)))
+    assert ir.structural_hash(twice) == ir.structural_hash(shared)
+    assert module_changed(tuple(twice.items()), tuple(shared.items()))
+    out = io.StringIO()
+    _run(PrintIRInstrument(file=out), [passhost.passes.EliminateCommonSubexpr()], twice, opt_level=3)
+    assert "Print IR after: EliminateCommonSubexpr" in _headers(out.getvalue())
+
+
 def test_dump_dir_writes_numbered_files_atomically(tmp_path):
     target = tmp_path / "dumps" / "run1"
     inst = PrintIRInstrument(before=True, passes=["FoldConstant"], dump_dir=str(target))
