@@ -131,3 +131,61 @@ def test_no_skip_hook_means_no_notification():
     ctx = PassContext(instruments=[Veto("x")])
     assert ctx._skip_hooks == ()
     assert PassContext(instruments=[ReportInstrument()])._skip_hooks != ()
+
+
+class _Plugin:
+    from passhost import hookimpl as _hookimpl
+
+    @_hookimpl
+    def passhost_register_passes(self):
+        from passhost.hookspecs import PassEntry
+
+        yield PassEntry("Low", lambda: _identity("Low", 1))
+        yield PassEntry("High", lambda: _identity("High", 3))
+        yield PassEntry("Off", lambda: _identity("Off", 0))
+        yield PassEntry("Forced", lambda: _identity("Forced", 3))
+        yield PassEntry("DropAdd", lambda: module_pass(_drop_add, opt_level=1, name="DropAdd",
+                                                       required=["Low"]))
+        yield PassEntry("Boom", lambda: module_pass(_boom, opt_level=0, name="Boom"))
+
+
+def _boom(mod, ctx):
+    raise ValueError("boom")
+
+
+def test_cli_report_json(tmp_path, capsys):
+    import passhost_report
+    from passhost.cli import main
+    from passhost.registry import Registry, use_registry
+
+    reg = Registry(load_entrypoints=False)
+    reg.register_plugin(_Plugin(), "report-test")
+    reg.register_plugin(passhost_report, "report")
+    src = tmp_path / "in.txt"
+    src.write_text(_mod().astext())
+    with use_registry(reg):
+        code = main(["run", str(src), "-O", "1", "-p", "Low,High,Off,Forced,DropAdd", "--disable", "Off",
+                     "--require", "Forced", "--report", str(tmp_path / "r.json"), "--no-meta-data"])
+        out, err = capsys.readouterr()
+        assert code == 0 and err == ""
+        doc = json.loads((tmp_path / "r.json").read_text())
+        assert [(p["name"], p["status"], p["reason"]) for p in doc["passes"]] == [
+            ("sequential", "ran", "direct"), ("Low", "ran", "opt_level"), ("High", "skipped", "opt_level"),
+            ("Off", "skipped", "disabled"), ("Forced", "ran", "required_pass"),
+            ("Low", "ran", "required by DropAdd"), ("DropAdd", "ran", "opt_level")]
+        assert doc["passes"][-1]["op_delta"] == -1 and doc["passes"][-1]["changed"] is True
+        assert doc["summary"]["skipped"] == {"disabled": 1, "opt_level": 1}
+        # a failing run still writes its report, with the failing pass marked
+        code = main(["run", str(src), "-p", "Low,Boom", "--report", str(tmp_path / "f.json"), "--no-crash-dir"])
+        capsys.readouterr()
+        doc = json.loads((tmp_path / "f.json").read_text())
+        assert code == 1 and [(p["name"], p["status"]) for p in doc["passes"]] == [
+            ("sequential", "failed"), ("Low", "ran"), ("Boom", "failed")]
+        # without the plugin --report fails clearly
+        bare = Registry(load_entrypoints=False)
+        bare.register_plugin(_Plugin(), "report-test")
+        with use_registry(bare):
+            code = main(["run", str(src), "-p", "Low", "--report", str(tmp_path / "x.json")])
+        _, err = capsys.readouterr()
+        assert code == 2 and err.startswith("passhost: error: ") and "report" in err and err.count("\n") == 1
+        assert not (tmp_path / "x.json").exists()
