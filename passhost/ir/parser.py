@@ -41,6 +41,7 @@ from .op import Op
 __all__ = ["parse", "parse_expr", "fromtext"]
 
 _VERSION_RE = re.compile(r'#\[version\s*=\s*"([^"]*)"\]')
+_OPS = Op._registry   # name -> Op (read-only use)
 _METADATA_RE = re.compile(r"^[ \t]*#\[metadata\][ \t]*$", re.M)
 _BINOPS = {
     "*": (12, "multiply"), "/": (12, "divide"),
@@ -61,7 +62,7 @@ class _Parser(TokenReader):
     def __init__(self, text: str, source_name: str) -> None:
         if not isinstance(text, str):
             raise ParseError(f"parse needs the program text as a str, got {type(text).__name__}")
-        m = _METADATA_RE.search(text)
+        m = _METADATA_RE.search(text, max(text.rfind("#[metadata]") - 100, 0))
         self.meta_text: Optional[str] = None
         self.meta_line = 0
         if m is not None:
@@ -260,20 +261,26 @@ class _Parser(TokenReader):
         without nested parsers; ``None`` (nothing consumed) for anything else."""
         toks = self.toks
         start = self.i
-        node = self.simple_atom()
-        if node is None:
-            return None
+        node = _OPS.get(toks[start])     # operator names are never shadowed
+        if node is not None:
+            self.i = start + 1
+        else:
+            node = self.simple_atom()
+            if node is None:
+                return None
         tok = toks[self.i]
         if tok == "(":
             self.i += 1
             args: list = []
             attrs = None
             local = self.local
+            graph = self.graph
             while toks[self.i] != ")":
                 t = toks[self.i]
                 n = toks[self.i + 1]
                 if t[:1] == "%" and (n == "," or n == ")"):
-                    args.append(local(t, self.i))
+                    arg = graph.get(t)
+                    args.append(local(t, self.i) if arg is None else arg)
                     self.i += 1
                 elif n == "=" and self.is_attr_start():
                     attrs = self.attrs(")")
