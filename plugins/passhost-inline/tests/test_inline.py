@@ -4,6 +4,7 @@ fresh binders per copy, semantics, and a 100,000-deep body."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import passhost
 from passhost import ir
@@ -99,3 +100,17 @@ def test_deep_body():
         n += 1
         b = b.args[0]
     assert n == 100_000 and b is x
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_inlining_a_random_program_gives_it_back(seed):
+    from passhost.testing import random_graph
+
+    src = random_graph(seed, 15)["main"]
+    mod = ir.IRModule()
+    mod["f"] = src.with_attr("Inline", 1)
+    params = [ir.var(p.name_hint + "_m", p.type_annotation) for p in src.params]
+    mod["main"] = ir.Function(params, ir.Call(_gv(mod, "f"), params))
+    out = assert_semantics_preserved(Inline(), mod, seed=seed)
+    assert len(out) == 1
+    assert ir.structural_equal(out["main"].body, src.body, map_free_vars=True)

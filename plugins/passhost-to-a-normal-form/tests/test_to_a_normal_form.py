@@ -122,3 +122,11 @@ def test_deep_chain_at_default_recursion_limit():
         n += 1
         body = body.body
     assert n == 100_000
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_idempotent(seed):
+    mod = random_graph(seed, 15, lets=True)
+    once = ToANormalForm()(mod)
+    twice = ToANormalForm()(once)
+    assert ir.structural_equal(once["main"], twice["main"])
