@@ -120,6 +120,13 @@ def test_let_bound_function_may_call_itself():
     assert let.value.body.op is let.var and let.body.op is let.var
 
 
+def test_crlf_text_with_metadata_parses():
+    x = ir.var("x", shape=(2,))
+    mod = ir.infer_type(ir.IRModule.from_expr(ir.Function([x], ir.add(x, ir.const(np.ones(2, "float32"))))))
+    back = parse(ir.astext(mod).replace("\n", "\r\n"))
+    assert ir.structural_equal(back, mod)
+
+
 # -- constructs -------------------------------------------------------------------------
 
 

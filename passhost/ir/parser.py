@@ -42,7 +42,7 @@ __all__ = ["parse", "parse_expr", "fromtext"]
 
 _VERSION_RE = re.compile(r'#\[version\s*=\s*"([^"]*)"\]')
 _OPS = Op._registry   # name -> Op (read-only use)
-_METADATA_RE = re.compile(r"^[ \t]*#\[metadata\][ \t]*$", re.M)
+_METADATA_RE = re.compile(r"^[ \t]*#\[metadata\][ \t\r]*$", re.M)
 _BINOPS = {
     "*": (12, "multiply"), "/": (12, "divide"),
     "+": (10, "add"), "-": (10, "subtract"),
