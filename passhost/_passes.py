@@ -176,6 +176,13 @@ def _notify_skipped(ctx: PassContext, info: PassInfo, reason: str) -> None:
         raise
 
 
+def _add_note(exc: BaseException, note: str) -> None:
+    """``exc.add_note(note)`` where Python has it (3.11+); a no-op on 3.10."""
+    add = getattr(exc, "add_note", None)
+    if add is not None:
+        add(note)
+
+
 def _annotate(exc: BaseException, name: str) -> None:
     """Record that ``exc`` escaped from the body of pass ``name`` (innermost first)."""
     if getattr(exc, "passhost_hook", None) is not None:
@@ -184,7 +191,7 @@ def _annotate(exc: BaseException, name: str) -> None:
     try:
         if path is None:
             exc.passhost_pass_path = [name]
-            exc.add_note(f"(raised while running pass '{name}')")
+            _add_note(exc, f"(raised while running pass '{name}')")
         else:
             path.append(name)
     except (AttributeError, TypeError):  # pragma: no cover - exotic exception types
@@ -284,7 +291,7 @@ def _run_required(required: tuple, mod: IRModule, ctx: PassContext, owner: str) 
             rp = resolve_pass(r)
         except PassNotFound as exc:
             # the requiring pass cannot run: report it as the failing one
-            exc.add_note(f"(required by pass '{owner}')")
+            _add_note(exc, f"(required by pass '{owner}')")
             if getattr(exc, "passhost_pass_path", None) is None:
                 exc.passhost_pass_path = [owner]
             raise
