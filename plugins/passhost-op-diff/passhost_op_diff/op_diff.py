@@ -8,11 +8,16 @@ pass), so the "before" counts live on a stack and ``depth`` is the nesting level
 list is in completion order, children before the pass that contains them.
 
 For ResNet-18 with its parameters bound, ``Sequential([SimplifyInference(),
-FoldConstant()])`` at opt_level 3 gives::
+FoldConstant()])`` at opt_level 3 gives (``get_pass_to_op_diff()``, pretty-printed)::
 
-    [(1, 'SimplifyInference', {'add': 10, 'multiply': 10, 'nn.batch_norm': -19, ...}),
-     (1, 'FoldConstant', {...}),
-     (0, 'sequential', {...})]
+    [(1, 'SimplifyInference', {'add': 57, 'divide': 19, 'expand_dims': 38, 'multiply': 56,
+                               'negative': 19, 'nn.batch_norm': -19, 'sqrt': 19}),
+     (1, 'FoldConstant', {'add': -38, 'divide': -19, 'expand_dims': -38, 'multiply': -37,
+                          'negative': -19, 'sqrt': -19}),
+     (0, 'sequential', {'add': 19, 'multiply': 19, 'nn.batch_norm': -19})]
+
+so the pipeline as a whole turned each of the 19 batch norms into one multiply and one
+add (the dictionaries' key order is that of the tutorial's ``_diff``).
 
 and ``render()`` (what ``passhost run --instrument op-diff`` prints to stderr) shows
 the same as a table, one line per pass and operator.

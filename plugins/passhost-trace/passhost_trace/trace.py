@@ -6,15 +6,20 @@ Each pass that runs becomes a pair of duration events in the Trace Event Format:
 of a function pass) nest in the viewer because their events lie inside their parent's.
 Timestamps ``ts`` are microseconds since the context was entered, from a monotonic clock,
 so they never decrease. ``args`` carry the module size: the number of calls (``calls``)
-in the input module on ``B`` and in the output module on ``E``, plus ``opt_level``::
+in the input module on ``B`` and in the output module on ``E``, plus ``opt_level`` on
+``B``. ``FoldConstant()(mod)`` on ``multiply(%x, add(2f, 3f))`` records (one event a line)::
 
     {"traceEvents": [
-      {"name": "process_name", "ph": "M", "pid": 4242, "tid": 4242, "args": {"name": "passhost"}},
-      {"name": "FoldConstant", "cat": "pass", "ph": "B", "ts": 12.5, "pid": 4242, "tid": 4242,
-       "args": {"opt_level": 2, "calls": 3}},
-      {"name": "InferType", "cat": "pass", "ph": "B", "ts": 80.1, ...},
-      {"name": "InferType", "cat": "pass", "ph": "E", "ts": 95.0, ..., "args": {"calls": 2}},
-      {"name": "FoldConstant", "cat": "pass", "ph": "E", "ts": 96.3, ..., "args": {"calls": 2}}
+      {"name": "process_name", "ph": "M", "pid": 27790, "tid": 27790, "args": {"name": "passhost"}},
+      {"name": "thread_name", "ph": "M", "pid": 27790, "tid": 27790, "args": {"name": "passes (thread 27790)"}},
+      {"name": "FoldConstant", "cat": "pass", "ph": "B", "ts": 79.118, "pid": 27790, "tid": 27790,
+       "args": {"opt_level": 2, "calls": 2}},
+      {"name": "InferType", "cat": "pass", "ph": "B", "ts": 283.131, "pid": 27790, "tid": 27790,
+       "args": {"opt_level": 0, "calls": 1}},
+      {"name": "InferType", "cat": "pass", "ph": "E", "ts": 366.665, "pid": 27790, "tid": 27790,
+       "args": {"calls": 1}},
+      {"name": "FoldConstant", "cat": "pass", "ph": "E", "ts": 377.191, "pid": 27790, "tid": 27790,
+       "args": {"calls": 1}}
     ], "displayTimeUnit": "ms", "otherData": {"producer": "passhost-trace"}}
 
 With ``path`` the JSON is written to that file (atomically) when the context exits;
