@@ -9,7 +9,7 @@ import pytest
 
 import passhost
 from passhost import ir
-from passhost.errors import PassError
+from passhost.errors import PassError, PluginLoadError
 from passhost.testing import assert_semantics_preserved, check_pass, random_graph, random_inputs
 from passhost.transform import PassContext, Sequential
 from passhost_fold_scale_axis import (
@@ -51,12 +51,34 @@ def test_registered_with_tvm_info():
     assert fsa.info.name == "FoldScaleAxis" and fsa.info.opt_level == 0
     assert [p.info.name for p in fsa.passes] == ["BackwardFoldScaleAxis", "ForwardFoldScaleAxis", "FoldConstant"]
     assert fsa.passes[2].info.opt_level == 2
+    assert type(fsa.passes[2]) is type(passhost.passes.FoldConstant())  # the registry's own pass
     for name in ("BackwardFoldScaleAxis", "ForwardFoldScaleAxis"):
         p = passhost.passes.get(name)
         assert p.info.opt_level == 3 and tuple(p.info.required) == ("InferType",)
         assert passhost.passes.info(name).distribution == "passhost-fold-scale-axis"
     with pytest.raises(PassError, match="takes no options"):
         FoldScaleAxis(scale=2)
+
+
+def test_built_while_the_registry_loads_it_looks_fold_constant_up_when_run(monkeypatch):
+    """The registry builds every entry once while loading, when it cannot be asked for
+    FoldConstant; that Sequential gets a stand-in resolving FoldConstant at run time."""
+    real_get = passhost.passes.get
+
+    def loading(name, **options):
+        raise PluginLoadError("a plugin used the plugin registry while plugins were loading")
+
+    monkeypatch.setattr(passhost.passes, "get", loading)
+    fsa = FoldScaleAxis()
+    monkeypatch.setattr(passhost.passes, "get", real_get)
+    assert [p.info.name for p in fsa.passes][2] == "FoldConstant"
+    x = ir.var("x", shape=(1, 2, 4, 4))
+    w = ir.const(positive((3, 2, 1, 1)))
+    mod = ir.IRModule.from_expr(ir.Function([x], ir.multiply(ir.nn.conv2d(x, w, channels=3, kernel_size=(1, 1)),
+                                                             ir.const(positive((3, 1, 1))))))
+    with PassContext(opt_level=3):
+        out = fsa(mod)["main"]
+    assert ir.count_ops(out) == {"nn.conv2d": 1}
 
 
 def test_children_need_opt_level_3_inside_the_sequential():
