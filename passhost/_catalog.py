@@ -38,6 +38,7 @@ INSTRUMENTS: Final[Mapping[str, str]] = {
     "report": "passhost-report",
     "timing": "passhost-timing",
     "trace": "passhost-trace",
+    "verify-numerics": "passhost-verify-numerics",
 }
 
 
