@@ -238,7 +238,10 @@ def _catch(capsys, fn):
 def test_bad_enter_ctx_exits_the_timing_instrument_and_disables_all(relay_mod, capsys):
     timing = passhost.instruments.get("timing")
     differ = passhost.instruments.get("op-diff")
-    timing._roots.append(["Stale", 0, 1000, []])  # would survive if exit_pass_ctx were skipped
+    stale = transform.PassInfo(0, "Stale")  # a profile that survives unless exit_pass_ctx runs
+    timing.run_before_pass(relay_mod, stale)
+    timing.run_after_pass(relay_mod, stale)
+    assert timing.render().startswith("Stale: ")
     demo_ctx = PassContext(instruments=[PassFine("PassFine_0"), timing, PassBadEnterCtx("PassBadEnterCtx"),
                                         differ, PassFine("PassFine_1")])
 

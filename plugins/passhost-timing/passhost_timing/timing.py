@@ -27,14 +27,18 @@ Profiles accumulate until the context exits: ``exit_pass_ctx`` discards them (so
 too). With nothing recorded ``render()`` logs a warning on the ``passhost.timing``
 logger and returns ``""``.
 
-Differences from TVM, on purpose: the profile belongs to the instrument object, not to
-a thread-global store, so two timing instruments do not see each other's passes; and a
-percentage whose denominator is zero prints ``0.00`` instead of ``nan``.
+As in TVM the profile is per thread (contexts are per thread, so an instrument installed
+in two threads' contexts keeps two separate profiles and ``render()`` shows the calling
+thread's). Differences from TVM, on purpose: the profile belongs to the instrument
+object, not to one thread-global store, so two timing instruments do not see each
+other's passes; and a percentage whose denominator is zero prints ``0.00`` instead of
+``nan``.
 """
 from __future__ import annotations
 
 import json
 import logging
+import threading
 from time import perf_counter_ns
 from typing import Any, Optional
 
@@ -55,6 +59,14 @@ _NAME, _START, _DUR, _KIDS = 0, 1, 2, 3
 
 class TimingError(PasshostError):
     """The timing instrument was configured or used wrongly."""
+
+
+class _Profile(threading.local):
+    """One thread's profile: the closed and open top-level nodes, and the open ones."""
+
+    def __init__(self) -> None:
+        self.roots: list = []
+        self.stack: list = []
 
 
 def _pct(part: float, whole: float) -> float:
@@ -124,38 +136,39 @@ class PassTimingInstrument(PassInstrument):
         if format not in FORMATS:
             raise TimingError(f"timing: format must be one of {', '.join(map(repr, FORMATS))}, got {format!r}")
         self.format = format
-        self._roots: list = []
-        self._stack: list = []
+        self._profile = _Profile()
 
     # -- hooks (TVM registers only these three) ------------------------------------------
     def run_before_pass(self, mod: Any, info: Any) -> None:
         node = [info.name, 0, 0, []]
-        stack = self._stack
-        (stack[-1][_KIDS] if stack else self._roots).append(node)
+        profile = self._profile
+        stack = profile.stack
+        (stack[-1][_KIDS] if stack else profile.roots).append(node)
         stack.append(node)
         node[_START] = perf_counter_ns()
 
     def run_after_pass(self, mod: Any, info: Any) -> None:
         end = perf_counter_ns()
-        stack = self._stack
+        stack = self._profile.stack
         if not stack:  # installed while the pass was already running: nothing to close
             return
         node = stack.pop()
         if node[_NAME] != info.name:
             # the innermost open pass raised (its after hook never ran); close up to ours
-            node = self._close_to(info.name, end, node)
+            node = self._close_to(stack, info.name, end, node)
             if node is None:
                 return
         node[_DUR] = end - node[_START]
 
     def exit_pass_ctx(self) -> None:
-        self._roots = []
-        self._stack = []
+        profile = self._profile
+        profile.roots = []
+        profile.stack = []
 
-    def _close_to(self, name: str, end: int, node: list) -> Optional[list]:
+    @staticmethod
+    def _close_to(stack: list, name: str, end: int, node: list) -> Optional[list]:
         """Pop the nodes of passes that raised until the open node named ``name``."""
         abandoned = [node]
-        stack = self._stack
         while stack and stack[-1][_NAME] != name:
             abandoned.append(stack.pop())
         if not stack:  # no open pass of that name: leave the stack as it was
@@ -169,7 +182,7 @@ class PassTimingInstrument(PassInstrument):
     @property
     def running(self) -> tuple:
         """Names of the passes that started and have not finished (outermost first)."""
-        return tuple(node[_NAME] for node in self._stack)
+        return tuple(node[_NAME] for node in self._profile.stack)
 
     def profile(self) -> dict:
         """The recorded profile as plain data (see :func:`profile_tree`).
@@ -177,7 +190,7 @@ class PassTimingInstrument(PassInstrument):
         :raises TimingError: a pass is still running (or raised and was never closed)
         """
         self._check_closed()
-        return profile_tree(self._roots)
+        return profile_tree(self._profile.roots)
 
     def render(self, format: Optional[str] = None) -> str:
         """The report: TVM's text (default) or JSON (``format="json"``).
@@ -193,15 +206,17 @@ class PassTimingInstrument(PassInstrument):
             raise TimingError(f"timing: render format must be one of {', '.join(map(repr, FORMATS))}, "
                               f"got {fmt!r}")
         self._check_closed()
-        if not self._roots:
+        roots = self._profile.roots
+        if not roots:
             _log.warning("no passes have been profiled, did you enable pass profiling?")
             return ""
         if fmt == "json":
-            return json.dumps(profile_tree(self._roots), indent=2) + "\n"
-        return render_text(self._roots)
+            return json.dumps(profile_tree(roots), indent=2) + "\n"
+        return render_text(roots)
 
     def _check_closed(self) -> None:
-        if self._stack:
+        stack = self._profile.stack
+        if stack:
             raise TimingError(
-                f"cannot print pass profile while still in a pass! (pass {self._stack[-1][_NAME]!r} has "
+                f"cannot print pass profile while still in a pass! (pass {stack[-1][_NAME]!r} has "
                 "started and not finished; if it raised, its profile is dropped when the PassContext exits)")

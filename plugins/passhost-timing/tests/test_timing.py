@@ -6,6 +6,7 @@ import json
 import logging
 import re
 import sys
+import threading
 
 import pytest
 
@@ -264,3 +265,26 @@ def test_module_is_unchanged_by_timing():
     ref = passhost.passes.FoldConstant()(mod)
     assert transform.PassContext.current().instruments == ()
     assert ir.structural_equal(out, ref)
+
+
+def test_each_thread_keeps_its_own_profile():
+    timing = PassTimingInstrument()
+    barrier = threading.Barrier(2)
+    reports = {}
+
+    def worker(name):
+        def body(mod, ctx):
+            barrier.wait(timeout=30)  # both threads are inside a pass at the same time
+            return mod
+
+        with PassContext(instruments=[timing]):
+            Sequential([module_pass(body, opt_level=0, name=name)])(_mod())
+            reports[name] = [line.split(":")[0] for line in timing.render().splitlines()]
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in ("Left", "Right")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert reports == {"Left": ["sequential", "\tLeft"], "Right": ["sequential", "\tRight"]}
+    assert timing.render() == ""  # the main thread profiled nothing
