@@ -9,6 +9,8 @@ import sys
 import threading
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import passhost
 from passhost import ir, testing, transform
@@ -288,3 +290,42 @@ def test_each_thread_keeps_its_own_profile():
         t.join()
     assert reports == {"Left": ["sequential", "\tLeft"], "Right": ["sequential", "\tRight"]}
     assert timing.render() == ""  # the main thread profiled nothing
+
+
+def _forests():
+    leaf = st.builds(lambda d: ["P", 0, d, []], st.integers(0, 10**9))
+
+    def grow(children):
+        return st.builds(lambda d, kids: ["P", 0, sum(k[2] for k in kids) + d, kids],
+                         st.integers(0, 10**9), st.lists(children, max_size=4))
+
+    return st.lists(st.recursive(leaf, grow, max_leaves=30), min_size=1, max_size=5)
+
+
+def test_render_matches_the_tree_on_random_profiles():
+    @settings(max_examples=200, deadline=None)
+    @given(_forests())
+    def check(roots):
+        text = render_text(roots)
+        tree = profile_tree(roots)
+        lines = text.split("\n")
+        assert lines[-1] == ""
+        flat, stack = [], [(0, n, None) for n in reversed(tree["passes"])]
+        while stack:
+            depth, node, parent = stack.pop()
+            flat.append((depth, node, parent))
+            stack.extend((depth + 1, c, node) for c in reversed(node["children"]))
+        assert len(flat) == len(lines) - 1
+        total = tree["total_us"]
+        for line, (depth, node, parent) in zip(lines, flat):
+            m = LINE.match(line)
+            assert m and len(m.group(1)) == depth
+            assert int(m.group(3)) == round(node["duration_us"])
+            assert abs(int(m.group(4)) - node["self_us"]) <= 0.5 + 1e-6
+            base = total if parent is None else parent["duration_us"]
+            expect = 100.0 * node["duration_us"] / base if base else 0.0
+            assert float(m.group(6)) == pytest.approx(expect, abs=0.005 + 1e-9)
+            assert float(m.group(5)) == pytest.approx(100.0 * node["duration_us"] / total if total else 0.0,
+                                                      abs=0.005 + 1e-9)
+
+    check()
