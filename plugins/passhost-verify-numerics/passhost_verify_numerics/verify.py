@@ -112,6 +112,32 @@ def _load_npz(path: str) -> dict:
         raise PasshostError(f"verify-numerics: cannot read inputs {path!r}: {' '.join(str(err).split())}") from None
 
 
+def _fresh_leaf(node: Any) -> Any:
+    t = type(node)
+    if t is ir.Var:
+        return ir.Var(node.name_hint, node.type_annotation)
+    if t is ir.Constant:
+        return ir.Constant(node.data)  # same array, new (untyped) node
+    return None
+
+
+def evaluable(mod: Any) -> Any:
+    """``mod`` itself when every function is typed, else a copy with fresh nodes.
+
+    :func:`passhost.ir.evaluate` types an untyped module's nodes in place; checking a
+    mid-pipeline module must not do that to the pipeline's own nodes (a later pass could
+    behave differently on typed input), so untyped functions are rebuilt first (new
+    variables and constant nodes, hence new nodes above them; linear, no recursion).
+    """
+    if all(f.has_type for _, f in mod.items()):
+        return mod
+    out = mod.copy()
+    for gv, func in mod.items():
+        if not func.has_type:
+            out[gv] = ir.rewrite_post_order(func, _fresh_leaf)
+    return out
+
+
 def _changed(before: Any, after: Any) -> bool:
     if before is after:
         return False
@@ -163,7 +189,7 @@ class VerifyNumerics(PassInstrument):
 
     # -- evaluation ------------------------------------------------------------------------
     def _arguments(self, mod: Any) -> list:
-        typed = ir.infer_type(mod)  # a typed shallow copy; the pipeline's module is untouched
+        typed = ir.infer_type(mod)  # ``mod`` is an evaluable() copy when it was untyped
         params = typed["main"].params
         if self.inputs is None:
             rng = np.random.RandomState(self.seed % (2 ** 32))
@@ -189,8 +215,9 @@ class VerifyNumerics(PassInstrument):
 
     def _start(self, mod: Any) -> None:
         try:
-            self._args = self._arguments(mod)
-            self._want = ir.evaluate(mod, *self._args)
+            copy = evaluable(mod)
+            self._args = self._arguments(copy)
+            self._want = ir.evaluate(copy, *self._args)
         except PasshostError as err:
             self.error = f"cannot evaluate the input module, nothing is verified: {' '.join(str(err).split())}"
             _log.warning("verify-numerics: %s", self.error)
@@ -203,7 +230,7 @@ class VerifyNumerics(PassInstrument):
             return
         self._last = mod
         try:
-            got = ir.evaluate(mod, *self._args)
+            got = ir.evaluate(evaluable(mod), *self._args)
         except PasshostError as err:
             self.unevaluated.append((blame, " ".join(str(err).split())))
             return

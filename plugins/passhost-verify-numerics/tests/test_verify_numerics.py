@@ -50,7 +50,7 @@ def test_names_the_first_pass_that_changed_the_results():
     check = VerifyNumerics()
     seq = Sequential([keep, rebuild, sign_flip, keep, rebuild, double])
     with PassContext(instruments=[check]):
-        seq(_mod())
+        seq(ir.infer_type(_mod()))  # typed, so a parsed copy is structurally equal
     assert [f.pass_name for f in check.failures] == ["SignFlip", "Double"]  # later: only further changes
     first = check.first_failure
     assert first.depth == 1 and first.max_rel_error == pytest.approx(2.0)
@@ -182,3 +182,19 @@ def test_from_the_command_line(capsys, tmp_path):
         code = main(["run", "--reproduce", str(tmp_path / "crash")])
         _, replay = capsys.readouterr()
         assert code == 1 and replay == err.split(" (reproducer written to")[0] + "\n"
+
+
+def test_checking_leaves_the_pipelines_nodes_untyped():
+    """Evaluating an untyped module types it in place; the instrument evaluates a copy."""
+    seen = []
+
+    def look(mod, ctx):
+        seen.append(mod["main"].has_type or mod["main"].body.has_type)
+        return mod
+
+    mod = _mod()
+    check = VerifyNumerics()
+    with PassContext(instruments=[check]):
+        Sequential([sign_flip, module_pass(look, opt_level=0, name="Look")])(mod)
+    assert seen == [False] and not mod["main"].has_type and not mod["main"].body.has_type
+    assert [f.pass_name for f in check.failures] == ["SignFlip"]
