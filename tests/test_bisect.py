@@ -219,3 +219,31 @@ def test_compare_results():
     assert compare_results((a, a), (a, a * 0), 0, 0).startswith("output[1]: ")
     assert compare_results(a, (a, a), 0, 0).startswith("the result structure changed")
     assert compare_results(a.astype("float64"), a, 0, 0) == "output changed from float32[3] to float64[3]"
+
+
+def test_probes_start_from_cached_outputs_left_as_the_passes_made_them():
+    """Evaluating a probe's untyped output must not type the cached module in place."""
+    from passhost._bisect import bisect
+
+    seen = []
+
+    def negate(mod, ctx):
+        out = mod.copy()
+        f = mod["main"]
+        out["main"] = ir.Function(f.params, ir.negative(f.body))
+        return out
+
+    def look(mod, ctx):
+        seen.append(mod["main"].has_type)
+        return mod
+
+    x = ir.var("x", shape=(2,))
+    mod = ir.infer_type(ir.IRModule.from_expr(ir.Function([x], ir.add(x, x))))
+    leaves = [(module_pass(lambda m, c: m, opt_level=0, name="Keep"), ""),
+              (module_pass(negate, opt_level=0, name="Negate"), ""),
+              (module_pass(look, opt_level=0, name="Look"), "")]
+    found = bisect(mod, leaves, PassContext(), [np.ones(2, "float32")], rtol=0, atol=0)
+    assert found.index == 2 and found.guilty.info.name == "Negate"
+    assert "negative(" in found.after.astext() and not found.after["main"].has_type
+    assert seen == [False]  # the full-pipeline probe; Look saw Negate's untyped output
+    assert found.evaluations == 3
