@@ -28,6 +28,7 @@ pass is reused as the count before the next.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Optional
 
 from passhost.errors import PasshostError
@@ -84,6 +85,15 @@ def render_table(diffs: list) -> str:
     return "".join(f"{a.ljust(w0)}  {b.ljust(w1)}  {c.rjust(w2)}".rstrip() + "\n" for a, b, c in rows)
 
 
+class _PerThread(threading.local):
+    """A thread's open passes and its last count (pass contexts are per thread)."""
+
+    def __init__(self) -> None:
+        # Passes can be nested: a stack pairs each after with its before.
+        self.stack: list = []
+        self.cache: tuple = ((), {})  # (snapshot of the functions counted, their counts)
+
+
 class RelayCallNodeDiffer(PassInstrument):
     """Record, per pass, the change in the number of calls of each operator.
 
@@ -98,28 +108,26 @@ class RelayCallNodeDiffer(PassInstrument):
             raise OpDiffError(f"op-diff: all_functions must be True or False, got {all_functions!r}")
         self.all_functions = all_functions
         self._op_diff: list = []
-        # Passes can be nested: a stack pairs each after with its before.
-        self._op_cnt_before_stack: list = []
-        self._cache: tuple = ((), {})  # (snapshot of the functions counted, their counts)
+        self._local = _PerThread()
 
     def enter_pass_ctx(self) -> None:
         self._op_diff = []
-        self._op_cnt_before_stack = []
+        self._local.stack = []
 
     def exit_pass_ctx(self) -> None:
         # The tutorial asserts the stack is empty; a pass that raised leaves its entry,
         # and asserting here would hide that pass's exception, so just drop it.
-        self._op_cnt_before_stack = []
-        self._cache = ((), {})
+        self._local.stack = []
+        self._local.cache = ((), {})
 
     def run_before_pass(self, mod: IRModule, info: Any) -> None:
-        self._op_cnt_before_stack.append((info.name, self._count(mod)))
+        self._local.stack.append((info.name, self._count(mod)))
 
     def run_after_pass(self, mod: IRModule, info: Any) -> None:
         entry = self._pop(info.name)
         if entry is None:  # installed while this pass was running
             return
-        cur_depth = len(self._op_cnt_before_stack)
+        cur_depth = len(self._local.stack)
         op_diff = op_count_diff(self._count(mod), entry[1])
         # only record passes causing differences
         if op_diff:
@@ -135,7 +143,7 @@ class RelayCallNodeDiffer(PassInstrument):
 
     # -- helpers ---------------------------------------------------------------------------
     def _pop(self, name: str) -> Optional[tuple]:
-        stack = self._op_cnt_before_stack
+        stack = self._local.stack
         for i in range(len(stack) - 1, -1, -1):
             if stack[i][0] == name:  # entries above it belong to passes that raised
                 entry = stack[i]
@@ -148,9 +156,9 @@ class RelayCallNodeDiffer(PassInstrument):
             snap: tuple = (mod["main"],)
         else:
             snap = tuple(f for _, f in mod.items())
-        old, counts = self._cache
+        old, counts = self._local.cache
         if len(old) == len(snap) and old and all(a is b for a, b in zip(old, snap)):
             return counts
         counts = count_module_ops(mod, self.all_functions)
-        self._cache = (snap, counts)
+        self._local.cache = (snap, counts)
         return counts

@@ -1,6 +1,8 @@
 """The op-diff instrument (the tutorial's RelayCallNodeDiffer): counts, nesting, order, table."""
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 import passhost
@@ -164,3 +166,25 @@ def test_cli_prints_the_table(capsys):
     assert code == 0 and out.startswith("#[version")
     assert err.splitlines()[0].split() == ["PASS", "OPERATOR", "DELTA"]
     assert "  FoldConstant" in err and "sequential" in err
+
+
+def test_threads_keep_separate_stacks():
+    differ = RelayCallNodeDiffer()
+    barrier = threading.Barrier(2)
+
+    def worker(name):
+        def body(b):
+            barrier.wait(timeout=30)  # both threads are inside their pass at once
+            return ir.negative(b)
+
+        with PassContext(instruments=[differ]):
+            Sequential([_rewrite(name, body)])(_mod())
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in ("Left", "Right")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # each pass is at depth 1 under its own thread's Sequential, whatever the interleaving
+    assert sorted(d for d in differ.get_pass_to_op_diff() if d[1] != "sequential") == [
+        (1, "Left", {"negative": 1}), (1, "Right", {"negative": 1})]

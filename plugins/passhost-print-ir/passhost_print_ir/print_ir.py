@@ -45,6 +45,7 @@ import difflib
 import os
 import sys
 import tempfile
+import threading
 from typing import Any, Iterable, Optional, TextIO
 
 from passhost.errors import PasshostError
@@ -124,6 +125,15 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "pass"
 
 
+class _PerThread(threading.local):
+    """A thread's running passes and text cache (pass contexts are per thread)."""
+
+    def __init__(self) -> None:
+        self.inputs: list = []  # (pass name, input snapshot, input text or None) of running passes
+        self.finished = 0  # passes finished so far: a pass may type shared nodes in place
+        self.cache: tuple = ((), -1, "")  # (snapshot, finished, text) of the last text made
+
+
 class PrintIRInstrument(PassInstrument):
     """Print the module before and/or after passes (by default: after each change).
 
@@ -165,23 +175,28 @@ class PrintIRInstrument(PassInstrument):
         self.file = file
         #: the dumps written to ``dump_dir`` in this context, in order
         self.files: list = []
-        self._inputs: list = []  # (pass name, input snapshot, input text or None) of running passes
+        self._local = _PerThread()
+        self._lock = threading.Lock()  # dump numbers are unique across threads
         self._count = 0
         self._started = False
-        self._finished = 0  # passes finished so far: a pass may type shared nodes in place
-        self._cache: tuple = ((), -1, "")  # (snapshot, self._finished, text) of the last text made
+        self._active = 0  # contexts (in any thread) this instrument is entered in
 
     # -- hooks -----------------------------------------------------------------------------
     def enter_pass_ctx(self) -> None:
-        self._inputs = []
-        self._count = 0
-        self._started = False
-        self.files = []
-        self._cache = ((), -1, "")
+        self._local.inputs = []
+        self._local.cache = ((), -1, "")
+        with self._lock:
+            if not self._active:  # numbering restarts unless another thread is still dumping
+                self._count = 0
+                self._started = False
+                self.files = []
+            self._active += 1
 
     def exit_pass_ctx(self) -> None:
-        self._inputs = []
-        self._cache = ((), -1, "")
+        self._local.inputs = []
+        self._local.cache = ((), -1, "")
+        with self._lock:
+            self._active = max(self._active - 1, 0)
 
     def run_before_pass(self, mod: IRModule, info: Any) -> None:
         name = info.name
@@ -196,10 +211,10 @@ class PrintIRInstrument(PassInstrument):
             self._emit(f"Print IR before: {name}", f"{_safe(name)}-before", mod, snap or _snapshot(mod))
         if self.after:
             # the diff needs the input as it prints now: the pass may add types in place
-            self._inputs.append((name, snap, self._text(mod, snap) if self.diff else None))
+            self._local.inputs.append((name, snap, self._text(mod, snap) if self.diff else None))
 
     def run_after_pass(self, mod: IRModule, info: Any) -> None:
-        self._finished += 1
+        self._local.finished += 1
         if not self.after or not (self.passes is None or info.name in self.passes):
             return
         entry = self._pop(info.name)
@@ -220,7 +235,7 @@ class PrintIRInstrument(PassInstrument):
     # -- helpers ---------------------------------------------------------------------------
     def _pop(self, name: str) -> Optional[tuple]:
         """Pop the input recorded for pass ``name`` (dropping passes that raised)."""
-        inputs = self._inputs
+        inputs = self._local.inputs
         for i in range(len(inputs) - 1, -1, -1):
             if inputs[i][0] == name:
                 entry = inputs[i]
@@ -231,20 +246,22 @@ class PrintIRInstrument(PassInstrument):
     def _text(self, mod: IRModule, snap: tuple) -> str:
         """``ir_text(mod)``, reused while the module is the same objects and no pass has
         finished since (a finished pass may have typed shared nodes in place)."""
-        cached_snap, finished, cached_text = self._cache
-        if finished == self._finished and cached_snap and len(cached_snap) == len(snap) and all(
+        local = self._local
+        cached_snap, finished, cached_text = local.cache
+        if finished == local.finished and cached_snap and len(cached_snap) == len(snap) and all(
                 a[0] is b[0] and a[1] is b[1] for a, b in zip(cached_snap, snap)):
             return cached_text
         text = ir_text(mod)
-        self._cache = (snap, self._finished, text)
+        local.cache = (snap, local.finished, text)
         return text
 
     def _emit(self, header: str, label: str, mod: IRModule, snap: tuple) -> None:
         self._write(header, label, self._text(mod, snap))
 
     def _write(self, header: str, label: str, body: str) -> None:
-        number = self._count
-        self._count += 1
+        with self._lock:
+            number = self._count
+            self._count += 1
         if self.dump_dir is None:
             out = sys.stderr if self.file is None else self.file
             out.write(f"{header}\n{body}\n")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 
 import pytest
 
@@ -228,3 +229,26 @@ def test_cli(capsys, tmp_path):
 def test_registered():
     assert isinstance(passhost.instruments.get("print-ir"), PrintIRInstrument)
     assert passhost.instruments.info("print-ir").distribution == "passhost-print-ir"
+
+
+def test_threads_keep_separate_stacks_and_unique_dump_numbers(tmp_path):
+    inst = PrintIRInstrument(only_changed=False, dump_dir=tmp_path)
+    barrier = threading.Barrier(2)
+
+    def worker(name):
+        def body(mod, ctx):
+            barrier.wait(timeout=30)  # both threads are inside their pass at once
+            return mod
+
+        with PassContext(instruments=[inst]):
+            Sequential([module_pass(body, opt_level=0, name=name)])(_mod())
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in ("Left", "Right")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    names = sorted(os.listdir(tmp_path))
+    assert len({n[:3] for n in names}) == len(names)
+    assert sorted(n[4:] for n in names) == sorted(["Left-after.txt", "Right-after.txt",
+                                                   "sequential-after.txt", "sequential-after.txt"])
