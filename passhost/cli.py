@@ -324,10 +324,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
                                 disabled_pass=args.disable,
                                 instruments=[i for i in (*insts, report, tracker) if i is not None],
                                 config=repro.config if repro else _config(args.config))
-    if args.output:
-        directory = os.path.dirname(os.path.abspath(args.output))
-        if not os.path.isdir(directory):
-            raise CommandError(f"cannot write {args.output!r}: the directory {directory!r} does not exist")
+    for path in (args.output, args.report):
+        directory = os.path.dirname(os.path.abspath(path)) if path else None
+        if directory and not os.path.isdir(directory):
+            raise CommandError(f"cannot write {path!r}: the directory {directory!r} does not exist")
     # the input comes last: every cheap argument is checked before a workload is built
     if repro is not None:
         mod = repro.module

@@ -189,3 +189,20 @@ def test_cli_report_json(tmp_path, capsys):
         _, err = capsys.readouterr()
         assert code == 2 and err.startswith("passhost: error: ") and "report" in err and err.count("\n") == 1
         assert not (tmp_path / "x.json").exists()
+
+
+def test_cli_report_into_a_missing_directory_fails_before_running(tmp_path, capsys):
+    import passhost_report
+    from passhost.cli import main
+    from passhost.registry import Registry, use_registry
+
+    reg = Registry(load_entrypoints=False)
+    reg.register_plugin(_Plugin(), "report-test")
+    reg.register_plugin(passhost_report, "report")
+    src = tmp_path / "in.txt"
+    src.write_text(_mod().astext())
+    with use_registry(reg):
+        code = main(["run", str(src), "-p", "Boom", "--report", str(tmp_path / "nope" / "r.json")])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"passhost: error: cannot write '{tmp_path / 'nope' / 'r.json'}': the directory ")
