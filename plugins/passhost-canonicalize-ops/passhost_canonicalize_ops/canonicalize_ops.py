@@ -104,7 +104,20 @@ def canonicalize_ops(expr: Expr) -> Expr:
                 new = with_children(node, tuple(get(c, c) for c in children(node)))
             if new is not node:
                 memo[node] = new
+                _keep_type(node, new)
         return get(expr, expr)
+
+
+def _keep_type(old: Expr, new: Expr) -> None:
+    """A rebuilt node keeps ``old``'s type when its children are typed (the rewrite
+    preserves types), so the InferType after the pass has nothing to redo."""
+    ty = old._checked_type
+    if ty is None or new._checked_type is not None:
+        return
+    for c in children(new):
+        if c._checked_type is None and type(c) is not Op:
+            return
+    new._set_checked_type(ty)
 
 
 @function_pass(opt_level=3, name="CanonicalizeOps", required=["InferType"])

@@ -17,7 +17,7 @@ import numpy as np
 
 from passhost import ir
 from passhost.errors import PassError
-from passhost.ir import Call, Constant, Expr, Op, TensorType
+from passhost.ir import Call, Constant, Expr, Op, TensorType, children
 
 __all__ = [
     "Message",
@@ -29,6 +29,7 @@ __all__ = [
     "reshape_or_expand_to_match_axis",
     "is_all_positive_constant",
     "conv_axes",
+    "type_like",
 ]
 
 #: ``(axes, require_positive)``; ``None`` stands for TVM's null message
@@ -154,3 +155,20 @@ def conv_axes(call: Call, layout_attr: str) -> Optional[tuple]:
     if attrs.groups != 1 and not depthwise:
         return None
     return layout.index("C"), kernel_layout.index("O"), kernel_layout.index("I"), depthwise
+
+
+def type_like(old: Expr, new: Expr) -> Expr:
+    """Type ``new``, which replaces ``old`` and has its type (both folds preserve every
+    shape), without a second full inference: a rebuilt node whose children are typed
+    takes ``old``'s type; a new sub-expression over typed nodes is inferred locally (only
+    its untyped nodes are visited). So the InferType after the pass has nothing to redo.
+    """
+    if new._checked_type is not None:
+        return new
+    for c in children(new):
+        if c._checked_type is None and type(c) is not Op:
+            ir.infer_type(new)
+            return new
+    if old._checked_type is not None:
+        new._set_checked_type(old._checked_type)
+    return new

@@ -56,6 +56,7 @@ from ._common import (
     match_broadcast_to_left_axes,
     reshape_or_expand_to_match_axis,
     tensor_type,
+    type_like,
 )
 
 __all__ = ["backward_fold_scale_axis"]
@@ -243,12 +244,12 @@ def backward_fold_scale_axis(expr: Expr) -> Expr:
                 new_args = [get(a, a) for a in args]
                 got = assigned.get(node)
                 if got is not None:
-                    memo[node] = _transform(node, new_args, got, messages)
+                    memo[node] = type_like(node, _transform(node, new_args, got, messages))
                     continue
                 if any(n is not a for n, a in zip(new_args, args)):
-                    memo[node] = Call(node.op, new_args, node.attrs)
+                    memo[node] = type_like(node, Call(node.op, new_args, node.attrs))
             elif t not in _LEAVES:
                 new = with_children(node, tuple(get(c, c) for c in children(node)))
                 if new is not node:
-                    memo[node] = new
+                    memo[node] = type_like(node, new)
         return get(expr, expr)

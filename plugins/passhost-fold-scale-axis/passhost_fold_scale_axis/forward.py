@@ -69,6 +69,7 @@ from ._common import (
     match_broadcast_to_left_axes,
     reshape_or_expand_to_match_axis,
     tensor_type,
+    type_like,
 )
 
 __all__ = ["forward_fold_scale_axis"]
@@ -250,13 +251,17 @@ def forward_fold_scale_axis(expr: Expr) -> Expr:
                 if node.op in _RULE_OPS:
                     res = _rewrite_call(node, new_args, demands.get(node))
                     if res is not None:
+                        if type(res) is _Scaled:
+                            ir.infer_type(res.value)
+                        else:
+                            type_like(node, res)
                         memo[node] = res
                         continue
                 new_args = [_realize(a) for a in new_args]
                 if any(n is not a for n, a in zip(new_args, args)):
-                    memo[node] = Call(node.op, new_args, node.attrs)
+                    memo[node] = type_like(node, Call(node.op, new_args, node.attrs))
             elif t not in _LEAVES:
                 new = with_children(node, tuple(_realize(get(c, c)) for c in children(node)))
                 if new is not node:
-                    memo[node] = new
+                    memo[node] = type_like(node, new)
         return _realize(get(expr, expr))

@@ -440,6 +440,13 @@ def test_untyped_input_is_typed_first():
     assert ir.count_ops(out)["multiply"] == 1 and out.body.op.name == "nn.conv2d"
 
 
+def assert_types_match_fresh_inference(mod):
+    """The pass types its new nodes itself; they must be what inference from scratch gives."""
+    text = mod.astext(show_meta_data=True)
+    assert all(n.has_type for n in ir.post_order(mod["main"]) if not isinstance(n, ir.Op))
+    assert ir.infer_type(ir.parse(text)).astext(show_meta_data=True) == text
+
+
 def _fold_pipeline():
     P = passhost.passes
     return Sequential([P.SimplifyInference(), P.FoldConstant(), FoldScaleAxis()])
@@ -451,8 +458,10 @@ def test_random_programs_keep_their_meaning(seed):
     mod = random_graph(seed, num_nodes=20, lets=seed % 5 == 0, tuples=seed % 7 == 0, kinds=kinds)
     inputs = random_inputs(mod, seed)
     typed = ir.infer_type(passhost.passes.SimplifyInference()(mod))
-    assert_semantics_preserved(BackwardFoldScaleAxis(), typed, inputs, rtol=1e-4, atol=1e-4)
-    assert_semantics_preserved(ForwardFoldScaleAxis(), typed, inputs, rtol=1e-4, atol=1e-4)
+    out = assert_semantics_preserved(BackwardFoldScaleAxis(), typed, inputs, rtol=1e-4, atol=1e-4)
+    assert_types_match_fresh_inference(out)
+    out = assert_semantics_preserved(ForwardFoldScaleAxis(), typed, inputs, rtol=1e-4, atol=1e-4)
+    assert_types_match_fresh_inference(out)
     with PassContext(opt_level=3):
         assert_semantics_preserved(_fold_pipeline(), mod, inputs, rtol=1e-4, atol=1e-4)
 
@@ -521,8 +530,10 @@ def _scale_program(seed):
 def test_random_scale_programs_keep_their_meaning(seed):
     mod = _scale_program(seed)
     inputs = random_inputs(mod, seed)
-    assert_semantics_preserved(BackwardFoldScaleAxis(), mod, inputs, rtol=1e-4, atol=1e-4)
-    assert_semantics_preserved(ForwardFoldScaleAxis(), mod, inputs, rtol=1e-4, atol=1e-4)
+    out = assert_semantics_preserved(BackwardFoldScaleAxis(), mod, inputs, rtol=1e-4, atol=1e-4)
+    assert_types_match_fresh_inference(out)
+    out = assert_semantics_preserved(ForwardFoldScaleAxis(), mod, inputs, rtol=1e-4, atol=1e-4)
+    assert_types_match_fresh_inference(out)
     with PassContext(opt_level=3):
         assert_semantics_preserved(FoldScaleAxis(), mod, inputs, rtol=1e-4, atol=1e-4)
 

@@ -97,7 +97,9 @@ _LEAVES = (Var, Constant, Op, GlobalVar)
 def rewrite_with_original(root: Expr, rewrite: Callable[[Expr, Expr], Optional[Expr]]) -> Expr:
     """Rebuild ``root`` bottom-up like :func:`passhost.ir.rewrite_post_order`, but call
     ``rewrite(new, old)`` with the original node too (its ``checked_type`` is what the
-    rules need; a rebuilt node is untyped). Returns ``root`` itself when nothing changed.
+    rules need). The replacements must have the type of the node they replace (true of
+    every rule here); new nodes are typed as they are made, so the type inference that
+    follows the pass has nothing left to do. Returns ``root`` itself when nothing changed.
     """
     memo: dict = {}
     get = memo.get
@@ -123,7 +125,20 @@ def rewrite_with_original(root: Expr, rewrite: Callable[[Expr, Expr], Optional[E
             new = r
         if new is not node:
             memo[node] = new
+            if node._checked_type is not None and new._checked_type is None:
+                _type_like(node, new)
     return get(root, root)
+
+
+def _type_like(old: Expr, new: Expr) -> None:
+    """Type a replacement whose type equals ``old``'s, without a second full inference:
+    a rebuilt node whose children are typed takes ``old``'s type; a new sub-expression
+    over typed nodes is inferred locally (only its untyped nodes are visited)."""
+    for c in children(new):
+        if c._checked_type is None and type(c) is not Op:
+            ir.infer_type(new)
+            return
+    new._set_checked_type(old._checked_type)
 
 
 def _tensor_type(old: Expr, new: Expr, what: str) -> TensorType:

@@ -168,6 +168,14 @@ def test_random_programs_keep_their_meaning(seed):
     mod = random_graph(seed, num_nodes=20, lets=seed % 3 == 0, tuples=seed % 4 == 0)
     out = assert_semantics_preserved(SimplifyInference(), mod, random_inputs(mod, seed), rtol=1e-4, atol=1e-4)
     assert "nn.batch_norm" not in ir.count_ops(out["main"]) or _has_other_bn_items(out["main"])
+    assert_types_match_fresh_inference(out)
+
+
+def assert_types_match_fresh_inference(mod):
+    """The pass types its new nodes itself; they must be what inference from scratch gives."""
+    text = mod.astext(show_meta_data=True)
+    assert all(n.has_type for n in ir.post_order(mod["main"]) if not isinstance(n, ir.Op))
+    assert ir.infer_type(ir.parse(text)).astext(show_meta_data=True) == text
 
 
 def _has_other_bn_items(func):
