@@ -191,6 +191,13 @@ class PrintIRInstrument(PassInstrument):
                 self._started = False
                 self.files = []
             self._active += 1
+        if self.dump_dir is not None:
+            try:
+                os.makedirs(self.dump_dir, exist_ok=True)
+            except OSError as err:
+                self.exit_pass_ctx()
+                raise PrintIRError(f"print-ir: cannot create dump_dir {self.dump_dir!r}: "
+                                   f"{err.strerror or err}; choose a writable directory") from None
 
     def exit_pass_ctx(self) -> None:
         self._local.inputs = []

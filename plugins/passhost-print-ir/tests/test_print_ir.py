@@ -169,8 +169,15 @@ def test_unwritable_dump_dir(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     inst = PrintIRInstrument(dump_dir=str(blocker / "sub"))
-    with pytest.raises(PrintIRError, match="cannot write .*dump_dir"):
+    with pytest.raises(PrintIRError, match="cannot create dump_dir"):  # when the context is entered
         _run(inst, [passhost.passes.FoldConstant()])
+    target = tmp_path / "gone"
+    inst = PrintIRInstrument(dump_dir=str(target))
+    with pytest.raises(PrintIRError, match="cannot write .*dump_dir"):
+        with PassContext(instruments=[inst]):
+            target.rmdir()  # replaced by a file while the passes ran
+            target.write_text("x")
+            passhost.passes.FoldConstant()(_mod())
 
 
 def test_pass_names_become_safe_file_names(tmp_path):

@@ -85,7 +85,7 @@ class PassTraceInstrument(PassInstrument):
         keeps it in memory for :meth:`trace` / :meth:`render`
     :param calls: record the module size (number of calls) in each event's ``args``;
         counting costs one walk per distinct module, so turn it off for the lowest overhead
-    :raises TraceError: a badly typed option
+    :raises TraceError: a badly typed option, or ``path`` in a directory that does not exist
     """
 
     def __init__(self, path: Optional[str] = None, calls: bool = True) -> None:
@@ -94,6 +94,9 @@ class PassTraceInstrument(PassInstrument):
         if not isinstance(calls, bool):
             raise TraceError(f"trace: calls must be True or False, got {calls!r}")
         self.path = None if path is None else os.fspath(path)
+        if self.path is not None and not os.path.isdir(os.path.dirname(os.path.abspath(self.path))):
+            raise TraceError(f"trace: cannot write {self.path!r}: its directory does not exist; "
+                             "create it or choose another path")
         self.calls = calls
         self._events: list = []
         self._open: list = []  # (name, tid) of the passes begun and not ended

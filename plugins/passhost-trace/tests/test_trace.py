@@ -119,7 +119,12 @@ def test_a_failing_pass_is_closed_as_unfinished(tmp_path):
 
 
 def test_unwritable_path(tmp_path):
-    trace = PassTraceInstrument(path=tmp_path / "missing" / "t.json")
+    with pytest.raises(TraceError, match="directory does not exist"):
+        PassTraceInstrument(path=tmp_path / "missing" / "t.json")
+    target = tmp_path / "gone"
+    target.mkdir()
+    trace = PassTraceInstrument(path=target / "t.json")
+    target.rmdir()  # removed while the passes ran
     with pytest.raises(TraceError, match="cannot write"):
         with PassContext(instruments=[trace]):
             _identity("Id")(_mod())
