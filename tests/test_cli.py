@@ -93,6 +93,12 @@ def @main(%x: Tensor[(2, 3), float32], %w: Tensor[(2, 3), float32]) {
 
 
 @pytest.fixture(autouse=True)
+def in_tmp_dir(tmp_path, monkeypatch):
+    """Crash reproducers land in the working directory: keep them out of the checkout."""
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(autouse=True)
 def registry():
     LOG.clear()
     reg = Registry(load_entrypoints=False)
