@@ -93,9 +93,10 @@ def @main(%x: Tensor[(2, 3), float32], %w: Tensor[(2, 3), float32]) {
 
 
 @pytest.fixture(autouse=True)
-def in_tmp_dir(tmp_path, monkeypatch):
-    """Crash reproducers land in the working directory: keep them out of the checkout."""
-    monkeypatch.chdir(tmp_path)
+def in_tmp_dir(tmp_path_factory, monkeypatch):
+    """Crash reproducers land in the working directory: keep them out of the checkout
+    (and out of each test's own tmp_path, whose contents some tests check)."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
 
 
 @pytest.fixture(autouse=True)
