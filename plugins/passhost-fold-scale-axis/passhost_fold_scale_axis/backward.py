@@ -111,10 +111,16 @@ _PREP_OPS = _RELU | _ADDSUB | {_CONV2D, _DENSE, _BIAS_ADD}
 
 
 def _prepare(order: list) -> dict:
+    # TVM's GetExprRefCount, for the nodes that matter (operator calls): how many
+    # times each is referenced as a child
     refs: dict = {}
+    get = refs.get
+    _Call = Call
     for node in order:
-        for c in children(node):
-            refs[c] = refs.get(c, 0) + 1
+        kids = ((node.op,) + node.args) if type(node) is _Call else children(node)
+        for c in kids:
+            if type(c) is _Call:
+                refs[c] = get(c, 0) + 1
     messages: dict = {}
     for node in order:
         if type(node) is Call and node.op in _PREP_OPS and refs.get(node, 0) == 1:

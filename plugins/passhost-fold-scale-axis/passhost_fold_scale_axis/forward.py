@@ -252,7 +252,7 @@ def forward_fold_scale_axis(expr: Expr) -> Expr:
                     res = _rewrite_call(node, new_args, demands.get(node))
                     if res is not None:
                         if type(res) is _Scaled:
-                            ir.infer_type(res.value)
+                            type_like(node, res.value)
                         else:
                             type_like(node, res)
                         memo[node] = res
