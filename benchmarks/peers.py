@@ -1,8 +1,8 @@
 """passhost beside peer compiler frameworks (xDSL, Apache TVM Relax) on the same programs.
 
 Peers are optional: a peer that is not installed is reported as skipped, never as an
-error. Install them with ``pip install -e '.[bench]'`` (xdsl, apache-tvm) or
-``tox -e bench``.
+error. ``tox -e bench`` runs the suite with both installed; by hand:
+``pip install xdsl apache-tvm``.
 
 Usage::
 
