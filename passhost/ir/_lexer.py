@@ -32,10 +32,14 @@ _NUMBER_RE = re.compile(r"(-?)([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|inf|nan)(
 _INT_SUFFIX = {"": "int32", "i": "int32", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
                "u8": "uint8"}
 _FLOAT_SUFFIX = {"f": "float32", "f16": "float16", "f32": "float32", "f64": "float64"}
+#: largest finite value per float dtype (``np.finfo`` per literal is slow)
+_FLOAT_MAX = {d: float(np.finfo(d).max) for d in set(_FLOAT_SUFFIX.values())}
 _INT_RANGE = {"int8": (-2**7, 2**7 - 1), "int16": (-2**15, 2**15 - 1), "int32": (-2**31, 2**31 - 1),
               "int64": (-2**63, 2**63 - 1), "uint8": (0, 255)}
 
-_SKIP = r"(?:\s++|//[^\n]*+|/\*(?:[^*/]++|\*(?!/)|/(?!\*))*+\*/)*+"
+# No possessive quantifiers (Python 3.10 lacks them). The token alternation below always
+# matches (it ends with "." and "\Z"), so the skip group is never backtracked into.
+_SKIP = r"(?:\s+|//[^\n]*|/\*(?:[^*/]|\*(?!/)|/(?!\*))*\*/)*"
 _TOKEN = (
     r"#\[[^\]\n]*\]"                                     # #[version = "0.0.5"], #[metadata]
     r"|%[A-Za-z0-9_]+"                                   # %x, %0
@@ -43,7 +47,7 @@ _TOKEN = (
     r"|-?(?:inf|nan)f(?:16|32|64)?(?![A-Za-z0-9_])"      # inff, -inff16, nanf
     r"|-?[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?(?:[A-Za-z][A-Za-z0-9]*)?"  # 1, 1.5f, 1e-05f, 3i64
     r"|[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"   # identifiers, dotted op names
-    r'|"(?:[^"\\\n]|\\.)*+"'                             # strings
+    r'|"(?:[^"\\\n]|\\.)*"'                             # strings
     r"|->|=>|==|!=|<=|>=|/\*"
     r"|[()\[\]{},;:=.+\-*/<>?!]"
     r"|."                                                # anything else: reported by the parser
@@ -154,7 +158,7 @@ def literal(tok: str, as_attr: bool = False):
         value = float(sign + digits)
         if as_attr:
             return value
-        if digits != "inf" and abs(value) > float(np.finfo(dtype).max):
+        if digits != "inf" and abs(value) > _FLOAT_MAX[dtype]:
             raise ValueError(f"literal `{tok}` cannot be represented as {dtype}")
         return np.array(value, dtype=dtype)
     if suffix not in _INT_SUFFIX:
