@@ -152,3 +152,21 @@ def test_cli_runs_resnet50_at_o3_with_timing(tmp_path, capsys):
         assert name in report
     text = out.read_text(encoding="utf-8")
     assert "nn.batch_norm" not in text and "Primitive=1" in text
+
+
+def test_nhwc_resnet18_folds_along_the_last_axis():
+    """The NHWC/HWIO network: BN scales sit on axis 3 and fold into HWIO weights (``O``
+    last for the backward fold, ``I`` for the forward one)."""
+    mod, params = testing.resnet(18, layout="NHWC", image_shape=(224, 224, 3))
+    main_fn = ir.bind_params_by_name(mod["main"], params)
+    before = ir.IRModule.from_expr(ir.Function(main_fn.params, main_fn.body.args[0]))
+    with PassContext(opt_level=3, disabled_pass=["FuseOps"]):
+        unfused = passhost.default_pipeline(3)(before)
+    ops = ir.count_ops(unfused["main"])
+    assert "nn.batch_norm" not in ops and ops["multiply"] == 1 and ops["nn.conv2d"] == 21
+    with PassContext(opt_level=3):
+        after = passhost.default_pipeline(3)(before)
+    x = np.random.RandomState(1).uniform(-1, 1, size=(1, 224, 224, 3)).astype("float32")
+    want = ir.evaluate(before, x)
+    got = ir.evaluate(after, x)
+    assert np.max(np.abs(got - want)) / np.max(np.abs(want)) <= 1e-4
