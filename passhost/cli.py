@@ -11,13 +11,13 @@ import ast
 import json
 import os
 import sys
-import tempfile
 import zipfile
 from enum import IntEnum
 from typing import Any, Optional, Sequence
 
 from . import _reproducer, ir, transform
 from .errors import ParseError, PasshostError, PassNotFound, PluginConflict, PluginLoadError
+from .io import write_text_atomic
 
 __all__ = ["ExitCode", "main", "build_parser"]
 
@@ -249,35 +249,11 @@ def _config(items: Sequence[str]) -> dict:
 
 
 def _write_atomic(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same directory + ``os.replace``."""
-    directory = os.path.dirname(os.path.abspath(path))
+    """:func:`passhost.io.write_text_atomic`, with a failure as a :class:`CommandError`."""
     try:
-        mode = os.stat(path).st_mode & 0o777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    except OSError as err:
-        raise CommandError(f"cannot write {path!r}: {err.strerror}") from None
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+        write_text_atomic(path, text)
     except OSError as err:
         raise CommandError(f"cannot write {path!r}: {err.strerror or err}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException as err:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(err, OSError):
-            raise CommandError(f"cannot write {path!r}: {err.strerror or err}") from None
-        raise
 
 
 def _run_failure(err: BaseException) -> tuple:

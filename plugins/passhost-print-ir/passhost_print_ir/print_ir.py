@@ -44,12 +44,12 @@ from __future__ import annotations
 import difflib
 import os
 import sys
-import tempfile
 import threading
 from typing import Any, Iterable, Optional, TextIO
 
 from passhost.errors import PasshostError
 from passhost.instrument import PassInstrument
+from passhost.io import write_text_atomic
 from passhost.ir import IRModule, post_order, structural_hash
 
 __all__ = ["PrintIRInstrument", "PrintIRError", "module_changed", "ir_text", "unified_diff"]
@@ -103,21 +103,6 @@ def unified_diff(before: str, after: str, name: str) -> str:
     lines = difflib.unified_diff(before.splitlines(), after.splitlines(),
                                  fromfile=f"before {name}", tofile=f"after {name}", lineterm="")
     return "".join(line + "\n" for line in lines)
-
-
-def _write_atomic(path: str, text: str) -> None:
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def _safe(name: str) -> str:
@@ -277,7 +262,7 @@ class PrintIRInstrument(PassInstrument):
         path = os.path.join(self.dump_dir, f"{number:03d}-{label}.txt")
         try:
             os.makedirs(self.dump_dir, exist_ok=True)
-            _write_atomic(path, f"{header}\n{body}")
+            write_text_atomic(path, f"{header}\n{body}", fsync=False)
         except OSError as err:
             raise PrintIRError(f"print-ir: cannot write {path!r}: {err.strerror or err}; "
                                "choose a writable dump_dir") from None

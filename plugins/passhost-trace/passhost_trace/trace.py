@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import threading
 from time import perf_counter_ns
 from typing import Any, Optional
 
 from passhost.errors import PasshostError
 from passhost.instrument import PassInstrument
+from passhost.io import write_text_atomic
 from passhost.ir import IRModule, count_ops
 
 __all__ = ["PassTraceInstrument", "TraceError", "count_calls", "write_json_atomic"]
@@ -53,29 +53,15 @@ def count_calls(mod: IRModule) -> int:
 
 
 def write_json_atomic(path: str, doc: Any) -> None:
-    """Write ``doc`` as JSON to ``path`` via a temporary file and ``os.replace``.
+    """Write ``doc`` as JSON to ``path`` atomically (:func:`passhost.io.write_text_atomic`).
 
     :raises TraceError: the file cannot be written
     """
-    directory = os.path.dirname(os.path.abspath(path))
     try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+        write_text_atomic(path, json.dumps(doc) + "\n", fsync=False)
     except OSError as err:
         raise TraceError(f"trace: cannot write {path!r}: {err.strerror or err}; "
                          "choose a path in a writable directory") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException as err:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(err, OSError):
-            raise TraceError(f"trace: cannot write {path!r}: {err.strerror or err}") from None
-        raise
 
 
 class PassTraceInstrument(PassInstrument):

@@ -1,0 +1,65 @@
+"""File output shared by the host and its plugins.
+
+:func:`write_text_atomic` is the one way passhost writes a result file (``passhost run
+--output/--report``, ``passhost bisect``'s ``before.txt``/``after.txt``, the ``trace`` and
+``print-ir`` instruments): a reader never sees a half-written file, and a failed write
+leaves the old file (if any) in place.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+
+__all__ = ["write_text_atomic"]
+
+_TRIES = 100
+
+
+def _create_temp(directory: str, name: str) -> tuple:
+    """A new, empty file next to the target: ``(fd, path)``. It is created with mode
+    ``0o666`` so the kernel applies the umask (no process-wide ``os.umask`` toggling,
+    which would race with other threads)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(_TRIES):
+        tmp = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary file name in {directory!r}")
+
+
+def write_text_atomic(path: str, text: str, *, fsync: bool = True) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically.
+
+    The text goes to a temporary file in the same directory and is renamed over ``path``
+    with :func:`os.replace`. An existing file keeps its permission bits; a new one gets
+    ``0o666`` less the umask, like :func:`open`. On any failure the temporary file is
+    removed and ``path`` is untouched.
+
+    :param fsync: flush the data to disk before the rename (a crash cannot leave an empty
+        file); instruments that dump many files per pass turn it off
+    :raises OSError: the directory is missing or not writable, or the write failed;
+        callers turn it into their own :class:`~passhost.errors.PasshostError`
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        mode: int | None = os.stat(path).st_mode & 0o777
+    except FileNotFoundError:
+        mode = None
+    fd, tmp = _create_temp(directory, os.path.basename(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            if fsync:
+                f.flush()
+                os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,62 @@
+"""Tests for :mod:`passhost.io`."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from passhost.io import write_text_atomic
+
+
+def _leftovers(directory) -> list:
+    return [p.name for p in directory.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("fsync", [True, False])
+def test_writes_new_file_with_umask_mode(tmp_path, fsync):
+    path = tmp_path / "out.txt"
+    old = os.umask(0o027)
+    try:
+        write_text_atomic(str(path), "héllo\n", fsync=fsync)
+    finally:
+        os.umask(old)
+    assert path.read_text(encoding="utf-8") == "héllo\n"
+    assert path.stat().st_mode & 0o777 == 0o640
+    assert _leftovers(tmp_path) == []
+
+
+def test_replaces_and_keeps_mode(tmp_path):
+    path = tmp_path / "out.txt"
+    path.write_text("old")
+    path.chmod(0o600)
+    write_text_atomic(str(path), "new")
+    assert path.read_text() == "new"
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert _leftovers(tmp_path) == []
+
+
+def test_relative_path_in_cwd(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_text_atomic("rel.txt", "x")
+    assert (tmp_path / "rel.txt").read_text() == "x"
+
+
+def test_missing_directory_raises_oserror(tmp_path):
+    with pytest.raises(OSError):
+        write_text_atomic(str(tmp_path / "nope" / "out.txt"), "x")
+
+
+def test_failed_write_keeps_old_file_and_removes_temp(tmp_path):
+    path = tmp_path / "out.txt"
+    path.write_text("old")
+    with pytest.raises(UnicodeEncodeError):
+        write_text_atomic(str(path), "bad \udc80 surrogate")
+    assert path.read_text() == "old"
+    assert _leftovers(tmp_path) == []
+
+
+def test_target_is_a_directory(tmp_path):
+    (tmp_path / "d").mkdir()
+    with pytest.raises(OSError):
+        write_text_atomic(str(tmp_path / "d"), "x")
+    assert _leftovers(tmp_path) == []
