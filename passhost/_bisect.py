@@ -32,65 +32,22 @@ import numpy as np
 
 from . import ir, transform
 from .errors import PasshostError
+from .numerics import compare_outputs, evaluable, random_inputs
 
 __all__ = ["add_parser", "cmd_bisect", "flatten", "compare_results", "Bisection", "bisect"]
 
 
 # -- comparing results ------------------------------------------------------------------------
-def _leaves(value: Any, where: str, out: list) -> None:
-    stack = [(value, where)]
-    while stack:
-        v, w = stack.pop()
-        if isinstance(v, (tuple, list)):
-            for i in range(len(v) - 1, -1, -1):
-                stack.append((v[i], f"{w}[{i}]"))
-        else:
-            out.append((w, v))
-
-
 def compare_results(got: Any, want: Any, rtol: float, atol: float) -> Optional[str]:
     """None when ``got`` matches ``want`` (nested tuples of arrays) within ``rtol``/``atol``
-    (NaNs match NaNs), else a one-line description of the worst difference."""
-    g_items: list = []
-    w_items: list = []
-    _leaves(got, "output", g_items)
-    _leaves(want, "output", w_items)
-    if [w for w, _ in g_items] != [w for w, _ in w_items]:
-        return f"the result structure changed ({len(w_items)} arrays expected, got {len(g_items)})"
-    worst = None
-    for (where, g), (_, w) in zip(g_items, w_items):
-        g = np.asarray(g)
-        w = np.asarray(w)
-        if g.shape != w.shape or g.dtype != w.dtype:
-            return f"{where} changed from {w.dtype}{list(w.shape)} to {g.dtype}{list(g.shape)}"
-        with np.errstate(all="ignore"):
-            if w.dtype.kind in "fc":
-                close = np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
-            else:
-                close = g == w
-            if bool(np.all(close)):
-                continue
-            far = ~close  # only the elements out of tolerance (a NaN matching a NaN is close)
-            gf, wf = g.astype("float64")[far], w.astype("float64")[far]
-            diff = np.abs(gf - wf)
-            diff = np.where(np.isnan(diff), np.inf, diff)
-            max_abs = float(np.max(diff))
-            rel = diff / np.maximum(np.abs(wf), np.finfo("float64").tiny)
-            max_rel = float(np.max(rel))
-        bad = int(np.size(close) - np.count_nonzero(close))
-        if worst is None or max_abs > worst[1]:
-            worst = (where, max_abs, max_rel, bad, int(np.size(close)))
-    if worst is None:
-        return None
-    where, max_abs, max_rel, bad, total = worst
-    return (f"{where}: max abs error {max_abs:.6g}, max rel error {max_rel:.6g} "
-            f"({bad} of {total} elements beyond rtol={rtol:g}, atol={atol:g})")
+    (NaNs match NaNs), else a one-line description of the worst difference
+    (:func:`passhost.numerics.compare_outputs`)."""
+    diff = compare_outputs(got, want, rtol, atol)
+    return None if diff is None else diff[2]
 
 
 def seeded_inputs(mod: ir.IRModule, seed: int) -> list:
     """Uniform [-1, 1) arrays (integers in [-1, 1]) for ``main``'s parameters, seeded."""
-    from .testing import random_inputs
-
     return random_inputs(mod, seed)
 
 
@@ -112,28 +69,6 @@ def load_inputs(mod: ir.IRModule, path: str) -> list:
         raise CommandError(f"--inputs {path!r} has no array for parameter %{missing[0]} of @main "
                            f"(it needs: {', '.join(names) or 'none'})")
     return [arrays[n] for n in names]
-
-
-def _fresh_leaf(node: Any) -> Any:
-    t = type(node)
-    if t is ir.Var:
-        return ir.Var(node.name_hint, node.type_annotation)
-    if t is ir.Constant:
-        return ir.Constant(node.data)
-    return None
-
-
-def evaluable(mod: ir.IRModule) -> ir.IRModule:
-    """``mod`` when every function is typed, else a copy with fresh nodes: evaluating an
-    untyped module types its nodes in place, and the cached prefix outputs the next
-    probe starts from must stay as the passes left them."""
-    if all(f.has_type for _, f in mod.items()):
-        return mod
-    out = mod.copy()
-    for gv, func in mod.items():
-        if not func.has_type:
-            out[gv] = ir.rewrite_post_order(func, _fresh_leaf)
-    return out
 
 
 # -- flattening --------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import ir
 from ..errors import IRError
+from ..numerics import random_inputs
 
 __all__ = ["random_graph", "random_inputs", "KINDS"]
 
@@ -335,26 +336,3 @@ def random_graph(seed: int, num_nodes: int = 20, *, num_params: Optional[int] = 
     for var, value in reversed(b.bindings):
         out = ir.Let(var, value, out)
     return ir.IRModule.from_expr(ir.Function(params, out))
-
-
-def random_inputs(mod, seed: int = 0, low: float = -1.0, high: float = 1.0) -> list:
-    """Arrays for every parameter of ``mod["main"]`` (or of a function), uniform in
-    ``[low, high)``, seeded; the parameters need tensor type annotations or types."""
-    func = mod["main"] if isinstance(mod, ir.IRModule) else mod
-    if not isinstance(func, ir.Function):
-        raise IRError(f"random_inputs needs an IRModule or a Function, got {type(func).__name__}")
-    rng = np.random.RandomState(seed % (2 ** 32))
-    out = []
-    for p in func.params:
-        t = p.type_annotation if p.type_annotation is not None else (p.checked_type if p.has_type else None)
-        if not isinstance(t, ir.TensorType):
-            raise IRError(f"random_inputs: parameter %{p.name_hint} has no tensor type ({t}); "
-                          "annotate it or run type inference first")
-        if t.dtype.startswith("float"):
-            arr = rng.uniform(low, high, size=t.shape).astype(t.dtype)
-        elif t.dtype == "bool":
-            arr = rng.randint(0, 2, size=t.shape).astype("bool")
-        else:
-            arr = rng.randint(int(low), int(high) + 1, size=t.shape).astype(t.dtype)
-        out.append(arr)
-    return out

@@ -35,6 +35,7 @@ import numpy as np
 from passhost import ir
 from passhost.errors import PassError, PasshostError
 from passhost.instrument import PassInstrument
+from passhost.numerics import compare_outputs, evaluable, random_inputs
 
 __all__ = ["VerifyNumerics", "NumericsFailure", "compare_results"]
 
@@ -55,49 +56,11 @@ class NumericsFailure:
         return f"pass '{self.pass_name}' changed the results of @main: {self.message}"
 
 
-def _flat(value: Any) -> list:
-    out: list = []
-    stack = [(value, "output")]
-    while stack:
-        v, where = stack.pop()
-        if isinstance(v, (tuple, list)):
-            stack.extend((v[i], f"{where}[{i}]") for i in range(len(v) - 1, -1, -1))
-        else:
-            out.append((where, v))
-    return out
-
-
 def compare_results(got: Any, want: Any, rtol: float, atol: float) -> Optional[tuple]:
     """None when ``got`` matches ``want`` (nested tuples of arrays; NaN matches NaN), else
-    ``(max_abs_error, max_rel_error, message)`` for the worst array."""
-    g_items, w_items = _flat(got), _flat(want)
-    if [w for w, _ in g_items] != [w for w, _ in w_items]:
-        return (float("inf"), float("inf"),
-                f"the result structure changed ({len(w_items)} arrays expected, got {len(g_items)})")
-    worst = None
-    for (where, g), (_, w) in zip(g_items, w_items):
-        g, w = np.asarray(g), np.asarray(w)
-        if g.shape != w.shape or g.dtype != w.dtype:
-            return (float("inf"), float("inf"),
-                    f"{where} changed from {w.dtype}{list(w.shape)} to {g.dtype}{list(g.shape)}")
-        with np.errstate(all="ignore"):
-            if w.dtype.kind in "fc":
-                close = np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
-            else:
-                close = g == w
-            if bool(np.all(close)):
-                continue
-            far = ~close  # only the elements out of tolerance (a NaN matching a NaN is close)
-            wf = w.astype("float64")[far]
-            diff = np.abs(g.astype("float64")[far] - wf)
-            diff = np.where(np.isnan(diff), np.inf, diff)
-            rel = diff / np.maximum(np.abs(wf), np.finfo("float64").tiny)
-            max_abs, max_rel = float(np.max(diff)), float(np.max(rel))
-        bad = int(close.size - np.count_nonzero(close))
-        if worst is None or max_abs > worst[0]:
-            worst = (max_abs, max_rel, f"{where}: max abs error {max_abs:.6g}, max rel error {max_rel:.6g} "
-                                       f"({bad} of {close.size} elements beyond rtol={rtol:g}, atol={atol:g})")
-    return worst
+    ``(max_abs_error, max_rel_error, message)`` for the worst array
+    (:func:`passhost.numerics.compare_outputs`)."""
+    return compare_outputs(got, want, rtol, atol)
 
 
 def _load_npz(path: str) -> dict:
@@ -110,32 +73,6 @@ def _load_npz(path: str) -> dict:
             return {k: loaded[k] for k in loaded.files}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
         raise PasshostError(f"verify-numerics: cannot read inputs {path!r}: {' '.join(str(err).split())}") from None
-
-
-def _fresh_leaf(node: Any) -> Any:
-    t = type(node)
-    if t is ir.Var:
-        return ir.Var(node.name_hint, node.type_annotation)
-    if t is ir.Constant:
-        return ir.Constant(node.data)  # same array, new (untyped) node
-    return None
-
-
-def evaluable(mod: Any) -> Any:
-    """``mod`` itself when every function is typed, else a copy with fresh nodes.
-
-    :func:`passhost.ir.evaluate` types an untyped module's nodes in place; checking a
-    mid-pipeline module must not do that to the pipeline's own nodes (a later pass could
-    behave differently on typed input), so untyped functions are rebuilt first (new
-    variables and constant nodes, hence new nodes above them; linear, no recursion).
-    """
-    if all(f.has_type for _, f in mod.items()):
-        return mod
-    out = mod.copy()
-    for gv, func in mod.items():
-        if not func.has_type:
-            out[gv] = ir.rewrite_post_order(func, _fresh_leaf)
-    return out
 
 
 def _changed(before: Any, after: Any) -> bool:
@@ -192,20 +129,11 @@ class VerifyNumerics(PassInstrument):
         typed = ir.infer_type(mod)  # ``mod`` is an evaluable() copy when it was untyped
         params = typed["main"].params
         if self.inputs is None:
-            rng = np.random.RandomState(self.seed % (2 ** 32))
-            out = []
             for p in params:
-                t = p.checked_type
-                if not isinstance(t, ir.TensorType):
-                    raise PasshostError(f"verify-numerics: parameter %{p.name_hint} of @main is not a tensor ({t}); "
-                                        "give inputs=...")
-                if t.dtype.startswith("float"):
-                    out.append(rng.uniform(-1.0, 1.0, size=t.shape).astype(t.dtype))
-                elif t.dtype == "bool":
-                    out.append(rng.randint(0, 2, size=t.shape).astype("bool"))
-                else:
-                    out.append(rng.randint(-1, 2, size=t.shape).astype(t.dtype))
-            return out
+                if not isinstance(p.checked_type, ir.TensorType):
+                    raise PasshostError(f"verify-numerics: parameter %{p.name_hint} of @main is not a tensor "
+                                        f"({p.checked_type}); give inputs=...")
+            return random_inputs(typed, self.seed)
         if isinstance(self.inputs, dict):
             missing = [p.name_hint for p in params if p.name_hint not in self.inputs]
             if missing:

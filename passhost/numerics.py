@@ -1,0 +1,129 @@
+"""Evaluating modules and comparing their results (shared by ``passhost bisect`` and
+the ``verify-numerics`` instrument; public API).
+
+* :func:`random_inputs` — seeded arrays for a function's parameters;
+* :func:`evaluable` — a module :func:`passhost.ir.evaluate` may type without touching
+  the caller's nodes;
+* :func:`compare_outputs` — the worst difference between two results, within
+  ``rtol``/``atol``.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from . import ir
+from .errors import IRError
+
+__all__ = ["random_inputs", "evaluable", "compare_outputs"]
+
+_INF = float("inf")
+
+
+def random_inputs(mod: Any, seed: int = 0, low: float = -1.0, high: float = 1.0) -> list:
+    """Arrays for every parameter of ``mod["main"]`` (or of a function), uniform in
+    ``[low, high)``, seeded (integers in ``[low, high]``, booleans either way); the
+    parameters need tensor type annotations or types.
+
+    :raises IRError: ``mod`` is neither a module nor a function, or a parameter has no
+        tensor type
+    """
+    func = mod["main"] if isinstance(mod, ir.IRModule) else mod
+    if not isinstance(func, ir.Function):
+        raise IRError(f"random_inputs needs an IRModule or a Function, got {type(func).__name__}")
+    rng = np.random.RandomState(seed % (2 ** 32))
+    out = []
+    for p in func.params:
+        t = p.type_annotation if p.type_annotation is not None else (p.checked_type if p.has_type else None)
+        if not isinstance(t, ir.TensorType):
+            raise IRError(f"random_inputs: parameter %{p.name_hint} has no tensor type ({t}); "
+                          "annotate it or run type inference first")
+        if t.dtype.startswith("float"):
+            arr = rng.uniform(low, high, size=t.shape).astype(t.dtype)
+        elif t.dtype == "bool":
+            arr = rng.randint(0, 2, size=t.shape).astype("bool")
+        else:
+            arr = rng.randint(int(low), int(high) + 1, size=t.shape).astype(t.dtype)
+        out.append(arr)
+    return out
+
+
+def _fresh_leaf(node: Any) -> Any:
+    t = type(node)
+    if t is ir.Var:
+        return ir.Var(node.name_hint, node.type_annotation)
+    if t is ir.Constant:
+        return ir.Constant(node.data)  # same array, new (untyped) node
+    return None
+
+
+def evaluable(mod: ir.IRModule) -> ir.IRModule:
+    """``mod`` itself when every function is typed, else a copy with fresh nodes.
+
+    :func:`passhost.ir.evaluate` types an untyped module's nodes in place; checking a
+    mid-pipeline module must not do that to the pipeline's own nodes (a later pass, or
+    a cached prefix output, must stay as the passes left it), so untyped functions are
+    rebuilt first (new variables and constant nodes, hence new nodes above them;
+    linear, no recursion).
+    """
+    if all(f.has_type for _, f in mod.items()):
+        return mod
+    out = mod.copy()
+    for gv, func in mod.items():
+        if not func.has_type:
+            out[gv] = ir.rewrite_post_order(func, _fresh_leaf)
+    return out
+
+
+def _leaves(value: Any) -> list:
+    """``[(where, array)]`` of a nested tuple/list result, in order (``output[1][0]``)."""
+    out: list = []
+    stack = [(value, "output")]
+    while stack:
+        v, where = stack.pop()
+        if isinstance(v, (tuple, list)):
+            stack.extend((v[i], f"{where}[{i}]") for i in range(len(v) - 1, -1, -1))
+        else:
+            out.append((where, v))
+    return out
+
+
+def compare_outputs(got: Any, want: Any, rtol: float, atol: float) -> Optional[tuple]:
+    """Compare two results (nested tuples of arrays).
+
+    Floating-point arrays match within ``rtol``/``atol`` (as :func:`numpy.isclose`; NaN
+    matches NaN), others exactly.
+
+    :returns: None when ``got`` matches ``want``, else ``(max_abs_error, max_rel_error,
+        message)`` for the array with the largest absolute error, where ``message`` is one
+        line such as ``output[1]: max abs error 2, max rel error 1 (3 of 6 elements beyond
+        rtol=1e-05, atol=1e-05)``; a changed structure, shape or dtype gives infinite
+        errors and a message saying what changed
+    """
+    g_items, w_items = _leaves(got), _leaves(want)
+    if [w for w, _ in g_items] != [w for w, _ in w_items]:
+        return (_INF, _INF, f"the result structure changed ({len(w_items)} arrays expected, got {len(g_items)})")
+    worst = None
+    for (where, g), (_, w) in zip(g_items, w_items):
+        g, w = np.asarray(g), np.asarray(w)
+        if g.shape != w.shape or g.dtype != w.dtype:
+            return (_INF, _INF, f"{where} changed from {w.dtype}{list(w.shape)} to {g.dtype}{list(g.shape)}")
+        with np.errstate(all="ignore"):
+            if w.dtype.kind in "fc":
+                close = np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
+            else:
+                close = g == w
+            if bool(np.all(close)):
+                continue
+            far = ~close  # only the elements out of tolerance (a NaN matching a NaN is close)
+            wf = w.astype("float64")[far]
+            diff = np.abs(g.astype("float64")[far] - wf)
+            diff = np.where(np.isnan(diff), np.inf, diff)
+            rel = diff / np.maximum(np.abs(wf), np.finfo("float64").tiny)
+            max_abs, max_rel = float(np.max(diff)), float(np.max(rel))
+        bad = int(np.size(close) - np.count_nonzero(close))
+        if worst is None or max_abs > worst[0]:
+            worst = (max_abs, max_rel, f"{where}: max abs error {max_abs:.6g}, max rel error {max_rel:.6g} "
+                                       f"({bad} of {np.size(close)} elements beyond rtol={rtol:g}, atol={atol:g})")
+    return worst
