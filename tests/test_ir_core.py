@@ -1,0 +1,124 @@
+"""Types, nodes, attrs, the op registry and IRModule: the IR's foundations."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from passhost import ir
+from passhost.errors import IRError
+from passhost.ir import Attrs, Call, Constant, Function, FuncType, GlobalVar, IRModule, TensorType, TupleType
+
+
+def test_types_print_as_tvm():
+    assert str(TensorType((1, 64, 56, 56), "float32")) == "Tensor[(1, 64, 56, 56), float32]"
+    assert str(TensorType((3,), "float32")) == "Tensor[(3), float32]"
+    assert str(TensorType((), "float32")) == "float32"
+    assert str(TupleType([TensorType((3,)), TensorType((), "int32")])) == "(Tensor[(3), float32], int32)"
+    assert str(TupleType([TensorType((), "bool")])) == "(bool,)"
+    assert str(FuncType([TensorType((2,))], TensorType((2,)))) == "fn (Tensor[(2), float32]) -> Tensor[(2), float32]"
+
+
+def test_types_are_values():
+    a, b = TensorType((1, 2), "int8"), TensorType([1, 2], "int8")
+    assert a == b and hash(a) == hash(b) and a is not b
+    assert a != TensorType((1, 2), "uint8")
+    assert TupleType([a]) == TupleType([b])
+    with pytest.raises(AttributeError):
+        a.shape = (3,)
+
+
+@pytest.mark.parametrize("bad", ["float8", "complex64", 3])
+def test_unknown_dtype_is_rejected_with_the_list(bad):
+    with pytest.raises(IRError, match="unknown dtype .*float32"):
+        TensorType((1,), bad)
+
+
+def test_nodes_are_immutable_and_compared_by_identity():
+    x = ir.var("x", shape=(2,))
+    a, b = ir.add(x, x), ir.add(x, x)
+    assert a != b and a == a and len({a, b}) == 2
+    with pytest.raises(AttributeError, match="immutable"):
+        a.args = ()
+    with pytest.raises(AttributeError, match="immutable"):
+        del a.op
+
+
+def test_checked_type_before_inference_says_what_to_do():
+    x = ir.var("x", shape=(2,))
+    call = ir.exp(x)
+    assert not call.has_type
+    with pytest.raises(IRError, match="run type inference"):
+        call.checked_type
+    ir.infer_type(call)
+    assert call.checked_type == TensorType((2,), "float32")
+
+
+def test_constants_are_read_only_copies():
+    data = np.arange(4, dtype="float32")
+    c = Constant(data)
+    data[0] = 100
+    assert c.data[0] == 0 and not c.data.flags.writeable
+    assert Constant(np.arange(4, dtype="float32")).data_hash() == c.data_hash()
+    with pytest.raises(IRError, match="unknown dtype"):
+        Constant(np.array([1 + 2j]))
+
+
+def test_call_attrs_are_completed_validated_and_frozen():
+    x = ir.var("x", shape=(1, 3, 8, 8))
+    call = ir.nn.softmax(x)
+    assert call.attrs["axis"] == -1 and call.attrs.axis == -1
+    with pytest.raises(IRError, match="no attribute 'axes'.*axis"):
+        Call(ir.Op.get("nn.softmax"), [x], {"axes": 1})
+    with pytest.raises(TypeError, match="immutable"):
+        call.attrs["axis"] = 2
+    assert Attrs({"a": [1, 2]}) == Attrs({"a": (1, 2)}) and hash(Attrs({"a": [1, 2]})) == hash(Attrs({"a": (1, 2)}))
+
+
+def test_call_arity_is_checked():
+    x = ir.var("x", shape=(2,))
+    with pytest.raises(IRError, match="operator add takes 2 arguments, got 1"):
+        Call(ir.Op.get("add"), [x])
+
+
+def test_op_registry_lookup_suggests_close_names():
+    assert ir.Op.get("add") is ir.Op.get("add")
+    with pytest.raises(IRError, match="`ad` not found.*add"):
+        ir.Op.get("ad")
+    assert "nn.conv2d" in ir.list_ops()
+
+
+def test_register_op_rejects_bad_records_and_duplicates():
+    with pytest.raises(IRError, match="already registered"):
+        ir.register_op(ir.OpDef("add", 2, lambda a, at: a[0]))
+    with pytest.raises(IRError, match="unknown pattern"):
+        ir.register_op(ir.OpDef("test.badpattern", 1, lambda a, at: a[0], pattern=5))
+    op = ir.register_op(ir.OpDef("test.core.id", 1, lambda a, at: a[0], attrs=(("k", 1),),
+                                 compute=lambda a, at: a[0]), override=True)
+    x = ir.var("x", shape=(2,))
+    assert Call(op, [x]).attrs == {"k": 1}
+
+
+def test_irmodule_api():
+    x = ir.var("x", shape=(2,))
+    f = Function([x], ir.exp(x))
+    mod = IRModule.from_expr(f)
+    assert mod["main"] is f and "main" in mod and len(mod) == 1
+    gv = mod.get_global_var("main")
+    assert isinstance(gv, GlobalVar) and mod[gv] is f
+    g = Function([x], ir.log(x))
+    other = IRModule({"helper": g})
+    mod.update(other)
+    assert set(gv.name_hint for gv in mod.functions) == {"main", "helper"}
+    copy = mod.copy()
+    del copy["helper"]
+    assert "helper" in mod and "helper" not in copy
+    with pytest.raises(IRError, match="no function @nope .*helper, main"):
+        mod["nope"]
+    with pytest.raises(IRError, match="must be Functions"):
+        mod["bad"] = x
+
+
+def test_from_expr_wraps_a_bare_expression_in_a_function_of_its_free_vars():
+    x, y = ir.var("x", shape=(2,)), ir.var("y", shape=(2,))
+    mod = IRModule.from_expr(ir.add(x, y))
+    assert list(mod["main"].params) == [x, y]

@@ -1,0 +1,221 @@
+"""Traversals: post-order walks, TVM-style visitors/mutators, the fast rewriter."""
+from __future__ import annotations
+
+import gc
+import sys
+
+import numpy as np
+import pytest
+
+from passhost import ir
+from passhost.ir import Call, Constant, Function, If, Let, Tuple, TupleGetItem, Var
+
+
+def _chain(n: int):
+    x = ir.var("x", shape=(2,))
+    c = ir.const(np.ones(2, "float32"))
+    e = x
+    for _ in range(n):
+        e = ir.add(e, c)
+    return x, c, e
+
+
+def test_post_order_lists_each_node_once_children_first():
+    x = ir.var("x", shape=(2,))
+    a = ir.exp(x)
+    b = ir.add(a, a)                    # shared operand
+    order = ir.post_order(b)
+    assert order.count(a) == 1 and order.count(x) == 1
+    assert order.index(x) < order.index(a) < order.index(b)
+    assert order[-1] is b
+    assert ir.Op.get("add") in order and ir.Op.get("exp") in order
+
+
+def test_post_order_visits_every_kind_left_to_right():
+    x = ir.var("x", shape=(2,))
+    v = ir.var("v", shape=(2,))
+    t = Tuple([x, ir.const(1.0)])
+    g = TupleGetItem(t, 0)
+    body = If(ir.const(True), g, ir.negative(v))
+    f = Function([x], Let(v, ir.exp(x), body))
+    seen = []
+    ir.post_order_visit(f, seen.append)
+    kinds = [type(n).__name__ for n in seen]
+    assert kinds[-1] == "Function" and seen[0] is x
+    assert seen.index(t) < seen.index(g) < seen.index(body)
+    assert len(seen) == len(set(map(id, seen)))
+
+
+def test_post_order_skip_does_not_enter_children():
+    x = ir.var("x", shape=(2,))
+    inner = ir.exp(x)
+    fn = Function([x], inner)
+    y = ir.var("y", shape=(2,))
+    outer = Call(fn, [y])
+    order = ir.post_order(outer, skip=lambda n: type(n) is Function)
+    assert fn in order and inner not in order
+
+
+def test_children_and_with_children_keep_identity_when_unchanged():
+    x = ir.var("x", shape=(2,))
+    call = ir.add(x, x)
+    assert ir.children(call) == (call.op, x, x)
+    assert ir.with_children(call, ir.children(call)) is call
+    y = ir.var("y", shape=(2,))
+    new = ir.with_children(call, (call.op, y, x))
+    assert new is not call and new.args == (y, x) and new.attrs is call.attrs
+
+
+def test_rewrite_post_order_rewrites_shared_nodes_once():
+    x = ir.var("x", shape=(2,))
+    e = ir.exp(x)
+    root = ir.add(e, e)
+    calls = []
+
+    def rewrite(node):
+        if type(node) is Call and node.op.name == "exp":
+            calls.append(node)
+            return ir.log(node.args[0])
+        return None
+
+    new = ir.rewrite_post_order(root, rewrite)
+    assert len(calls) == 1
+    assert new.args[0] is new.args[1] and new.args[0].op.name == "log"
+
+
+def test_rewrite_post_order_returns_root_itself_when_nothing_changes():
+    _, _, e = _chain(50)
+    assert ir.rewrite_post_order(e, lambda n: None) is e
+
+
+def test_rewrite_post_order_memo_substitutes_variables():
+    x = ir.var("x", shape=(2,))
+    y = ir.var("y", shape=(2,))
+    e = ir.multiply(ir.exp(x), x)
+    new = ir.rewrite_post_order(e, lambda n: None, memo={x: y})
+    assert new.args[1] is y and new.args[0].args[0] is y
+
+
+def test_keep_types_carries_the_type_to_rebuilt_parents_only():
+    x = ir.var("x", shape=(2,))
+    c1, c2 = ir.const(1.0), ir.const(1.0)
+    root = ir.multiply(ir.add(x, c1), ir.add(x, c2))
+    ir.infer_type(root)
+
+    def merge(node):
+        return c1 if node is c2 else None
+
+    kept = ir.rewrite_post_order(root, merge, keep_types=True)
+    assert kept is not root and kept.has_type and kept.checked_type == root.checked_type
+    plain = ir.rewrite_post_order(root, merge)
+    assert plain is not root and not plain.has_type
+
+
+class CountCalls(ir.ExprVisitor):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def visit_call(self, call):
+        self.calls += 1
+        super().visit_call(call)
+
+
+def test_expr_visitor_visits_each_node_once():
+    x = ir.var("x", shape=(2,))
+    a = ir.exp(x)
+    v = CountCalls()
+    v.visit(ir.add(a, a))
+    assert v.calls == 2
+
+
+class TvmStyleDoubler(ir.ExprMutator):
+    """Written as TVM users write mutators: visit_call recurses through self.visit."""
+
+    def visit_call(self, call):
+        args = [self.visit(a) for a in call.args]
+        return Call(call.op, args, call.attrs)
+
+    def visit_constant(self, const):
+        return Constant(const.data * 2)
+
+
+def test_tvm_style_mutator_on_a_100k_chain_at_the_default_recursion_limit():
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        x, c, e = _chain(100_000)
+        new = TvmStyleDoubler().visit(e)
+        counter = CountCalls()
+        counter.visit(new)
+    finally:
+        sys.setrecursionlimit(old)
+    assert counter.calls == 100_000
+    assert float(new.args[1].data[0]) == 2.0
+    # the doubled constant node is shared, like the original
+    assert new.args[1] is new.args[0].args[1]
+
+
+def test_mutator_returns_same_nodes_when_nothing_changes():
+    _, _, e = _chain(10)
+    assert ir.ExprMutator().visit(e) is e
+
+
+def test_overriding_visit_function_visits_the_body_under_its_own_state():
+    """State set in visit_function before self.visit(fn.body) applies to the body,
+    as in TVM (e.g. FoldConstant's "inside a primitive function" flag)."""
+
+    class Marker(ir.ExprMutator):
+        def __init__(self):
+            super().__init__()
+            self.inside = False
+            self.seen = []
+
+        def visit_function(self, fn):
+            if fn.attrs.get("Primitive"):
+                self.inside = True
+                body = self.visit(fn.body)
+                self.inside = False
+                return Function(fn.params, body, fn.ret_type, fn.attrs)
+            return super().visit_function(fn)
+
+        def visit_call(self, call):
+            self.seen.append((call.op.name if isinstance(call.op, ir.Op) else "fn", self.inside))
+            return super().visit_call(call)
+
+    p = ir.var("p", shape=(2,))
+    prim = Function([p], ir.exp(p), attrs={"Primitive": 1})
+    x = ir.var("x", shape=(2,))
+    main = Function([x], ir.negative(Call(prim, [x])))
+    m = Marker()
+    m.visit(main)
+    assert ("exp", True) in m.seen and ("negative", False) in m.seen
+
+
+def test_visit_rejects_non_expressions():
+    with pytest.raises(TypeError, match="IR expression"):
+        ir.ExprVisitor().visit([1, 2])
+
+
+def test_whole_graph_walks_restore_the_garbage_collector():
+    _, _, e = _chain(100)
+    assert gc.isenabled()
+    ir.post_order(e)
+    ir.rewrite_post_order(e, lambda n: None)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        ir.post_order(e)
+        assert not gc.isenabled()   # a user's own choice is left alone
+    finally:
+        gc.enable()
+
+
+def test_analysis_free_and_bound_vars_and_op_counts():
+    x = ir.var("x", shape=(2,))
+    y = ir.var("y", shape=(2,))
+    v = ir.var("v", shape=(2,))
+    body = Let(v, ir.add(x, y), ir.multiply(v, x))
+    assert ir.free_vars(body) == [x, y]
+    assert ir.bound_vars(body) == [v]
+    assert ir.count_ops(body) == {"add": 1, "multiply": 1}
