@@ -3,9 +3,6 @@ distribution (pip --target + PYTHONPATH), is found by the command in a subproces
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +10,7 @@ import pytest
 
 from passhost import ir
 from passhost._bisect import compare_results, flatten
+from passhost.testing import make_dist, pip_install, run_passhost
 from passhost.transform import PassContext, Sequential, module_pass
 
 PLUGIN = '''
@@ -54,23 +52,6 @@ def passhost_register_passes():
     yield PassEntry("ZzGroup", group, summary="ZzKeep then ZzSignFlip")
 '''
 
-PYPROJECT = '''
-[build-system]
-requires = ["setuptools>=64"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "passhost-zz-planted"
-version = "0.7.1"
-dependencies = ["passhost"]
-
-[project.entry-points.passhost]
-zz-planted = "passhost_zz_planted"
-
-[tool.setuptools]
-py-modules = ["passhost_zz_planted"]
-'''
-
 SRC = """#[version = "0.0.5"]
 def @main(%x: Tensor[(2, 3), float32], %w: Tensor[(2, 3), float32]) {
   %0 = add(%x, %w);
@@ -81,28 +62,13 @@ def @main(%x: Tensor[(2, 3), float32], %w: Tensor[(2, 3), float32]) {
 
 
 def install_planted(tmp_path_factory) -> Path:
-    src = tmp_path_factory.mktemp("planted-src") / "passhost-zz-planted"
-    src.mkdir()
-    (src / "pyproject.toml").write_text(PYPROJECT)
-    (src / "passhost_zz_planted.py").write_text(textwrap.dedent(PLUGIN))
-    target = tmp_path_factory.mktemp("planted-site")
-    cmd = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
-           "--no-build-isolation", "--target", str(target), str(src)]
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    return target
+    src = make_dist(tmp_path_factory.mktemp("planted-src"), "passhost-zz-planted", "zz-planted", PLUGIN, version="0.7.1")
+    return pip_install(tmp_path_factory.mktemp("planted-site"), src)
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     return install_planted(tmp_path_factory)
-
-
-def passhost(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PASSHOST_")}
-    env["PYTHONPATH"] = str(site)
-    return subprocess.run([sys.executable, "-m", "passhost", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd)
 
 
 @pytest.fixture
@@ -113,8 +79,8 @@ def model(tmp_path):
 
 
 def test_bisect_names_the_planted_pass_and_writes_its_before_and_after(site, model, tmp_path):
-    r = passhost(site, tmp_path, "bisect", str(model), "-p", "InferType,FoldConstant,ZzSignFlip,EliminateCommonSubexpr",
-                 "-o", "out")
+    r = run_passhost(site, "bisect", str(model), "-p", "InferType,FoldConstant,ZzSignFlip,EliminateCommonSubexpr",
+                 "-o", "out", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stderr == ""
     lines = r.stdout.splitlines()
@@ -131,8 +97,8 @@ def test_bisect_names_the_planted_pass_and_writes_its_before_and_after(site, mod
 
 
 def test_a_pass_inside_a_nested_sequential_is_named_with_its_group(site, model, tmp_path):
-    r = passhost(site, tmp_path, "bisect", str(model), "-p", "FoldConstant,ZzGroup,EliminateCommonSubexpr",
-                 "-o", "out")
+    r = run_passhost(site, "bisect", str(model), "-p", "FoldConstant,ZzGroup,EliminateCommonSubexpr",
+                 "-o", "out", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0] == ("passes: #1 FoldConstant, #2 ZzKeep (in ZzGroup), "
                                         "#3 ZzSignFlip (in ZzGroup), #4 EliminateCommonSubexpr")
@@ -140,7 +106,7 @@ def test_a_pass_inside_a_nested_sequential_is_named_with_its_group(site, model, 
 
 
 def test_no_guilty_pass_exits_1(site, model, tmp_path):
-    r = passhost(site, tmp_path, "bisect", str(model), "-p", "InferType,FoldConstant,EliminateCommonSubexpr")
+    r = run_passhost(site, "bisect", str(model), "-p", "InferType,FoldConstant,EliminateCommonSubexpr", cwd=tmp_path)
     assert r.returncode == 1, r.stderr
     assert r.stdout.splitlines()[-1] == ("no pass changes the results: all 3 passes agree with the unoptimised "
                                          "module (rtol=1e-05, atol=1e-05)")
@@ -148,22 +114,22 @@ def test_no_guilty_pass_exits_1(site, model, tmp_path):
 
 
 def test_a_pass_skipped_by_opt_level_is_not_blamed(site, model, tmp_path):
-    r = passhost(site, tmp_path, "bisect", str(model), "-O", "0", "-p", "FoldConstant,ZzSignFlip")
+    r = run_passhost(site, "bisect", str(model), "-O", "0", "-p", "FoldConstant,ZzSignFlip", cwd=tmp_path)
     assert r.returncode == 1, r.stdout + r.stderr
 
 
 def test_user_inputs_decide(site, model, tmp_path):
     # x + w + 1 == 0 everywhere: negating zero changes nothing
     np.savez(tmp_path / "zero.npz", x=np.full((2, 3), -1, "float32"), w=np.zeros((2, 3), "float32"))
-    r = passhost(site, tmp_path, "bisect", str(model), "-p", "ZzSignFlip", "--inputs", "zero.npz")
+    r = run_passhost(site, "bisect", str(model), "-p", "ZzSignFlip", "--inputs", "zero.npz", cwd=tmp_path)
     assert r.returncode == 1, r.stdout + r.stderr
     np.savez(tmp_path / "ones.npz", x=np.ones((2, 3), "float32"), w=np.ones((2, 3), "float32"))
-    r = passhost(site, tmp_path, "bisect", str(model), "-p", "ZzSignFlip", "--inputs", "ones.npz", "-o", "o")
+    r = run_passhost(site, "bisect", str(model), "-p", "ZzSignFlip", "--inputs", "ones.npz", "-o", "o", cwd=tmp_path)
     assert r.returncode == 0 and "first bad pass: #1 ZzSignFlip: output: max abs error 12," in r.stdout
 
 
 def test_a_raising_pass_is_the_guilty_one(site, model, tmp_path):
-    r = passhost(site, tmp_path, "bisect", str(model), "-p", "FoldConstant,ZzCrash,ZzSignFlip", "-o", "out")
+    r = run_passhost(site, "bisect", str(model), "-p", "FoldConstant,ZzCrash,ZzSignFlip", "-o", "out", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "\nfirst bad pass: #2 ZzCrash: pass raised ValueError: ZzCrash cannot handle this module\n" in r.stdout
     assert sorted(os.listdir(tmp_path / "out")) == ["before.txt"]
@@ -180,7 +146,7 @@ def test_a_raising_pass_is_the_guilty_one(site, model, tmp_path):
 def test_bad_input_exits_2_with_one_line(site, model, tmp_path, args, message):
     np.savez(tmp_path / "partial.npz", x=np.ones((2, 3), "float32"))
     args = [str(model) if a == "MODEL" else a for a in args]
-    r = passhost(site, tmp_path, "bisect", *args)
+    r = run_passhost(site, "bisect", *args, cwd=tmp_path)
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stderr.startswith("passhost: error: ") and r.stderr.count("\n") == 1, r.stderr
     assert message in r.stderr and "Traceback" not in r.stderr
@@ -189,7 +155,7 @@ def test_bad_input_exits_2_with_one_line(site, model, tmp_path, args, message):
 def test_a_module_without_main_is_bad_input(site, tmp_path):
     nomain = tmp_path / "nomain.txt"
     nomain.write_text('#[version = "0.0.5"]\ndef @f(%x: Tensor[(2), float32]) {\n  %x\n}\n')
-    r = passhost(site, tmp_path, "bisect", str(nomain), "-p", "ZzSignFlip")
+    r = run_passhost(site, "bisect", str(nomain), "-p", "ZzSignFlip", cwd=tmp_path)
     assert r.returncode == 2 and "the module has no @main" in r.stderr and r.stderr.count("\n") == 1
 
 

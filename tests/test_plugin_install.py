@@ -4,15 +4,13 @@ directory on ``PYTHONPATH``, so discovery goes through actual entry points."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+
+from passhost.testing import make_dist, pip_install, run_passhost
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,50 +51,8 @@ def passhost_register_instruments():
     yield InstrumentEntry("{instrument}", Count)
 '''
 
-PYPROJECT = '''
-[build-system]
-requires = ["setuptools>=64"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "{dist}"
-version = "{version}"
-dependencies = ["passhost"]
-
-[project.entry-points.passhost]
-{ep} = "{module}"
-
-[tool.setuptools]
-py-modules = ["{module}"]
-'''
-
-
-def make_dist(where: Path, dist: str, ep: str, source: str, version: str = "0.4.2") -> Path:
-    module = dist.replace("-", "_")
-    d = where / dist
-    d.mkdir()
-    (d / "pyproject.toml").write_text(PYPROJECT.format(dist=dist, version=version, ep=ep, module=module))
-    (d / f"{module}.py").write_text(textwrap.dedent(source))
-    return d
-
-
-def pip_install(target: Path, *dists: Path) -> None:
-    cmd = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
-           "--no-build-isolation", "--target", str(target), *map(str, dists)]
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-
-
-def passhost(target: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("PASSHOST_")}
-    environ["PYTHONPATH"] = str(target)
-    environ.update(env)
-    return subprocess.run([sys.executable, "-m", "passhost", *args], capture_output=True, text=True,
-                          env=environ, cwd=target)
-
-
 def listing(target: Path, **env: str) -> dict:
-    result = passhost(target, "list", "--json", **env)
+    result = run_passhost(target, "list", "--json", **env)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -128,12 +84,12 @@ def test_installed_plugins_are_discovered_with_their_provenance(installed):
         "summary": "ZzGood: return the module unchanged."}
     [count] = [i for i in doc["instruments"] if i["name"] == "zz-count"]
     assert (count["distribution"], count["summary"]) == ("passhost-zz-good", "Count the passes that ran.")
-    table = passhost(installed, "list").stdout
+    table = run_passhost(installed, "list").stdout
     assert re.search(r"^ZzGood +pass +2 +InferType +passhost-zz-good==0\.4\.2 +ZzGood: return", table, re.M)
 
 
 def test_an_installed_plugin_runs_from_the_command_line(installed):
-    result = passhost(installed, "run", "--example", "tutorial", "-p", "ZzGood", "--instrument", "zz-count",
+    result = run_passhost(installed, "run", "--example", "tutorial", "-p", "ZzGood", "--instrument", "zz-count",
                       "--no-meta-data")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith('#[version = "0.0.5"]')
@@ -146,10 +102,10 @@ def test_a_broken_plugin_is_listed_and_isolated(installed):
     assert broken == {"plugin": "zz-broken", "distribution": "passhost-zz-broken", "version": "0.4.2",
                       "requirement": "passhost-zz-broken==0.4.2",
                       "error": "ModuleNotFoundError: No module named 'a_module_that_is_not_installed'"}
-    table = passhost(installed, "list").stdout
+    table = run_passhost(installed, "list").stdout
     assert ("plugin passhost-zz-broken 0.4.2 (entry point 'zz-broken') failed to load: "
             "ModuleNotFoundError: No module named 'a_module_that_is_not_installed'") in table
-    strict = passhost(installed, "--strict-plugins", "list")
+    strict = run_passhost(installed, "--strict-plugins", "list")
     assert strict.returncode == 2 and strict.stdout == ""
     assert strict.stderr.startswith("passhost: error: plugin ") and strict.stderr.count("\n") == 1
 
@@ -162,7 +118,7 @@ def test_a_name_clash_is_reported_naming_both_plugins(installed):
         "passhost-zz-clash-b 1.0 (entry point 'zz-clash-b'); uninstall (or disable with "
         "PASSHOST_DISABLE_PLUGINS) all but one of them")
     assert "ZzClash" not in [p["name"] for p in doc["passes"]]
-    result = passhost(installed, "run", "--example", "tutorial", "-p", "ZzClash")
+    result = run_passhost(installed, "run", "--example", "tutorial", "-p", "ZzClash")
     assert result.returncode == 2
     assert result.stderr == f"passhost: error: {clash['error']}\n"
 
@@ -178,7 +134,7 @@ def test_disable_plugins_by_entry_point_name(installed):
 def test_disable_plugin_autoload(installed):
     doc = listing(installed, PASSHOST_DISABLE_PLUGIN_AUTOLOAD="1")
     assert (doc["passes"], doc["instruments"], doc["broken"]) == ([], [], [])
-    result = passhost(installed, "run", "--example", "tutorial", "-p", "ZzGood",
+    result = run_passhost(installed, "run", "--example", "tutorial", "-p", "ZzGood",
                       PASSHOST_DISABLE_PLUGIN_AUTOLOAD="1")
     assert result.returncode == 2 and "unknown pass 'ZzGood'" in result.stderr
 
@@ -195,7 +151,7 @@ def test_removing_a_distribution_removes_its_names(tmp_path):
     doc = listing(target)
     assert "ZzRemovable" not in [p["name"] for p in doc["passes"]]
     assert "zz-r-count" not in [i["name"] for i in doc["instruments"]]
-    result = passhost(target, "run", "--example", "tutorial", "-p", "ZzRemovable")
+    result = run_passhost(target, "run", "--example", "tutorial", "-p", "ZzRemovable")
     assert (result.returncode, result.stdout) == (2, "")
     assert "unknown pass 'ZzRemovable'" in result.stderr
 
@@ -210,6 +166,6 @@ def test_the_docs_example_plugin_builds_installs_and_runs(tmp_path):
     pip_install(target, src)
     [entry] = [p for p in listing(target)["passes"] if p["name"] == "DoubleNegation"]
     assert (entry["distribution"], entry["version"], entry["opt_level"]) == ("passhost-double-negation", "0.1.0", 1)
-    result = passhost(target, "run", str(src / "neg.txt"), "-p", "DoubleNegation", "--no-meta-data")
+    result = run_passhost(target, "run", str(src / "neg.txt"), "-p", "DoubleNegation", "--no-meta-data")
     assert result.returncode == 0, result.stderr
     assert "add(%x, %0)" in result.stdout and result.stdout.count("negative(") == 1

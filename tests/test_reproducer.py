@@ -6,10 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -20,6 +16,7 @@ from passhost.hookspecs import InstrumentEntry, PassEntry
 from passhost.instrument import PassInstrument
 from passhost.pipeline import pipeline
 from passhost.registry import Registry, use_registry
+from passhost.testing import make_dist, pip_install, run_passhost
 from passhost.transform import PassContext, module_pass
 
 PLUGIN = '''
@@ -52,23 +49,6 @@ def passhost_register_passes():
     yield PassEntry("ZzrCrash", lambda: crash, summary="raises on a negated result")
 '''
 
-PYPROJECT = '''
-[build-system]
-requires = ["setuptools>=64"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "passhost-zzr-planted"
-version = "2.0.3"
-dependencies = ["passhost"]
-
-[project.entry-points.passhost]
-zzr-planted = "passhost_zzr_planted"
-
-[tool.setuptools]
-py-modules = ["passhost_zzr_planted"]
-'''
-
 SRC = """#[version = "0.0.5"]
 def @main(%x: Tensor[(2, 3), float32], %w: Tensor[(2, 3), float32]) {
   %0 = add(%x, %w);
@@ -81,23 +61,8 @@ ERROR = "pass 'ZzrCrash' failed: ValueError: ZzrCrash saw a negated result (max_
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    src = tmp_path_factory.mktemp("zzr-src") / "passhost-zzr-planted"
-    src.mkdir()
-    (src / "pyproject.toml").write_text(PYPROJECT)
-    (src / "passhost_zzr_planted.py").write_text(textwrap.dedent(PLUGIN))
-    target = tmp_path_factory.mktemp("zzr-site")
-    cmd = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
-           "--no-build-isolation", "--target", str(target), str(src)]
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    return target
-
-
-def passhost(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PASSHOST_")}
-    env["PYTHONPATH"] = str(site)
-    return subprocess.run([sys.executable, "-m", "passhost", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd)
+    src = make_dist(tmp_path_factory.mktemp("zzr-src"), "passhost-zzr-planted", "zzr-planted", PLUGIN, version="2.0.3")
+    return pip_install(tmp_path_factory.mktemp("zzr-site"), src)
 
 
 @pytest.fixture
@@ -114,9 +79,9 @@ def one_line(stderr: str) -> str:
 
 
 def test_a_raising_pass_leaves_a_reproducer_that_replays_the_same_error(site, model, tmp_path):
-    r = passhost(site, tmp_path, "run", str(model), "-p", "FoldConstant,ZzrSignFlip,ZzrCrash,EliminateCommonSubexpr",
+    r = run_passhost(site, "run", str(model), "-p", "FoldConstant,ZzrSignFlip,ZzrCrash,EliminateCommonSubexpr",
                  "-O", "3", "--disable", "FuseOps", "--require", "ZzrSignFlip",
-                 "--config", "relay.FuseOps.max_depth=8", "--crash-dir", "crash", "-o", "out.txt")
+                 "--config", "relay.FuseOps.max_depth=8", "--crash-dir", "crash", "-o", "out.txt", cwd=tmp_path)
     assert r.returncode == ExitCode.PASS_FAILED and r.stdout == ""
     assert one_line(r.stderr) == (f"{ERROR} (reproducer written to crash; "
                                   "replay with: passhost run --reproduce crash)")
@@ -136,29 +101,29 @@ def test_a_raising_pass_leaves_a_reproducer_that_replays_the_same_error(site, mo
             "requirement": "passhost-zzr-planted==2.0.3"} in plugins["plugins"]
     assert plugins["passhost"]
 
-    replay = passhost(site, tmp_path, "run", "--reproduce", "crash")
+    replay = run_passhost(site, "run", "--reproduce", "crash", cwd=tmp_path)
     assert replay.returncode == ExitCode.PASS_FAILED and replay.stdout == ""
     assert one_line(replay.stderr) == ERROR  # same error; no second reproducer
     assert sorted(p for p in os.listdir(tmp_path) if p.startswith("passhost-crash")) == []
 
 
 def test_the_default_directory_is_timestamped_in_the_working_directory(site, model, tmp_path):
-    r = passhost(site, tmp_path, "run", str(model), "-p", "ZzrSignFlip,ZzrCrash", "--config",
-                 "relay.FuseOps.max_depth=8")
+    r = run_passhost(site, "run", str(model), "-p", "ZzrSignFlip,ZzrCrash", "--config",
+                 "relay.FuseOps.max_depth=8", cwd=tmp_path)
     assert r.returncode == 1
     [made] = [p for p in os.listdir(tmp_path) if p.startswith("passhost-crash-")]
     assert f"(reproducer written to ./{made}; replay with: passhost run --reproduce ./{made})" in r.stderr
     assert (tmp_path / made / "pipeline.txt").read_text() == "ZzrCrash\n"
     # a second failure in the same second gets its own directory
-    r = passhost(site, tmp_path, "run", str(model), "-p", "ZzrSignFlip,ZzrCrash", "--config",
-                 "relay.FuseOps.max_depth=8")
+    r = run_passhost(site, "run", str(model), "-p", "ZzrSignFlip,ZzrCrash", "--config",
+                 "relay.FuseOps.max_depth=8", cwd=tmp_path)
     assert r.returncode == 1
     assert len([p for p in os.listdir(tmp_path) if p.startswith("passhost-crash-")]) == 2
 
 
 def test_no_crash_dir(site, model, tmp_path):
-    r = passhost(site, tmp_path, "run", str(model), "-p", "ZzrSignFlip,ZzrCrash", "--no-crash-dir",
-                 "--config", "relay.FuseOps.max_depth=8")
+    r = run_passhost(site, "run", str(model), "-p", "ZzrSignFlip,ZzrCrash", "--no-crash-dir",
+                 "--config", "relay.FuseOps.max_depth=8", cwd=tmp_path)
     assert r.returncode == 1 and one_line(r.stderr) == ERROR
     assert sorted(os.listdir(tmp_path)) == ["model.txt"]
 
@@ -168,35 +133,35 @@ def test_no_crash_dir(site, model, tmp_path):
     (["-O", "1", "--disable", "X"], "drop -O, --disable"),
 ])
 def test_reproduce_refuses_options_the_directory_fixes(site, model, tmp_path, extra, message):
-    passhost(site, tmp_path, "run", str(model), "-p", "ZzrSignFlip,ZzrCrash", "--crash-dir", "crash")
-    r = passhost(site, tmp_path, "run", "--reproduce", "crash", *extra)
+    run_passhost(site, "run", str(model), "-p", "ZzrSignFlip,ZzrCrash", "--crash-dir", "crash", cwd=tmp_path)
+    r = run_passhost(site, "run", "--reproduce", "crash", *extra, cwd=tmp_path)
     assert r.returncode == ExitCode.USAGE_ERROR and message in one_line(r.stderr)
 
 
 def test_bad_reproducer_directories_exit_2(site, model, tmp_path):
-    r = passhost(site, tmp_path, "run", "--reproduce", "nowhere")
+    r = run_passhost(site, "run", "--reproduce", "nowhere", cwd=tmp_path)
     assert r.returncode == 2 and "--reproduce 'nowhere' is not a directory" in one_line(r.stderr)
     (tmp_path / "half").mkdir()
     (tmp_path / "half" / "module.txt").write_text(SRC)
-    r = passhost(site, tmp_path, "run", "--reproduce", "half")
+    r = run_passhost(site, "run", "--reproduce", "half", cwd=tmp_path)
     assert r.returncode == 2 and "cannot read pipeline.txt" in one_line(r.stderr)
     (tmp_path / "half" / "pipeline.txt").write_text("ZzrCrash\n")
     (tmp_path / "half" / "config.json").write_text("{not json")
-    r = passhost(site, tmp_path, "run", "--reproduce", "half")
+    r = run_passhost(site, "run", "--reproduce", "half", cwd=tmp_path)
     assert r.returncode == 2 and "config.json is not JSON" in one_line(r.stderr)
     (tmp_path / "half" / "config.json").write_text('{"opt_level": "three"}')
-    r = passhost(site, tmp_path, "run", "--reproduce", "half")
+    r = run_passhost(site, "run", "--reproduce", "half", cwd=tmp_path)
     assert r.returncode == 2 and "opt_level must be an integer" in one_line(r.stderr)
-    r = passhost(site, tmp_path, "run", "--reproduce", "half", str(model))
+    r = run_passhost(site, "run", "--reproduce", "half", str(model), cwd=tmp_path)
     assert r.returncode == 2 and "not allowed with argument" in one_line(r.stderr)
-    r = passhost(site, tmp_path, "run")
+    r = run_passhost(site, "run", cwd=tmp_path)
     assert r.returncode == 2 and "one of the arguments INPUT --example is required" in one_line(r.stderr)
 
 
 def test_an_existing_crash_dir_is_not_overwritten(site, model, tmp_path):
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "keep.txt").write_text("mine")
-    r = passhost(site, tmp_path, "run", str(model), "-p", "ZzrSignFlip,ZzrCrash", "--crash-dir", "taken")
+    r = run_passhost(site, "run", str(model), "-p", "ZzrSignFlip,ZzrCrash", "--crash-dir", "taken", cwd=tmp_path)
     assert r.returncode == 1
     assert "(no reproducer written: crash directory 'taken' already exists and is not empty" in one_line(r.stderr)
     assert os.listdir(tmp_path / "taken") == ["keep.txt"]

@@ -6,11 +6,14 @@
   and matching inputs, for property tests;
 * :func:`chain` — long single-path programs for benchmarks;
 * :func:`check_pass` — TVM's before/expected idiom in one call;
-* :func:`assert_semantics_preserved` — evaluate before and after a pass and compare.
+* :func:`assert_semantics_preserved` — evaluate before and after a pass and compare;
+* :func:`make_dist` / :func:`pip_install` / :func:`run_passhost` — throwaway plugin
+  distributions installed into a temporary directory, and the command run against them.
 """
 from __future__ import annotations
 
 from .check import as_module, assert_semantics_preserved, check_pass, evaluate_main, run_opt_pass
+from .dists import make_dist, pip_install, run_passhost
 from .random_graph import KINDS, random_graph, random_inputs
 from .workloads import chain, example, resnet, resnet_net, xavier_init
 
@@ -28,4 +31,7 @@ __all__ = [
     "run_opt_pass",
     "evaluate_main",
     "as_module",
+    "make_dist",
+    "pip_install",
+    "run_passhost",
 ]
