@@ -13,6 +13,9 @@ import pytest
 from passhost.errors import PasshostError
 from passhost.instrument import InstrumentTypeError, PassInstrument, pass_instrument
 from passhost.ir import Function, IRModule, TensorType, Var
+from passhost.testing.tutorial_instruments import (PassBadEnterCtx, PassBadExitCtx, PassBadRunAfter,
+                                                    PassBadRunBefore, PassBadShouldRun, PassExampleBase,
+                                                    PassFine)
 from passhost.transform import PassContext, Sequential, failed_pass, module_pass
 
 
@@ -25,69 +28,8 @@ infer_type = module_pass(lambda mod, ctx: mod, opt_level=0, name="InferType")
 
 
 # --------------------------------------------------------------------------------------
-# the tutorial's instruments (they print, exactly as in the seed)
+# the tutorial's instruments (they print, exactly as in the seed) come from passhost.testing
 # --------------------------------------------------------------------------------------
-class PassExampleBase:
-    def __init__(self, name):
-        self._name = name
-
-    def enter_pass_ctx(self):
-        print(self._name, "enter_pass_ctx")
-
-    def exit_pass_ctx(self):
-        print(self._name, "exit_pass_ctx")
-
-    def should_run(self, mod, info):
-        print(self._name, "should_run")
-        return True
-
-    def run_before_pass(self, mod, pass_info):
-        print(self._name, "run_before_pass")
-
-    def run_after_pass(self, mod, pass_info):
-        print(self._name, "run_after_pass")
-
-
-@pass_instrument
-class PassFine(PassExampleBase):
-    pass
-
-
-@pass_instrument
-class PassBadEnterCtx(PassExampleBase):
-    def enter_pass_ctx(self):
-        print(self._name, "bad enter_pass_ctx!!!")
-        raise ValueError("{} bad enter_pass_ctx".format(self._name))
-
-
-@pass_instrument
-class PassBadExitCtx(PassExampleBase):
-    def exit_pass_ctx(self):
-        print(self._name, "bad exit_pass_ctx!!!")
-        raise ValueError("{} bad exit_pass_ctx".format(self._name))
-
-
-@pass_instrument
-class PassBadRunBefore(PassExampleBase):
-    def run_before_pass(self, mod, pass_info):
-        print(self._name, "bad run_before_pass!!!")
-        raise ValueError("{} bad run_before_pass".format(self._name))
-
-
-@pass_instrument
-class PassBadShouldRun(PassExampleBase):
-    def should_run(self, mod, info):
-        print(self._name, "bad should_run!!!")
-        raise ValueError("{} bad should_run".format(self._name))
-
-
-@pass_instrument
-class PassBadRunAfter(PassExampleBase):
-    def run_after_pass(self, mod, pass_info):
-        print(self._name, "bad run_after_pass!!!")
-        raise ValueError("{} bad run_after_pass".format(self._name))
-
-
 def lines(capsys) -> list:
     return capsys.readouterr().out.splitlines()
 
@@ -104,7 +46,7 @@ def clean_default_context():
 # --------------------------------------------------------------------------------------
 def test_pass_instrument_decorator():
     assert issubclass(PassFine, PassInstrument) and issubclass(PassFine, PassExampleBase)
-    assert PassFine.__name__ == "PassFine" and PassFine.__module__ == __name__
+    assert PassFine.__name__ == "PassFine" and PassFine.__module__ == "passhost.testing.tutorial_instruments"
     inst = PassFine("a")
     assert inst.name == "PassFine" and inst._name == "a"
     assert pass_instrument(PassFine) is PassFine

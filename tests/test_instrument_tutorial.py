@@ -13,7 +13,7 @@ import pytest
 
 import passhost
 from passhost import ir, testing, transform
-from passhost.instrument import pass_instrument
+from passhost.testing.tutorial_instruments import PassBadEnterCtx, PassBadExitCtx, PassBadRunBefore, PassFine
 from passhost.transform import PassContext
 
 LINE = re.compile(r"^(\t*)([^\t:]+): (\d+)us \[(-?\d+)us\] \((\d+\.\d\d)%; (\d+\.\d\d)%\)$")
@@ -180,53 +180,6 @@ def test_op_diff_of_simplify_inference_on_resnet18(resnet18):
 # --------------------------------------------------------------------------------------
 # exception handling, with the plugin instruments in the list
 # --------------------------------------------------------------------------------------
-class PassExampleBase:
-    def __init__(self, name):
-        self._name = name
-
-    def enter_pass_ctx(self):
-        print(self._name, "enter_pass_ctx")
-
-    def exit_pass_ctx(self):
-        print(self._name, "exit_pass_ctx")
-
-    def should_run(self, mod, info):
-        print(self._name, "should_run")
-        return True
-
-    def run_before_pass(self, mod, pass_info):
-        print(self._name, "run_before_pass")
-
-    def run_after_pass(self, mod, pass_info):
-        print(self._name, "run_after_pass")
-
-
-@pass_instrument
-class PassFine(PassExampleBase):
-    pass
-
-
-@pass_instrument
-class PassBadEnterCtx(PassExampleBase):
-    def enter_pass_ctx(self):
-        print(self._name, "bad enter_pass_ctx!!!")
-        raise ValueError("{} bad enter_pass_ctx".format(self._name))
-
-
-@pass_instrument
-class PassBadExitCtx(PassExampleBase):
-    def exit_pass_ctx(self):
-        print(self._name, "bad exit_pass_ctx!!!")
-        raise ValueError("{} bad exit_pass_ctx".format(self._name))
-
-
-@pass_instrument
-class PassBadRunBefore(PassExampleBase):
-    def run_before_pass(self, mod, pass_info):
-        print(self._name, "bad run_before_pass!!!")
-        raise ValueError("{} bad run_before_pass".format(self._name))
-
-
 def _catch(capsys, fn):
     try:
         fn()
