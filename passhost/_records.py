@@ -73,20 +73,12 @@ def _options_text(options: dict) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in options.items())
 
 
-@dataclass(frozen=True)
-class PassRecord:
-    """One registered pass: the plugin's entry plus what the registry learnt about it.
+class _EntryRecord:
+    """``name`` / ``distribution`` / ``version`` of a record holding ``entry`` and ``source``."""
 
-    ``opt_level`` and ``required`` come from ``entry.factory().info``.
-    """
-
-    entry: PassEntry
+    __slots__ = ()
+    entry: Any
     source: PluginSource
-    opt_level: int
-    required: tuple
-    summary: str
-
-    kind = "pass"
 
     @property
     def name(self) -> str:
@@ -99,6 +91,22 @@ class PassRecord:
     @property
     def version(self) -> Optional[str]:
         return self.source.version
+
+
+@dataclass(frozen=True)
+class PassRecord(_EntryRecord):
+    """One registered pass: the plugin's entry plus what the registry learnt about it.
+
+    ``opt_level`` and ``required`` come from ``entry.factory().info``.
+    """
+
+    entry: PassEntry
+    source: PluginSource
+    opt_level: int
+    required: tuple
+    summary: str
+
+    kind = "pass"
 
     @property
     def after(self) -> tuple:
@@ -132,7 +140,7 @@ class PassRecord:
 
 
 @dataclass(frozen=True)
-class InstrumentRecord:
+class InstrumentRecord(_EntryRecord):
     """One registered pass instrument."""
 
     entry: InstrumentEntry
@@ -140,18 +148,6 @@ class InstrumentRecord:
     summary: str
 
     kind = "instrument"
-
-    @property
-    def name(self) -> str:
-        return self.entry.name
-
-    @property
-    def distribution(self) -> Optional[str]:
-        return self.source.distribution
-
-    @property
-    def version(self) -> Optional[str]:
-        return self.source.version
 
     def build(self, **options: Any) -> Any:
         """Call the factory with ``options``.

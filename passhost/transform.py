@@ -130,6 +130,28 @@ def _pass_name(obj: Any, name: Optional[str]) -> str:
     return getattr(obj, "__name__", None) or type(obj).__name__
 
 
+def _make_pass(cls: type, kind: str, method: str, pass_func: Optional[Callable], opt_level: Optional[int],
+               name: Optional[str], required: Optional[Sequence[str]]) -> Any:
+    """The body of :func:`module_pass` / :func:`function_pass`: ``cls`` is the pass class,
+    ``kind`` its name in messages (``"Module"``), ``method`` the one a decorated class
+    must define."""
+    if opt_level is None:
+        raise PassDefinitionError(f"Please provide opt_level for the {kind.lower()} pass.")
+    required = _check_required(required)
+
+    def create_pass(pass_arg: Any) -> Any:
+        if not callable(pass_arg):
+            raise PassTypeError(f"pass_func must be a callable for {kind} pass")
+        info = PassInfo(opt_level, _pass_name(pass_arg, name), required)
+        if inspect.isclass(pass_arg):
+            return _wrap_class(pass_arg, cls, method, info)
+        return cls(pass_arg, info)
+
+    if pass_func is not None:
+        return create_pass(pass_func)
+    return create_pass
+
+
 def module_pass(pass_func: Optional[Callable] = None, opt_level: Optional[int] = None, name: Optional[str] = None,
                 required: Optional[Sequence[str]] = None) -> Any:
     """Make a :class:`ModulePass` from ``pass_func(mod, ctx) -> IRModule``, or from a class
@@ -144,21 +166,7 @@ def module_pass(pass_func: Optional[Callable] = None, opt_level: Optional[int] =
     :raises PassDefinitionError: (a ``ValueError``) ``opt_level`` is missing.
     :raises PassTypeError: ``required`` is not a list/tuple, or the argument is not callable.
     """
-    if opt_level is None:
-        raise PassDefinitionError("Please provide opt_level for the module pass.")
-    required = _check_required(required)
-
-    def create_module_pass(pass_arg: Any) -> Any:
-        if not callable(pass_arg):
-            raise PassTypeError("pass_func must be a callable for Module pass")
-        info = PassInfo(opt_level, _pass_name(pass_arg, name), required)
-        if inspect.isclass(pass_arg):
-            return _wrap_class(pass_arg, ModulePass, "transform_module", info)
-        return ModulePass(pass_arg, info)
-
-    if pass_func is not None:
-        return create_module_pass(pass_func)
-    return create_module_pass
+    return _make_pass(ModulePass, "Module", "transform_module", pass_func, opt_level, name, required)
 
 
 def function_pass(pass_func: Optional[Callable] = None, opt_level: Optional[int] = None,
@@ -182,21 +190,7 @@ def function_pass(pass_func: Optional[Callable] = None, opt_level: Optional[int]
     :raises PassDefinitionError: (a ``ValueError``) ``opt_level`` is missing.
     :raises PassTypeError: ``required`` is not a list/tuple, or the argument is not callable.
     """
-    if opt_level is None:
-        raise PassDefinitionError("Please provide opt_level for the function pass.")
-    required = _check_required(required)
-
-    def create_function_pass(pass_arg: Any) -> Any:
-        if not callable(pass_arg):
-            raise PassTypeError("pass_func must be a callable for Function pass")
-        info = PassInfo(opt_level, _pass_name(pass_arg, name), required)
-        if inspect.isclass(pass_arg):
-            return _wrap_class(pass_arg, FunctionPass, "transform_function", info)
-        return FunctionPass(pass_arg, info)
-
-    if pass_func is not None:
-        return create_function_pass(pass_func)
-    return create_function_pass
+    return _make_pass(FunctionPass, "Function", "transform_function", pass_func, opt_level, name, required)
 
 
 # the public classes belong to this module (they are defined in private helpers)
