@@ -111,6 +111,26 @@ def test_keep_types_carries_the_type_to_rebuilt_parents_only():
     assert plain is not root and not plain.has_type
 
 
+def test_keep_checked_type_needs_typed_children():
+    x = ir.var("x", shape=(2,))
+    old = ir.add(x, ir.const(1.0))
+    ir.infer_type(old)
+    typed_child = ir.const(2.0)
+    ir.infer_type(typed_child)
+    new = ir.add(x, typed_child)
+    assert ir.keep_checked_type(old, new) is new and new.checked_type == old.checked_type
+    untyped = ir.add(x, ir.const(3.0))
+    assert ir.keep_checked_type(old, untyped) is untyped and not untyped.has_type
+    # explicit kids: only those are checked (the untyped constant is not among them)
+    partial = ir.add(x, ir.const(4.0))
+    ir.keep_checked_type(old, partial, (x,))
+    assert partial.checked_type == old.checked_type
+    # an untyped ``old`` gives nothing
+    fresh = ir.add(x, typed_child)
+    ir.keep_checked_type(ir.add(ir.var("y", shape=(2,)), typed_child), fresh)
+    assert not fresh.has_type
+
+
 class CountCalls(ir.ExprVisitor):
     def __init__(self):
         super().__init__()

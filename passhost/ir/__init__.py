@@ -17,6 +17,7 @@ from .visitor import (
     ExprMutator,
     ExprVisitor,
     children,
+    keep_checked_type,
     post_order,
     post_order_visit,
     rewrite_post_order,
@@ -46,7 +47,7 @@ __all__ = [
     # module
     "IRModule",
     # traversal and analysis
-    "ExprFunctor", "ExprVisitor", "ExprMutator", "children", "post_order", "post_order_visit",
+    "ExprFunctor", "ExprVisitor", "ExprMutator", "children", "keep_checked_type", "post_order", "post_order_visit",
     "rewrite_post_order", "with_children", "free_vars", "bound_vars", "count_ops",
     # structure, text, types, evaluation
     "structural_equal", "structural_hash", "assert_structural_equal",

@@ -17,7 +17,7 @@ Two styles are offered:
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, Iterable, Optional
 
 from ._gc import gc_paused
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
@@ -25,6 +25,7 @@ from .op import Op
 
 __all__ = [
     "children",
+    "keep_checked_type",
     "post_order",
     "post_order_visit",
     "rewrite_post_order",
@@ -55,6 +56,24 @@ def children(node: Expr) -> tuple:
     if t is If:
         return (node.cond, node.true_branch, node.false_branch)
     return ()
+
+
+def keep_checked_type(old: Expr, new: Expr, kids: Optional[Iterable[Expr]] = None) -> Expr:
+    """Give ``new``, a rebuild of ``old``, the ``checked_type`` of ``old`` when ``new`` has
+    none yet and every child in ``kids`` (default: ``children(new)``) is typed or an
+    ``Op`` — as TVM's copy-on-write rebuild keeps ``checked_type`` — so type inference
+    afterwards only has to type genuinely new nodes. Returns ``new``.
+
+    For type-preserving rewrites (constant folding, CSE, dead-code elimination) that
+    rebuild a node because a child was replaced by an equally typed one.
+    """
+    ty = old._checked_type
+    if ty is not None and new._checked_type is None:
+        for k in children(new) if kids is None else kids:
+            if k._checked_type is None and type(k) is not Op:
+                return new
+        new._set_checked_type(ty)
+    return new
 
 
 @gc_paused
@@ -208,10 +227,7 @@ def rewrite_post_order(root: Expr, rewrite: Callable[[Expr], Optional[Expr]],
             kids = children(node)
             new = with_children(node, tuple(get(c, c) for c in kids))
         if keep_types and new is not node:
-            ct = node._checked_type
-            if ct is not None and new._checked_type is None and all(
-                    c._checked_type is not None or type(c) is Op for c in children(new)):
-                new._set_checked_type(ct)
+            keep_checked_type(node, new)
         r = rewrite(new)
         memo[node] = new if r is None else r
     return memo.get(root, root)

@@ -57,6 +57,7 @@ from passhost.ir import (
     Tuple,
     TupleGetItem,
     Var,
+    keep_checked_type,
     post_order,
 )
 from passhost.ir._gc import paused as _gc_paused
@@ -309,16 +310,6 @@ def count_uses(func: Function, purity: Purity) -> dict:
     return counts
 
 
-def _typed_like(orig: Expr, new: Expr, kids: Any) -> Expr:
-    ty = orig._checked_type
-    if ty is not None and new._checked_type is None:
-        for k in kids:
-            if k._checked_type is None and type(k) is not Op:
-                return new
-        new._set_checked_type(ty)
-    return new
-
-
 def eliminate_dead_code(func: Function, purity: Purity = None, inline_once: bool = False) -> Function:
     """Remove the unused pure let-bindings of ``func`` (inline single uses if asked).
 
@@ -363,7 +354,7 @@ def _rewrite(func: Function, drop: set, inline: dict, counts: dict) -> Function:
                 if value is node.value and body is node.body:
                     new = node
                 else:
-                    new = _typed_like(node, Let(var, value, body), (value, body))
+                    new = keep_checked_type(node, Let(var, value, body), (value, body))
         elif t is Call:
             op = node.op
             nop = get(op, op)
@@ -372,7 +363,7 @@ def _rewrite(func: Function, drop: set, inline: dict, counts: dict) -> Function:
             if nop is op and all(a is b for a, b in zip(nargs, args)):
                 new = node
             else:
-                new = _typed_like(node, Call(nop, nargs, node.attrs if type(nop) is type(op) else None), nargs)
+                new = keep_checked_type(node, Call(nop, nargs, node.attrs if type(nop) is type(op) else None), nargs)
         elif t in _LEAVES:
             lv = leaf_valued.get(node) if leaf_valued else None
             if lv is not None:
@@ -382,19 +373,19 @@ def _rewrite(func: Function, drop: set, inline: dict, counts: dict) -> Function:
             new = get(node, node)
         elif t is Function:
             body = get(node.body, node.body)
-            new = node if body is node.body else _typed_like(
+            new = node if body is node.body else keep_checked_type(
                 node, Function(node.params, body, node.ret_type, node.attrs), (body,))
         elif t is Tuple:
             nf = [get(f, f) for f in node.fields]
-            new = node if all(a is b for a, b in zip(nf, node.fields)) else _typed_like(node, Tuple(nf), nf)
+            new = node if all(a is b for a, b in zip(nf, node.fields)) else keep_checked_type(node, Tuple(nf), nf)
         elif t is TupleGetItem:
             tv = get(node.tuple_value, node.tuple_value)
-            new = node if tv is node.tuple_value else _typed_like(node, TupleGetItem(tv, node.index), (tv,))
+            new = node if tv is node.tuple_value else keep_checked_type(node, TupleGetItem(tv, node.index), (tv,))
         elif t is If:
             kids = (get(node.cond, node.cond), get(node.true_branch, node.true_branch),
                     get(node.false_branch, node.false_branch))
             new = node if (kids[0] is node.cond and kids[1] is node.true_branch
-                           and kids[2] is node.false_branch) else _typed_like(node, If(*kids), kids)
+                           and kids[2] is node.false_branch) else keep_checked_type(node, If(*kids), kids)
         else:  # pragma: no cover
             raise PassError(f"DeadCodeElimination: unknown node kind {t.__name__}", "DeadCodeElimination")
         if new is not node:

@@ -52,6 +52,7 @@ from passhost.ir import (
     TupleGetItem,
     Var,
     children,
+    keep_checked_type,
     post_order,
     with_children,
 )
@@ -89,18 +90,6 @@ def _arg_key(a: Expr, const_keys: dict) -> Any:
     return _field_key(a, const_keys)
 
 
-def _typed_like(orig: Expr, new: Expr) -> Expr:
-    """Give the rebuilt ``new`` the type of ``orig`` when all its children are typed
-    (TVM's copy-on-write rebuild keeps ``checked_type``)."""
-    ty = orig._checked_type
-    if ty is not None and new._checked_type is None:
-        for k in children(new):
-            if k._checked_type is None and type(k) is not Op:
-                return new
-        new._set_checked_type(ty)
-    return new
-
-
 def eliminate_common_subexpr(expr: Expr, fskip: Optional[Callable[[Expr], bool]] = None) -> Expr:
     """Merge common sub-expressions of ``expr`` (usually a ``Function``).
 
@@ -135,7 +124,7 @@ def _cse(expr: Expr, fskip: Optional[Callable[[Expr], bool]]) -> Expr:
                 if na is a and nb is b:
                     new = node
                 else:
-                    new = _typed_like(node, Call(op, (na, nb), node.attrs))
+                    new = keep_checked_type(node, Call(op, (na, nb), node.attrs))
                     a, b = na, nb
             else:
                 nop = get(op, op)
@@ -143,7 +132,7 @@ def _cse(expr: Expr, fskip: Optional[Callable[[Expr], bool]]) -> Expr:
                 if nop is op and all(x is y for x, y in zip(nargs, args)):
                     new = node
                 else:
-                    new = _typed_like(node, Call(nop, nargs, node.attrs if type(nop) is type(op) else None))
+                    new = keep_checked_type(node, Call(nop, nargs, node.attrs if type(nop) is type(op) else None))
                     op = nop
                 args = nargs
             # 2. look the call up among the earlier ones
@@ -168,7 +157,7 @@ def _cse(expr: Expr, fskip: Optional[Callable[[Expr], bool]]) -> Expr:
             kids = children(node)
             new = with_children(node, tuple([get(k, k) for k in kids]))
             if new is not node:
-                new = _typed_like(node, new)
+                new = keep_checked_type(node, new)
             if t is _TGI and (fskip is None or not fskip(new)):
                 new = getitems.setdefault((new.tuple_value, new.index), new)
             if new is not node:

@@ -59,12 +59,13 @@ from passhost.ir import (
     If,
     Let,
     Op,
+    TensorType,
     Tuple,
     TupleGetItem,
-    TensorType,
     TupleType,
     Var,
     infer_type,
+    keep_checked_type,
     post_order,
 )
 from passhost.ir._gc import paused as _gc_paused
@@ -293,17 +294,6 @@ def _fold_call(call: Call, orig: Call, kind: int) -> Optional[Expr]:
 # ---------------------------------------------------------------------------------------
 
 
-def _typed_like(orig: Expr, new: Expr, kids: Any) -> Expr:
-    """Give the rebuilt ``new`` the type of ``orig`` when all its children are typed."""
-    ty = orig._checked_type
-    if ty is not None and new._checked_type is None:
-        for k in kids:
-            if k._checked_type is None and type(k) is not Op:
-                return new
-        new._set_checked_type(ty)
-    return new
-
-
 def fold_constant(expr: Expr, fold_qnn: bool = False) -> Expr:
     """Fold the constants of ``expr`` (usually a ``Function``); see the module docstring.
 
@@ -358,7 +348,7 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
                         memo[var] = new
                 continue
             else:
-                new = _typed_like(node, Call(nop, args if nargs is None else nargs,
+                new = keep_checked_type(node, Call(nop, args if nargs is None else nargs,
                                              node.attrs if type(nop) is type(op) else None),
                                   args if nargs is None else nargs)
             if type(nop) is _Op and args:
@@ -387,7 +377,7 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
             elif value is node.value and body is node.body:
                 new = node
             else:
-                new = _typed_like(node, Let(node.var, value, body), (value, body))
+                new = keep_checked_type(node, Let(node.var, value, body), (value, body))
         elif t is _TGI:
             tv = get(node.tuple_value, node.tuple_value)
             inner = _unwrap(tv)
@@ -396,14 +386,14 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
             elif tv is node.tuple_value:
                 new = node
             else:
-                new = _typed_like(node, TupleGetItem(tv, node.index), (tv,))
+                new = keep_checked_type(node, TupleGetItem(tv, node.index), (tv,))
         elif t is _Tuple:
             fields = node.fields
             nfields = [get(f, f) for f in fields]
             if all(a is b for a, b in zip(nfields, fields)):
                 new = node
             else:
-                new = _typed_like(node, Tuple(nfields), nfields)
+                new = keep_checked_type(node, Tuple(nfields), nfields)
         elif t is _If:
             cond = get(node.cond, node.cond)
             then = get(node.true_branch, node.true_branch)
@@ -414,7 +404,7 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
             elif cond is node.cond and then is node.true_branch and other is node.false_branch:
                 new = node
             else:
-                new = _typed_like(node, If(cond, then, other), (cond, then, other))
+                new = keep_checked_type(node, If(cond, then, other), (cond, then, other))
         elif t is _Function:
             if is_primitive(node):
                 continue
@@ -422,7 +412,7 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
             if body is node.body:
                 new = node
             else:
-                new = _typed_like(node, Function(node.params, body, node.ret_type, node.attrs), (body,))
+                new = keep_checked_type(node, Function(node.params, body, node.ret_type, node.attrs), (body,))
         else:  # pragma: no cover - every node kind is handled above
             raise PassError(f"FoldConstant: unknown node kind {t.__name__}", "FoldConstant")
         if new is not node:
