@@ -239,3 +239,12 @@ def test_analysis_free_and_bound_vars_and_op_counts():
     assert ir.free_vars(body) == [x, y]
     assert ir.bound_vars(body) == [v]
     assert ir.count_ops(body) == {"add": 1, "multiply": 1}
+
+
+def test_is_primitive_marks_fused_kernels_only():
+    x = ir.var("x", shape=(2,))
+    body = ir.exp(x)
+    assert ir.is_primitive(Function([x], body, attrs={"Primitive": 1}))
+    assert not ir.is_primitive(Function([x], body, attrs={"Primitive": 0}))
+    assert not ir.is_primitive(Function([x], body))
+    assert not ir.is_primitive(body)

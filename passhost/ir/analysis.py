@@ -1,11 +1,12 @@
-"""Small analyses over expressions: free variables, bound variables, op counts."""
+"""Small analyses over expressions: free variables, bound variables, op counts, fused
+kernels."""
 from __future__ import annotations
 
 from .expr import Call, Expr, Function, Let, Var
 from .op import Op
 from .visitor import post_order
 
-__all__ = ["free_vars", "bound_vars", "all_vars", "count_ops"]
+__all__ = ["free_vars", "bound_vars", "all_vars", "count_ops", "is_primitive"]
 
 
 def bound_vars(expr: Expr) -> list:
@@ -47,3 +48,9 @@ def count_ops(expr: Expr) -> dict:
             name = node.op.name
             counts[name] = counts.get(name, 0) + 1
     return counts
+
+
+def is_primitive(expr: Expr) -> bool:
+    """Whether ``expr`` is a function marked ``Primitive`` (non-zero): a fused kernel,
+    which graph-level passes keep as it is (use it as ``post_order(..., skip=is_primitive)``)."""
+    return type(expr) is Function and bool(expr.attrs.get("Primitive", 0))

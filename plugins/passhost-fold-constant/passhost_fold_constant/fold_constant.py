@@ -66,6 +66,7 @@ from passhost.ir import (
     Var,
     infer_type,
     keep_checked_type,
+    is_primitive,
     post_order,
 )
 from passhost.ir._gc import paused as _gc_paused
@@ -96,11 +97,6 @@ _LEAVES = (Var, Constant, Op, GlobalVar)
 # ---------------------------------------------------------------------------------------
 # predicates
 # ---------------------------------------------------------------------------------------
-
-
-def is_primitive(expr: Expr) -> bool:
-    """Whether ``expr`` is a function marked ``Primitive=1`` (a fused kernel)."""
-    return type(expr) is Function and bool(expr.attrs.get("Primitive", 0))
 
 
 def _is_on_device(expr: Expr) -> bool:

@@ -56,6 +56,7 @@ from passhost.ir import (
     Tuple,
     TupleGetItem,
     Var,
+    is_primitive,
     post_order,
 )
 from passhost.ir._gc import paused as _gc_paused
@@ -72,11 +73,6 @@ _ATOMS = (Var, Op, GlobalVar)
 def fresh_var(type_annotation: Any = None) -> Var:
     """A fresh variable ``x_<N>`` (process-wide counter, as TVM's ``Var::GenSym``)."""
     return Var(f"x_{next(_COUNTER)}", type_annotation)
-
-
-def is_primitive(node: Expr) -> bool:
-    """Whether ``node`` is a function marked ``Primitive`` (kept as it is)."""
-    return type(node) is Function and bool(node.attrs.get("Primitive", 0))
 
 
 class _Scope:
