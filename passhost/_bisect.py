@@ -24,15 +24,13 @@ import argparse
 import os
 import sys
 import time
-import zipfile
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-import numpy as np
 
 from . import ir, transform
 from .errors import PasshostError
-from .numerics import compare_outputs, evaluable, random_inputs
+from .numerics import compare_outputs, evaluable, load_npz, random_inputs
 
 __all__ = ["add_parser", "cmd_bisect", "flatten", "compare_results", "Bisection", "bisect"]
 
@@ -55,14 +53,7 @@ def load_inputs(mod: ir.IRModule, path: str) -> list:
     """Arrays for ``main``'s parameters from an ``.npz`` saved with names (no pickles)."""
     from .cli import CommandError
 
-    try:
-        loaded = np.load(path, allow_pickle=False)
-        if not hasattr(loaded, "files"):
-            raise CommandError(f"--inputs {path!r} holds a single array; save named arrays with np.savez")
-        with loaded:
-            arrays = {k: loaded[k] for k in loaded.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
-        raise CommandError(f"cannot read --inputs {path!r}: {' '.join(str(err).split())}") from None
+    arrays = load_npz(path, "--inputs", CommandError)
     names = [p.name_hint for p in mod["main"].params]
     missing = [n for n in names if n not in arrays]
     if missing:

@@ -11,7 +11,6 @@ import ast
 import json
 import os
 import sys
-import zipfile
 from enum import IntEnum
 from typing import Any, Optional, Sequence
 
@@ -212,16 +211,9 @@ def _load_input(path: str) -> ir.IRModule:
 
 
 def _bind_params(mod: ir.IRModule, path: str) -> ir.IRModule:
-    import numpy as np
+    from .numerics import load_npz
 
-    try:
-        loaded = np.load(path, allow_pickle=False)
-        if not hasattr(loaded, "files"):
-            raise CommandError(f"--params {path!r} holds a single array; save named arrays with np.savez")
-        with loaded:
-            params = {k: loaded[k] for k in loaded.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
-        raise CommandError(f"cannot read --params {path!r}: {_one_line(err)}") from None
+    params = load_npz(path, "--params", CommandError)
     if "main" not in {gv.name_hint for gv in mod.functions}:
         raise CommandError("--params binds parameters of @main, but the module has no @main")
     known = {p.name_hint for p in mod["main"].params}

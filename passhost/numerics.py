@@ -5,18 +5,20 @@ the ``verify-numerics`` instrument; public API).
 * :func:`evaluable` — a module :func:`passhost.ir.evaluate` may type without touching
   the caller's nodes;
 * :func:`compare_outputs` — the worst difference between two results, within
-  ``rtol``/``atol``.
+  ``rtol``/``atol``;
+* :func:`load_npz` — the named arrays of an ``.npz`` file (no pickles).
 """
 from __future__ import annotations
 
+import zipfile
 from typing import Any, Optional
 
 import numpy as np
 
 from . import ir
-from .errors import IRError
+from .errors import IRError, PasshostError
 
-__all__ = ["random_inputs", "evaluable", "compare_outputs"]
+__all__ = ["random_inputs", "evaluable", "compare_outputs", "load_npz"]
 
 _INF = float("inf")
 
@@ -127,3 +129,24 @@ def compare_outputs(got: Any, want: Any, rtol: float, atol: float) -> Optional[t
             worst = (max_abs, max_rel, f"{where}: max abs error {max_abs:.6g}, max rel error {max_rel:.6g} "
                                        f"({bad} of {np.size(close)} elements beyond rtol={rtol:g}, atol={atol:g})")
     return worst
+
+
+def load_npz(path: str, label: str, error: type = PasshostError, prefix: str = "") -> dict:
+    """``{name: array}`` from an ``.npz`` file saved with names (``np.savez``); pickled
+    objects are refused.
+
+    :param label: what the file is to the user, e.g. ``"--params"``; messages read
+        ``{prefix}{label} 'x.npy' holds a single array; save named arrays with np.savez``
+        and ``{prefix}cannot read {label} 'x.npz': <reason>``
+    :param error: the :class:`~passhost.errors.PasshostError` subclass to raise
+    :raises error: the file is missing, unreadable, not an ``.npz``, or holds one array
+    """
+    try:
+        loaded = np.load(path, allow_pickle=False)
+        if not hasattr(loaded, "files"):
+            raise error(f"{prefix}{label} {path!r} holds a single array; save named arrays with np.savez")
+        with loaded:
+            return {k: loaded[k] for k in loaded.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
+        reason = " ".join(str(err).split()) or type(err).__name__
+        raise error(f"{prefix}cannot read {label} {path!r}: {reason}") from None

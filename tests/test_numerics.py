@@ -4,9 +4,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from passhost import ir, testing
-from passhost.numerics import compare_outputs, evaluable, random_inputs
+from passhost.errors import PasshostError
+from passhost.numerics import compare_outputs, evaluable, load_npz, random_inputs
 
 
 def test_compare_outputs_match_and_worst():
@@ -43,3 +45,24 @@ def test_evaluable_leaves_untyped_module_untouched():
     assert not mod["main"].has_type
     typed = ir.infer_type(mod)
     assert evaluable(typed) is typed
+
+
+class _Oops(PasshostError):
+    pass
+
+
+def test_load_npz_reads_named_arrays_and_names_the_file_in_errors(tmp_path):
+    good = tmp_path / "p.npz"
+    np.savez(good, w=np.arange(3, dtype="float32"))
+    arrays = load_npz(str(good), "--params")
+    assert list(arrays) == ["w"] and arrays["w"].tolist() == [0.0, 1.0, 2.0]
+    single = tmp_path / "one.npy"
+    np.save(single, np.zeros(2))
+    with pytest.raises(_Oops, match=r"^x: --params '.*one\.npy' holds a single array; save named arrays"):
+        load_npz(str(single), "--params", _Oops, prefix="x: ")
+    with pytest.raises(PasshostError, match=r"^cannot read inputs '.*missing\.npz': "):
+        load_npz(str(tmp_path / "missing.npz"), "inputs")
+    pickled = tmp_path / "obj.npz"
+    np.savez(pickled, o=np.array([{"a": 1}], dtype=object))
+    with pytest.raises(PasshostError, match="cannot read inputs"):
+        load_npz(str(pickled), "inputs")["o"]

@@ -26,16 +26,14 @@ Example (``SignFlip`` negates ``@main``'s result)::
 from __future__ import annotations
 
 import logging
-import zipfile
 from dataclasses import dataclass
 from typing import Any, Optional
 
-import numpy as np
 
 from passhost import ir
 from passhost.errors import PassError, PasshostError
 from passhost.instrument import PassInstrument
-from passhost.numerics import compare_outputs, evaluable, random_inputs
+from passhost.numerics import compare_outputs, evaluable, load_npz, random_inputs
 
 __all__ = ["VerifyNumerics", "NumericsFailure", "compare_results"]
 
@@ -61,18 +59,6 @@ def compare_results(got: Any, want: Any, rtol: float, atol: float) -> Optional[t
     ``(max_abs_error, max_rel_error, message)`` for the worst array
     (:func:`passhost.numerics.compare_outputs`)."""
     return compare_outputs(got, want, rtol, atol)
-
-
-def _load_npz(path: str) -> dict:
-    try:
-        loaded = np.load(path, allow_pickle=False)
-        if not hasattr(loaded, "files"):
-            raise PasshostError(f"verify-numerics: inputs {path!r} holds a single array; "
-                                "save named arrays with np.savez")
-        with loaded:
-            return {k: loaded[k] for k in loaded.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
-        raise PasshostError(f"verify-numerics: cannot read inputs {path!r}: {' '.join(str(err).split())}") from None
 
 
 def _changed(before: Any, after: Any) -> bool:
@@ -110,7 +96,7 @@ class VerifyNumerics(PassInstrument):
             raise PasshostError(f"verify-numerics: seed must be an integer, got {seed!r}")
         if not isinstance(stop, bool):
             raise PasshostError(f"verify-numerics: stop must be True or False, got {stop!r}")
-        self.inputs = _load_npz(inputs) if isinstance(inputs, str) else inputs
+        self.inputs = load_npz(inputs, "inputs", prefix="verify-numerics: ") if isinstance(inputs, str) else inputs
         self.seed, self.rtol, self.atol, self.stop = seed, float(rtol), float(atol), stop
         self._reset()
 
