@@ -248,3 +248,13 @@ def test_is_primitive_marks_fused_kernels_only():
     assert not ir.is_primitive(Function([x], body, attrs={"Primitive": 0}))
     assert not ir.is_primitive(Function([x], body))
     assert not ir.is_primitive(body)
+
+
+def test_module_changed_by_identity_then_functions_then_structure():
+    x = ir.var("x", shape=(2,))
+    mod = ir.IRModule.from_expr(Function([x], ir.exp(x)))
+    assert not ir.module_changed(mod, mod)
+    assert not ir.module_changed(mod, mod.copy())  # same function objects
+    y = ir.var("x", shape=(2,))
+    assert not ir.module_changed(mod, ir.IRModule.from_expr(Function([y], ir.exp(y))))  # equal structure
+    assert ir.module_changed(mod, ir.IRModule.from_expr(Function([y], ir.negative(y))))

@@ -1,12 +1,14 @@
 """Small analyses over expressions: free variables, bound variables, op counts, fused
-kernels."""
+kernels, and whether a pass changed a module."""
 from __future__ import annotations
 
 from .expr import Call, Expr, Function, Let, Var
+from .module import IRModule
 from .op import Op
+from .structural import structural_hash
 from .visitor import post_order
 
-__all__ = ["free_vars", "bound_vars", "all_vars", "count_ops", "is_primitive"]
+__all__ = ["free_vars", "bound_vars", "all_vars", "count_ops", "is_primitive", "module_changed"]
 
 
 def bound_vars(expr: Expr) -> list:
@@ -54,3 +56,15 @@ def is_primitive(expr: Expr) -> bool:
     """Whether ``expr`` is a function marked ``Primitive`` (non-zero): a fused kernel,
     which graph-level passes keep as it is (use it as ``post_order(..., skip=is_primitive)``)."""
     return type(expr) is Function and bool(expr.attrs.get("Primitive", 0))
+
+
+def module_changed(before: IRModule, after: IRModule) -> bool:
+    """Whether ``after`` differs from ``before`` (e.g. the module a pass returned): the same
+    module object, or a module holding the same function objects, is unchanged without
+    further work; otherwise :func:`~passhost.ir.structural_hash` decides."""
+    if before is after:
+        return False
+    b, a = dict(before.items()), dict(after.items())
+    if b.keys() == a.keys() and all(a[k] is f for k, f in b.items()):
+        return False
+    return structural_hash(before) != structural_hash(after)

@@ -110,15 +110,8 @@ def module_op_count(mod: Any, cache: Optional[dict] = None) -> int:
     return total
 
 
-def module_changed(before: Any, after: Any) -> bool:
-    """Whether ``after`` differs from ``before``: identity first, then the function
-    objects, then :func:`passhost.ir.structural_hash`."""
-    if before is after:
-        return False
-    b, a = dict(before.items()), dict(after.items())
-    if b.keys() == a.keys() and all(a[k] is f for k, f in b.items()):
-        return False
-    return ir.structural_hash(before) != ir.structural_hash(after)
+#: whether a pass changed the module (kept here: part of this plugin's API)
+module_changed = ir.module_changed
 
 
 class _Frame:

@@ -61,15 +61,6 @@ def compare_results(got: Any, want: Any, rtol: float, atol: float) -> Optional[t
     return compare_outputs(got, want, rtol, atol)
 
 
-def _changed(before: Any, after: Any) -> bool:
-    if before is after:
-        return False
-    b, a = dict(before.items()), dict(after.items())
-    if b.keys() == a.keys() and all(a[k] is f for k, f in b.items()):
-        return False
-    return ir.structural_hash(before) != ir.structural_hash(after)
-
-
 class VerifyNumerics(PassInstrument):
     """Evaluate ``@main`` before the pipeline and after every pass that changed it.
 
@@ -139,7 +130,7 @@ class VerifyNumerics(PassInstrument):
         self._last = mod
 
     def _check(self, mod: Any, blame: str, depth: int) -> None:
-        if self._args is None or not _changed(self._last, mod):
+        if self._args is None or not ir.module_changed(self._last, mod):
             self._last = mod
             return
         self._last = mod
