@@ -100,10 +100,25 @@ def norm_axes(op: str, axis: Any, ndim: int, exclude: bool = False) -> tuple:
     return tuple(sorted(axes))
 
 
+#: (shape, shape) -> broadcast shape; every binary call of a graph asks again for the
+#: same few pairs (bounded in size)
+_BROADCAST: dict = {}
+
+
 def broadcast_shape(a: tuple, b: tuple) -> Optional[tuple]:
     """numpy broadcasting of two shapes, or ``None`` when they do not broadcast."""
     if a == b:
         return a
+    known = _BROADCAST.get((a, b))
+    if known is not None:
+        return known
+    out = _broadcast_shape(a, b)
+    if out is not None and len(_BROADCAST) < 4096:
+        _BROADCAST[(a, b)] = out
+    return out
+
+
+def _broadcast_shape(a: tuple, b: tuple) -> Optional[tuple]:
     la, lb = len(a), len(b)
     n = la if la > lb else lb
     out = []
