@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from passhost.testing.seeds import collapse, seed_code_blocks
+
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "tests" / "seeds" / "tvm-use-pass-infra-tutorial.txt"
 
@@ -24,16 +26,7 @@ def _load_example():
     return module
 
 
-def _collapse(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _seed_blocks() -> list:
-    text = SEED.read_text(encoding="utf-8")
-    return re.findall(r"\.\. code-block:: none (.*?)(?= \.\. GENERATED FROM| \.\. _sphx_glr_download)", text)
-
-
-BLOCKS = _seed_blocks()
+BLOCKS = seed_code_blocks(SEED)
 STEP_NAMES = [
     "manual_fold_constant",
     "manual_eliminate_common_subexpr",
@@ -52,8 +45,8 @@ def test_seed_has_every_printed_block():
 @pytest.mark.parametrize("index,step", list(enumerate(STEP_NAMES)))
 def test_step_prints_like_tvm(index, step):
     tutorial = _load_example()
-    got = _collapse(str(getattr(tutorial, step)()))
-    assert got == _collapse(BLOCKS[index])
+    got = collapse(str(getattr(tutorial, step)()))
+    assert got == collapse(BLOCKS[index])
 
 
 def test_instrument_sees_passes_in_the_seed_order():
@@ -69,7 +62,7 @@ def test_instrument_sees_passes_in_the_seed_order():
 
 def test_instrument_run_prints_exactly_the_seed():
     tutorial = _load_example()
-    assert _collapse(tutorial.debug_with_instrument()) == _collapse(BLOCKS[-1])
+    assert collapse(tutorial.debug_with_instrument()) == collapse(BLOCKS[-1])
 
 
 def test_example_prints_untyped_like_the_seed_first_module():
@@ -78,7 +71,7 @@ def test_example_prints_untyped_like_the_seed_first_module():
     from passhost.testing import example
 
     first = BLOCKS[-1].split("required passes: [] ", 1)[1].split(" Running pass:")[0]
-    assert _collapse(str(ir.IRModule.from_expr(example()))) == _collapse(first)
+    assert collapse(str(ir.IRModule.from_expr(example()))) == collapse(first)
 
 
 def test_forum_thread_sequential_gates_but_direct_calls_always_run():

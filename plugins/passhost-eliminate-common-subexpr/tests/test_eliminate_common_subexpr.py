@@ -2,7 +2,6 @@
 output, semantics on random programs, and 100,000-deep chains."""
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
@@ -12,19 +11,10 @@ import passhost
 from passhost import ir
 from passhost.errors import PassError
 from passhost.testing import assert_semantics_preserved, chain, check_pass, example, random_graph
+from passhost.testing.seeds import collapse, seed_code_blocks
 from passhost_eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_subexpr
 
 SEED = Path(__file__).resolve().parents[3] / "tests" / "seeds" / "tvm-use-pass-infra-tutorial.txt"
-
-
-def _collapse(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _seed_block(i: int) -> str:
-    text = SEED.read_text(encoding="utf-8")
-    blocks = re.findall(r"\.\. code-block:: none (.*?)(?= \.\. GENERATED FROM| \.\. _sphx_glr_download)", text)
-    return blocks[i]
 
 
 def _two_relu_adds():
@@ -130,7 +120,7 @@ def test_merges_inside_a_called_local_function_with_two_arguments():
 def test_tutorial_prints_the_seed_output():
     fold = passhost.passes.FoldConstant()
     mod = EliminateCommonSubexpr()(fold(ir.IRModule.from_expr(example())))
-    assert _collapse(str(mod)) == _collapse(_seed_block(1))
+    assert collapse(str(mod)) == collapse(seed_code_blocks(SEED)[1])
 
 
 def test_nothing_to_merge_returns_the_same_function():

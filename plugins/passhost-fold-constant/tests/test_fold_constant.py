@@ -2,7 +2,6 @@
 semantics on random programs, and a 100,000-deep chain."""
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
@@ -13,22 +12,13 @@ import passhost
 from passhost import ir
 from passhost.errors import PassError
 from passhost.testing import assert_semantics_preserved, chain, check_pass, example, random_graph
+from passhost.testing.seeds import collapse, seed_code_blocks
 from passhost_fold_constant import FoldConstant, fold_constant
 
 SEED = Path(__file__).resolve().parents[3] / "tests" / "seeds" / "tvm-use-pass-infra-tutorial.txt"
 
 C_DATA = np.array([1, 2, 3], dtype="float32")
 T = ir.TensorType((1, 2, 3), "float32")
-
-
-def _collapse(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _seed_block(i: int) -> str:
-    text = SEED.read_text(encoding="utf-8")
-    blocks = re.findall(r"\.\. code-block:: none (.*?)(?= \.\. GENERATED FROM| \.\. _sphx_glr_download)", text)
-    return blocks[i]
 
 
 def test_registered_with_tvm_info():
@@ -208,7 +198,7 @@ def test_option_is_validated():
 
 def test_tutorial_prints_the_seed_output():
     mod = FoldConstant()(ir.IRModule.from_expr(example()))
-    assert _collapse(str(mod)) == _collapse(_seed_block(0))
+    assert collapse(str(mod)) == collapse(seed_code_blocks(SEED)[0])
 
 
 @pytest.mark.parametrize("lets,tuples", [(False, False), (True, False), (False, True), (True, True)])
