@@ -80,7 +80,7 @@ def run_passes(n: int, repeat: int, warmup: int) -> list:
 
 #: small-size options per script for ``--quick``, used when the script's ``--help`` lists them
 QUICK_ARGS = {"passmgr": ["--passes", "50", "--repeats", "3"], "instruments": ["--repeats", "1", "--layers", "18"],
-              "models": ["--quick"]}
+              "models": ["--repeat", "1", "--layers", "18"]}
 
 
 def _quick_args(path: Path, key: str):

@@ -114,12 +114,13 @@ def test_peers_passhost_side_and_optional_peers():
 
 
 def test_entry_point_quick_writes_json(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--only", "ir,passes,passmgr",
+    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--only", "ir,passes,passmgr,models",
                            "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     (path,) = tmp_path.glob("*.json")
     report = json.loads(path.read_text())
-    assert set(report["results"]) == {"ir", "passes", "passmgr"}
+    assert set(report["results"]) == {"ir", "passes", "passmgr", "models"}
+    assert "error" not in report["results"]["models"], report["results"]["models"]
     assert report["machine"]["cores"] >= 1 and report["machine"]["cpu_model"]
     assert len(report["load_before"]) == 3
     assert {r["case"] for r in report["results"]["passes"]} == {"cse", "dce", "fold-nothing", "fold-all"}
