@@ -197,6 +197,80 @@ def goals_1m(scaling: list) -> list:
     return rows
 
 
+def _ms(s: float) -> str:
+    return fmt_seconds(s).replace(" ", "\u00a0")
+
+
+def markdown(report: dict) -> str:
+    """The report's tables in Markdown (what docs/performance.md shows)."""
+    lines: list = []
+    res = report["results"]
+    m = report["machine"]
+    lines += [f"Machine: {m.get('cpu_model')}, {m.get('cores')} logical cores, {m.get('memory_gb')} GB, "
+              f"Python {m.get('python')} ({m.get('platform')}); load average {report['load_before']} before, "
+              f"{report['load_after']} after; {report['settings']['repeat']} timed runs after "
+              f"{report['settings']['warmup']} warm-up (1M cases: 1 run after a warm-up on 300 nodes); "
+              f"-O3 = `{m.get('o3_pipeline')}`.", ""]
+    if res.get("ir"):
+        lines += ["| case | size | CPU median | CPU min–max | wall median | goal | met |", "|---|---:|---:|---:|---:|---:|---|"]
+        for r in res["ir"]:
+            if r["case"] == "memory_per_node":
+                lines.append(f"| memory per node | {r['size']:,} | {r['typed_bytes_per_node']:.0f} B (typed), "
+                             f"{r['untyped_bytes_per_node']:.0f} B (untyped) | | | 1024 B | "
+                             f"{'yes' if r['meets_goal'] else '**no**'} |")
+                continue
+            c = r["cpu"]
+            lines.append(f"| {r['case']} | {r['size']:,} | {_ms(c['median'])} | {_ms(c['min'])}–{_ms(c['max'])} | "
+                         f"{_ms(r['wall']['median'])} | {_ms(r['goal_s'])} | {'yes' if r['meets_goal'] else '**no**'} |")
+        lines.append("")
+    if res.get("scaling"):
+        rows = [r for r in res["scaling"] if "error" not in r]
+        sizes = sorted({r["size"] for r in rows})
+        lines += ["CPU median per case (µs per node in brackets); peak RSS of the O3 run:", "",
+                  "| family | case | " + " | ".join(f"{s:,}" for s in sizes) + " |",
+                  "|---|---|" + "---:|" * len(sizes)]
+        by = {(r["family"], r["case"], r["size"]): r for r in rows}
+        for family in dict.fromkeys(r["family"] for r in rows):
+            for case in dict.fromkeys(r["case"] for r in rows if r["family"] == family):
+                cells = []
+                for s in sizes:
+                    r = by.get((family, case, s))
+                    if r is None:
+                        cells.append("")
+                        continue
+                    cell = f"{_ms(r['cpu']['median'])} ({r['cpu_per_node_us']:.2f})"
+                    if case == "O3":
+                        cell += f", {r['peak_rss_mb']:.0f} MB"
+                    cells.append(cell)
+                lines.append(f"| {family} | {case} | " + " | ".join(cells) + " |")
+        errors = [r for r in res["scaling"] if "error" in r]
+        for r in errors:
+            lines.append(f"\nerror: {r['family']} {r['size']}: {r['error'].splitlines()[-1]}")
+        lines.append("")
+        g = bench_scaling.growth(rows)
+        if g:
+            lines += ["| family | case | µs/node at 10k | ratio largest/10k |", "|---|---|---:|---:|"]
+            per10k = {(r["family"], r["case"]): r["cpu_per_node_us"] for r in rows if r["size"] == 10_000}
+            for x in g:
+                flag = "" if x["meets_goal"] else " **(> 1.3)**"
+                lines.append(f"| {x['family']} | {x['case']} | {per10k[(x['family'], x['case'])]:.2f} | "
+                             f"{x['ratio']:.2f} ({x['to']:,}){flag} |")
+            lines.append("")
+    if res.get("peers"):
+        lines += ["| family | size | pass | passhost CPU | xDSL CPU (ratio) | TVM Relax CPU (ratio) |",
+                  "|---|---:|---|---:|---:|---:|"]
+        for r in res["peers"]:
+            cells = []
+            for peer in ("xdsl", "tvm"):
+                p = r["peers"].get(peer, {})
+                cells.append(f"{_ms(p['cpu']['median'])} (×{p['ratio']:.2f})" if "cpu" in p
+                             else (p.get("skipped") or p.get("error") or "—"))
+            lines.append(f"| {r['family']} | {r['size']:,} | {r['case']} | {_ms(r['passhost']['cpu']['median'])} | "
+                         + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     size = ap.add_mutually_exclusive_group()
@@ -207,7 +281,11 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=None, help="untimed runs first (default 1; 0 with --quick)")
     ap.add_argument("--families", default=",".join(bench_scaling.FAMILIES), help="scaling families")
     ap.add_argument("--out", default=str(HERE / "results"), help="directory for the JSON (default benchmarks/results)")
+    ap.add_argument("--markdown", metavar="JSON", help="print the tables of a saved report as Markdown and exit")
     args = ap.parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(Path(args.markdown).read_text())))
+        return 0
     only = [b for b in args.only.split(",") if b]
     bad = [b for b in only if b not in BENCHES]
     if bad:
