@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from passhost import ir
-from passhost.errors import PassError, PluginLoadError
+from passhost.errors import PassError, PassNotFound, PluginLoadError
 from passhost.ir import Function
 from passhost.transform import Sequential, function_pass, module_pass
 
@@ -67,14 +67,17 @@ def _fold_constant() -> Any:
     """The installed ``FoldConstant`` pass, looked up by name (no plugin imports another).
 
     While the plugin registry is being built (it builds every entry once to check it) the
-    registry cannot be asked; the Sequential built then gets a stand-in that looks
-    ``FoldConstant`` up when it runs.
+    registry cannot be asked; and when ``passhost-fold-constant`` is not installed there is
+    nothing to find. In both cases the Sequential gets a stand-in that looks
+    ``FoldConstant`` up when it runs — so pipelines holding FoldScaleAxis can still be
+    built and printed, and running it without FoldConstant fails with the registry's
+    "install passhost-fold-constant" error.
     """
     import passhost
 
     try:
         return passhost.passes.get("FoldConstant")
-    except PluginLoadError:
+    except (PluginLoadError, PassNotFound):
         @module_pass(opt_level=2, name="FoldConstant")
         def fold_constant_by_name(mod: Any, ctx: Any) -> Any:
             return passhost.passes.get("FoldConstant")(mod, ctx)
@@ -87,7 +90,8 @@ def FoldScaleAxis(**options: Any) -> Sequential:
     opt_level=0, name="FoldScaleAxis")``.
 
     :raises PassError: for any option (the pass takes none)
-    :raises PassNotFound: if no installed plugin provides ``FoldConstant``
+    Running it raises :class:`~passhost.errors.PassNotFound` if no installed plugin
+    provides ``FoldConstant``.
     """
     if options:
         raise PassError(f"FoldScaleAxis takes no options, got {', '.join(sorted(options))}", "FoldScaleAxis")

@@ -9,7 +9,7 @@ import pytest
 
 import passhost
 from passhost import ir
-from passhost.errors import PassError, PluginLoadError
+from passhost.errors import PassError, PassNotFound, PluginLoadError
 from passhost.testing import assert_semantics_preserved, check_pass, random_graph, random_inputs
 from passhost.transform import PassContext, Sequential
 from passhost_fold_scale_axis import (
@@ -79,6 +79,20 @@ def test_built_while_the_registry_loads_it_looks_fold_constant_up_when_run(monke
     with PassContext(opt_level=3):
         out = fsa(mod)["main"]
     assert ir.count_ops(out) == {"nn.conv2d": 1}
+
+
+def test_without_fold_constant_installed_it_builds_but_running_names_the_distribution(monkeypatch):
+    def missing(name, **options):
+        raise PassNotFound(f"pass '{name}' is not installed; it is provided by the distribution "
+                           "'passhost-fold-constant' (pip install passhost-fold-constant)")
+
+    monkeypatch.setattr(passhost.passes, "get", missing)
+    fsa = FoldScaleAxis()                       # building (e.g. --print-pipeline) works
+    assert [p.info.name for p in fsa.passes] == ["BackwardFoldScaleAxis", "ForwardFoldScaleAxis", "FoldConstant"]
+    x = ir.var("x", shape=(1, 2, 4, 4))
+    mod = ir.IRModule.from_expr(ir.Function([x], ir.nn.relu(x)))
+    with pytest.raises(PassNotFound, match="passhost-fold-constant"):
+        fsa(mod)
 
 
 def test_children_need_opt_level_3_inside_the_sequential():
