@@ -212,7 +212,8 @@ def markdown(report: dict) -> str:
               f"{report['settings']['warmup']} warm-up (1M cases: 1 run after a warm-up on 300 nodes); "
               f"-O3 = `{m.get('o3_pipeline')}`.", ""]
     if res.get("ir"):
-        lines += ["| case | size | CPU median | CPU min–max | wall median | goal | met |", "|---|---:|---:|---:|---:|---:|---|"]
+        lines += ["### IR (`bench_ir.py`)", "",
+                  "| case | size | CPU median | CPU min–max | wall median | goal | met |", "|---|---:|---:|---:|---:|---:|---|"]
         for r in res["ir"]:
             if r["case"] == "memory_per_node":
                 lines.append(f"| memory per node | {r['size']:,} | {r['typed_bytes_per_node']:.0f} B (typed), "
@@ -226,7 +227,8 @@ def markdown(report: dict) -> str:
     if res.get("scaling"):
         rows = [r for r in res["scaling"] if "error" not in r]
         sizes = sorted({r["size"] for r in rows})
-        lines += ["CPU median per case (µs per node in brackets); peak RSS of the O3 run:", "",
+        lines += ["### Scaling (`bench_scaling.py`)", "",
+                  "CPU median per case (µs per node in brackets); peak RSS of the O3 run:", "",
                   "| family | case | " + " | ".join(f"{s:,}" for s in sizes) + " |",
                   "|---|---|" + "---:|" * len(sizes)]
         by = {(r["family"], r["case"], r["size"]): r for r in rows}
@@ -249,7 +251,8 @@ def markdown(report: dict) -> str:
         lines.append("")
         g = bench_scaling.growth(rows)
         if g:
-            lines += ["| family | case | µs/node at 10k | ratio largest/10k |", "|---|---|---:|---:|"]
+            lines += ["CPU time per node at the largest size over that at 10k (goal ≤ 1.3):", "",
+                      "| family | case | µs/node at 10k | ratio largest/10k |", "|---|---|---:|---:|"]
             per10k = {(r["family"], r["case"]): r["cpu_per_node_us"] for r in rows if r["size"] == 10_000}
             for x in g:
                 flag = "" if x["meets_goal"] else " **(> 1.3)**"
@@ -257,7 +260,9 @@ def markdown(report: dict) -> str:
                              f"{x['ratio']:.2f} ({x['to']:,}){flag} |")
             lines.append("")
     if res.get("peers"):
-        lines += ["| family | size | pass | passhost CPU | xDSL CPU (ratio) | TVM Relax CPU (ratio) |",
+        versions = ", ".join(f"{k} {v}" for k, v in (report.get("peer_versions") or {}).items())
+        lines += [f"### Peers (`peers.py`; {versions})", "",
+                  "| family | size | pass | passhost CPU | xDSL CPU (ratio) | TVM Relax CPU (ratio) |",
                   "|---|---:|---|---:|---:|---:|"]
         for r in res["peers"]:
             cells = []
