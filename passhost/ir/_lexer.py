@@ -39,7 +39,10 @@ _INT_RANGE = {"int8": (-2**7, 2**7 - 1), "int16": (-2**15, 2**15 - 1), "int32": 
 
 # No possessive quantifiers (Python 3.10 lacks them). The token alternation below always
 # matches (it ends with "." and "\Z"), so the skip group is never backtracked into.
-_SKIP = r"(?:\s+|//[^\n]*|/\*(?:[^*/]|\*(?!/)|/(?!\*))*\*/)*"
+# Block comments are matched "unrolled" (a run of ordinary characters, then a lone `*` or
+# `/` and another run) rather than one character per alternation step: same language
+# (no `/*` inside, so nested comments still fall to the slow path), about 1.5x faster.
+_SKIP = r"(?:\s+|//[^\n]*|/\*[^*/]*(?:(?:\*(?!/)|/(?!\*))[^*/]*)*\*/)*"
 _TOKEN = (
     r"#\[[^\]\n]*\]"                                     # #[version = "0.0.5"], #[metadata]
     r"|%[A-Za-z0-9_]+"                                   # %x, %0
@@ -210,11 +213,12 @@ def decode_metadata(text: str) -> list:
 class TokenReader:
     """Token-level reading shared by the parser: diagnostics, literals, metadata,
     attribute lists and types. Subclasses set ``toks`` (ending with ``_END``), ``i``,
-    ``src``, ``meta_text``, ``meta_line`` and ``_meta``."""
+    ``src``, ``meta_text``, ``meta_line``, ``_meta`` and ``_literals`` (an empty dict)."""
 
     toks: list
     i: int
     src: Source
+    _literals: dict   # numeric token -> its read-only rank-0 array
 
     # -- diagnostics -------------------------------------------------------------
     def error(self, message: str, index: Optional[int] = None) -> ParseError:
@@ -247,12 +251,23 @@ class TokenReader:
         return self._meta
 
     def number(self, tok: str, index: int, as_attr: bool = False) -> Any:
-        """A numeric token as a scalar :class:`Constant` (or a plain value for attrs)."""
+        """A numeric token as a scalar :class:`Constant` (or a plain value for attrs).
+
+        Each literal spelling is decoded once per parse (into a read-only array that
+        the constants of that spelling share; every occurrence is still its own node)."""
+        if not as_attr:
+            arr = self._literals.get(tok)
+            if arr is not None:
+                return Constant(arr)
         try:
             value = literal(tok, as_attr)
         except ValueError as e:
             raise self.error(str(e), index) from None
-        return value if as_attr else Constant(value)
+        if as_attr:
+            return value
+        value.flags.writeable = False
+        self._literals[tok] = value
+        return Constant(value)
 
     def attr_value(self) -> Any:
         """``1``, ``2e-05f``, ``True``, ``"NCHW"``, ``None``, ``[1, 1]``, ``{k=v}``

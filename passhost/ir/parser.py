@@ -78,6 +78,7 @@ class _Parser(TokenReader):
         self.globals: dict = {}      # name -> GlobalVar
         self.module_mode = False
         self._meta: Optional[list] = None
+        self._literals: dict = {}
 
     # -- variables ----------------------------------------------------------------------
     def bind(self, var: Var, name: str) -> None:
