@@ -50,6 +50,7 @@ from passhost.ir import Call, Constant, Expr, GlobalVar, Op, Var, children, post
 from passhost.ir._gc import paused as _gc_paused
 
 from ._common import (
+    calls_any,
     conv_axes,
     expand_bias_to_match_axis,
     is_all_positive_constant,
@@ -69,6 +70,8 @@ _CONV2D = Op.get("nn.conv2d")
 _DENSE = Op.get("nn.dense")
 _BIAS_ADD = Op.get("nn.bias_add")
 _LEAVES = (Var, Constant, Op, GlobalVar)
+#: only these calls start a fold (every other rule passes a message/demand on)
+_SOURCES = frozenset({_CONV2D, _DENSE})
 
 
 # ---------------------------------------------------------------------------------------
@@ -231,6 +234,8 @@ def backward_fold_scale_axis(expr: Expr) -> Expr:
     with _gc_paused():
         if not expr.has_type:
             ir.infer_type(expr)
+        if not calls_any(expr, _SOURCES):
+            return expr  # no conv2d/dense: nothing can fold
         order = post_order(expr)
         messages = _prepare(order)
         if not messages:

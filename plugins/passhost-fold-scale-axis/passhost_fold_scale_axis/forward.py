@@ -62,6 +62,7 @@ from passhost.ir import (
 from passhost.ir._gc import paused as _gc_paused
 
 from ._common import (
+    calls_any,
     conv_axes,
     expand_bias_to_match_axis,
     intersect,
@@ -81,6 +82,8 @@ _MULTIPLY = Op.get("multiply")
 _CONV2D = Op.get("nn.conv2d")
 _DENSE = Op.get("nn.dense")
 _LEAVES = (Var, Constant, Op, GlobalVar)
+#: only these calls start a fold (every other rule passes a message/demand on)
+_SOURCES = frozenset({_CONV2D, _DENSE})
 
 
 class _Scaled:
@@ -237,6 +240,8 @@ def forward_fold_scale_axis(expr: Expr) -> Expr:
     with _gc_paused():
         if not expr.has_type:
             ir.infer_type(expr)
+        if not calls_any(expr, _SOURCES):
+            return expr  # no conv2d/dense: nothing can fold
         order = post_order(expr)
         demands = _prepare(order, expr)
         if not any(m is not None and m[0] for m in demands.values()):
