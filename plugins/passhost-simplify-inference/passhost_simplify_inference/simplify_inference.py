@@ -87,6 +87,8 @@ _DROPOUT = Op.get("nn.dropout")
 _LAYER_NORM = Op.get("nn.layer_norm")
 _INSTANCE_NORM = Op.get("nn.instance_norm")
 _LEAVES = (Var, Constant, Op, GlobalVar)
+#: every rule rewrites a call of one of these (or a projection of one)
+_TARGETS = frozenset({_BATCH_NORM, _DROPOUT, _LAYER_NORM, _INSTANCE_NORM})
 
 
 # ---------------------------------------------------------------------------------------
@@ -128,6 +130,35 @@ def rewrite_with_original(root: Expr, rewrite: Callable[[Expr, Expr], Optional[E
             if node._checked_type is not None and new._checked_type is None:
                 _type_like(node, new)
     return get(root, root)
+
+
+def _calls_any(root: Expr, ops: frozenset) -> bool:
+    """Does any node reachable from ``root`` (callees and nested functions included)
+    call one of ``ops``? One cheap unordered walk with an explicit stack, stopping at the
+    first hit -- so the pass can return its input untouched when there is nothing to do."""
+    seen: set = set()
+    add = seen.add
+    stack = [root]
+    pop = stack.pop
+    push = stack.append
+    extend = stack.extend
+    _Call, leaves = Call, _LEAVES
+    while stack:
+        node = pop()
+        if node in seen:
+            continue
+        add(node)
+        t = type(node)
+        if t is _Call:
+            op = node.op
+            if op in ops:
+                return True
+            if type(op) is not Op:
+                push(op)
+            extend(node.args)
+        elif t not in leaves:
+            extend(children(node))
+    return False
 
 
 def _type_like(old: Expr, new: Expr) -> None:
@@ -265,6 +296,8 @@ def simplify_inference(expr: Expr) -> Expr:
     with _gc_paused():
         if not expr.has_type:
             ir.infer_type(expr)
+        if not _calls_any(expr, _TARGETS):
+            return expr  # no normalisation or dropout: nothing to rewrite
         return rewrite_with_original(expr, _rule)
 
 

@@ -146,6 +146,18 @@ def test_unchanged_function_is_the_same_object():
     check_pass(SimplifyInference(), ir.Function([x, g], bn[1]))
 
 
+def test_norms_behind_a_let_or_in_a_nested_function_are_still_found():
+    x = ir.var("x", shape=(2, 3))
+    v = ir.var("v")
+    body = ir.Let(v, ir.nn.dropout(ir.nn.relu(x)), ir.exp(v))
+    out = simplify_inference(ir.infer_type(ir.Function([x], body)))
+    assert out.body.value.op.name == "nn.relu"
+    inner = ir.Function([x], ir.nn.layer_norm(x, ir.const(np.ones(3, "float32")), ir.const(np.zeros(3, "float32"))))
+    outer = ir.infer_type(ir.Function([x], ir.Tuple([ir.nn.relu(x), inner])))
+    out = simplify_inference(outer)
+    assert out is not outer and "nn.layer_norm" not in ir.count_ops(out)
+
+
 def test_untyped_input_is_typed_first():
     x = ir.var("x", shape=(1, 2, 2, 2))
     g = ir.var("g", shape=(2,))
