@@ -106,61 +106,86 @@ class DataflowGraph:
         return "\n".join(lines)
 
 
+_FIN = object()    # stack marker: the next entry below is a node whose children are done
+_SCOPE = object()  # stack marker: the next entry below is the scope number to switch to
+
+
 def _walk(root: Expr, graph: DataflowGraph) -> list:
-    """Post-DFS order of ``root`` with the owning scope of every node (parallel list)."""
+    """Post-DFS order of ``root`` with the owning scope of every node (parallel list).
+
+    The stack holds bare nodes and two kinds of marker (no tuple per entry): ``_FIN``
+    above a node whose children are done, ``_SCOPE`` above a scope number. Scope
+    switches are pushed in balanced pairs around a function's params and body, so the
+    current scope when an entry is popped is the scope of the node that pushed it.
+    """
     nodes = graph.nodes
     index = graph.index
     skipped = graph.opaque_functions
-    owner: dict = {}
+    seen: set = set()
+    mark_seen = seen.add
     scopes: list = []
     next_scope = 1
+    scope = 0
     _Call, _Tuple, _TGI, _Function, _Let, _If, _Op = Call, Tuple, TupleGetItem, Function, Let, If, Op
-    stack: list = [(root, 0, False)]
+    FIN, SCOPE = _FIN, _SCOPE
+    stack: list = [root]
     push = stack.append
     pop = stack.pop
+    add_node = nodes.append
+    add_scope = scopes.append
     while stack:
-        node, scope, finished = pop()
-        if finished:
+        node = pop()
+        if node is FIN:
+            node = pop()
             index[node] = len(nodes)
-            nodes.append(node)
-            scopes.append(scope)
+            add_node(node)
+            add_scope(scope)
             continue
-        if node in owner:
+        if node is SCOPE:
+            scope = pop()
+            continue
+        if node in seen:
             continue
         t = type(node)
         if t is _Op:
             continue
-        owner[node] = scope
-        push((node, scope, True))
+        mark_seen(node)
+        push(node)
+        push(FIN)
         if t is _Call:
             args = node.args
             for i in range(len(args) - 1, -1, -1):
-                push((args[i], scope, False))
-            push((node.op, scope, False))
+                push(args[i])
+            op = node.op
+            if type(op) is not _Op:
+                push(op)
         elif t is _Tuple:
             fields = node.fields
             for i in range(len(fields) - 1, -1, -1):
-                push((fields[i], scope, False))
+                push(fields[i])
         elif t is _TGI:
-            push((node.tuple_value, scope, False))
+            push(node.tuple_value)
         elif t is _Function:
             if node is not root and is_barrier_function(node):
                 skipped.add(node)
                 continue
-            inner = next_scope
-            next_scope += 1
-            push((node.body, inner, False))
+            push(scope)
+            push(SCOPE)
+            push(node.body)
             params = node.params
             for i in range(len(params) - 1, -1, -1):
-                push((params[i], inner, False))
+                push(params[i])
+            push(next_scope)
+            push(SCOPE)
+            next_scope += 1
         elif t is _Let:
-            push((node.body, scope, False))
-            push((node.value, scope, False))
-            push((node.var, scope, False))
+            push(node.body)
+            push(node.value)
+            push(node.var)
         elif t is _If:
-            push((node.false_branch, scope, False))
-            push((node.true_branch, scope, False))
-            push((node.cond, scope, False))
+            push(node.false_branch)
+            push(node.true_branch)
+            push(node.cond)
     return scopes
 
 
