@@ -62,7 +62,8 @@ class _Parser(TokenReader):
     def __init__(self, text: str, source_name: str) -> None:
         if not isinstance(text, str):
             raise ParseError(f"parse needs the program text as a str, got {type(text).__name__}")
-        m = _METADATA_RE.search(text, max(text.rfind("#[metadata]") - 100, 0))
+        at = text.rfind("#[metadata]")
+        m = _METADATA_RE.search(text, max(at - 100, 0)) if at >= 0 else None
         self.meta_text: Optional[str] = None
         self.meta_line = 0
         if m is not None:
@@ -71,6 +72,9 @@ class _Parser(TokenReader):
             text = text[:m.start()]
         self.src = Source(text, source_name)
         self.toks = tokenize(self.src)
+        # two end markers: look-ahead of one token past the end (``toks[i + 1]``)
+        # then reads the end marker instead of failing with IndexError
+        self.toks.append(_END)
         self.toks.append(_END)
         self.i = 0
         self.scope: dict = {}        # name -> [Var, ...] (innermost last)
@@ -259,61 +263,88 @@ class _Parser(TokenReader):
 
     def fast_expr(self) -> Optional[Expr]:
         """The common shapes ``atom``, ``atom(atoms..., attrs)`` and ``atom.N`` parsed
-        without nested parsers; ``None`` (nothing consumed) for anything else."""
+        without nested parsers; ``None`` (nothing consumed) for anything else.
+
+        The hot loop of a parse: it keeps the position in a local and inlines the
+        common arguments (``%N`` / ``%x`` and already-seen numeric literals)."""
         toks = self.toks
-        start = self.i
+        start = i = self.i
         node = _OPS.get(toks[start])     # operator names are never shadowed
         if node is not None:
-            self.i = start + 1
+            i += 1
         else:
             node = self.simple_atom()
             if node is None:
                 return None
-        tok = toks[self.i]
+            i = self.i
+        tok = toks[i]
         if tok == "(":
-            self.i += 1
+            i += 1
             args: list = []
             attrs = None
-            local = self.local
             graph = self.graph
-            while toks[self.i] != ")":
-                t = toks[self.i]
-                n = toks[self.i + 1]
-                if t[:1] == "%" and (n == "," or n == ")"):
-                    arg = graph.get(t)
-                    args.append(local(t, self.i) if arg is None else arg)
-                    self.i += 1
-                elif n == "=" and self.is_attr_start():
-                    attrs = self.attrs(")")
-                    break
+            literals = self._literals
+            t = toks[i]
+            while t != ")":
+                n = toks[i + 1]
+                if n == "," or n == ")":
+                    c = t[:1]
+                    if c == "%":
+                        arg = graph.get(t)
+                        if arg is None:
+                            arg = self.local(t, i)
+                        i += 1
+                    else:
+                        arr = literals.get(t)
+                        if arr is not None:
+                            arg = Constant(arr)
+                            i += 1
+                        else:
+                            self.i = i
+                            arg = self.simple_atom()
+                            if arg is None:
+                                self.i = start
+                                return None
+                            i = self.i
+                    args.append(arg)
                 else:
+                    self.i = i
+                    if n == "=" and self.is_attr_start():
+                        attrs = self.attrs(")")
+                        i = self.i
+                        break
                     arg = self.simple_atom()
                     if arg is None or toks[self.i] not in (",", ")"):
                         self.i = start
                         return None
+                    i = self.i
                     args.append(arg)
-                if toks[self.i] == ",":
-                    self.i += 1
-            self.i += 1
-            if toks[self.i] == "(":
+                t = toks[i]
+                if t == ",":
+                    i += 1
+                    t = toks[i]
+            i += 1
+            if toks[i] == "(":
                 self.i = start
                 return None
             try:
                 node = Call(node, args, attrs)
             except IRError as e:
+                self.i = i
                 raise self.error(str(e), start) from None
-            tok = toks[self.i]
+            tok = toks[i]
         while tok == ".":
-            idx = toks[self.i + 1]
+            idx = toks[i + 1]
             if not idx.isdigit():
                 self.i = start
                 return None
             node = TupleGetItem(node, int(idx))
-            self.i += 2
-            tok = toks[self.i]
+            i += 2
+            tok = toks[i]
         if tok == "(" or tok in _BINOPS:
             self.i = start
             return None
+        self.i = i
         return node
 
     def p_binop(self):
@@ -415,7 +446,10 @@ class _Parser(TokenReader):
                 value = self.fast_expr()
                 if value is None:
                     value = yield self.p_binop()
-                self.expect(";")
+                if toks[self.i] == ";":
+                    self.i += 1
+                else:
+                    self.expect(";")
                 self.graph[tok] = value
                 continue
             if tok == "free_var":
