@@ -70,6 +70,7 @@ from passhost.ir import (
     post_order,
 )
 from passhost.ir._gc import paused as _gc_paused
+from passhost.ir.expr import _set
 from passhost.transform import function_pass
 
 __all__ = [
@@ -273,11 +274,38 @@ def _op_kind(op: Op, fold_qnn: bool) -> int:
     return _EVALUATE
 
 
+def _rebuild_call(node: Call, args: tuple) -> Call:
+    """``node`` with new ``args`` (same operator and attrs), typed like
+    :func:`~passhost.ir.keep_checked_type` would type it (``node``'s type when every
+    argument is typed or an ``Op``). Skips ``Call.__init__``'s checks, which ``node``
+    already passed (its own callee and attrs, the same number of expressions)."""
+    new = _new_call(Call)
+    _set(new, "op", node.op)
+    _set(new, "args", args)
+    _set(new, "attrs", node.attrs)
+    ty = node._checked_type
+    if ty is not None:
+        for a in args:
+            if a._checked_type is None and type(a) is not Op:
+                ty = None
+                break
+    _set(new, "_checked_type", ty)
+    return new
+
+
+_new_call = object.__new__
+
+
 def _fold_call(call: Call, orig: Call, kind: int) -> Optional[Expr]:
     """The replacement of an operator call (arguments already folded), or ``None``."""
     if kind == _EVALUATE:
         for a in call.args:
-            if type(a) is not Constant and not is_complex_constant(a):
+            t = type(a)
+            if t is Constant:
+                continue
+            # only a tuple or an on_device annotation can still be a complex constant
+            if (t is not Tuple and not (t is Call and type(a.op) is Op and a.op.name == "on_device")) \
+                    or not is_complex_constant(a):
                 return None
         return _evaluate(call.op, call.args, call.attrs, orig._checked_type)
     if kind == _SHAPE:
@@ -328,21 +356,30 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
             nop = get(op, op)
             args = node.args
             nargs = None
+            allc = True  # every (new) argument a Constant
+            dead = False  # some argument that cannot be a constant (no Constant/Tuple/Call)
             for i, a in enumerate(args):
                 na = get(a, a)
                 if na is not a:
                     if nargs is None:
                         nargs = list(args)
                     nargs[i] = na
+                ta = type(na)
+                if ta is not _Constant:
+                    allc = False
+                    if ta is not _Call and ta is not _Tuple:
+                        dead = True
             if nargs is None and nop is op:
                 new = node
-            elif type(nop) is _Op and kinds.get(nop) == _EVALUATE and all(type(a) is _Constant for a in nargs):
+            elif allc and type(nop) is _Op and kinds.get(nop) == _EVALUATE:
                 # folds: evaluate straight from the new arguments, no intermediate Call
                 memo[node] = new = _evaluate(nop, nargs, node.attrs, node._checked_type)
                 if node in let_vars:
                     for var in let_vars[node]:
                         memo[var] = new
                 continue
+            elif nop is op:
+                new = _rebuild_call(node, tuple(nargs))
             else:
                 new = keep_checked_type(node, Call(nop, args if nargs is None else nargs,
                                              node.attrs if type(nop) is type(op) else None),
@@ -351,7 +388,7 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
                 kind = kinds.get(nop)
                 if kind is None:
                     kind = kinds[nop] = _op_kind(nop, fold_qnn)
-                if kind:
+                if kind and not (dead and kind == _EVALUATE):
                     folded = _fold_call(new, node, kind)
                     if folded is not None:
                         new = folded

@@ -190,6 +190,17 @@ def test_folded_constants_keep_the_type_of_a_typed_call():
     assert out.body.checked_type == T  # the rebuilt add kept its type
 
 
+def test_rebuilt_calls_keep_op_and_attrs_and_stay_untyped_in_untyped_programs():
+    c = ir.const(np.ones((1, 3, 4, 4), "float32"))
+    x = ir.var("x", shape=(1, 3, 4, 4))
+    pooled = ir.nn.max_pool2d(ir.add(x, ir.add(c, c)), pool_size=(2, 2))
+    out = fold_constant(ir.Function([x], ir.nn.relu(pooled)))
+    rebuilt = out.body.args[0]
+    assert rebuilt is not pooled and rebuilt.op is pooled.op and rebuilt.attrs == pooled.attrs
+    assert not rebuilt.has_type and not out.body.has_type
+    assert type(rebuilt.args[0].args[1]) is ir.Constant
+
+
 def test_option_is_validated():
     assert FoldConstant(fold_qnn=True).fold_qnn is True
     with pytest.raises(PassError, match="fold_qnn"):
