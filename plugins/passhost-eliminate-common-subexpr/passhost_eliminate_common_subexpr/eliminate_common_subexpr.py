@@ -57,6 +57,7 @@ from passhost.ir import (
     with_children,
 )
 from passhost.ir._gc import paused as _gc_paused
+from passhost.ir.expr import _set
 from passhost.transform import function_pass
 
 __all__ = ["eliminate_common_subexpr", "EliminateCommonSubexpr"]
@@ -78,6 +79,28 @@ def _field_key(f: Expr, const_keys: dict) -> Any:
             k = const_keys[f] = _scalar_key(f) if f.data.ndim == 0 else f
         return k
     return f
+
+
+def _rebuild_call(node: Call, args: tuple) -> Call:
+    """``node`` with new ``args`` (same operator and attrs), typed like
+    :func:`~passhost.ir.keep_checked_type` would type it (``node``'s type when every
+    argument is typed or an ``Op``). Skips ``Call.__init__``'s checks, which ``node``
+    already passed (its own callee and attrs, the same number of expressions)."""
+    new = _new_call(Call)
+    _set(new, "op", node.op)
+    _set(new, "args", args)
+    _set(new, "attrs", node.attrs)
+    ty = node._checked_type
+    if ty is not None:
+        for a in args:
+            if a._checked_type is None and type(a) is not Op:
+                ty = None
+                break
+    _set(new, "_checked_type", ty)
+    return new
+
+
+_new_call = object.__new__
 
 
 def _arg_key(a: Expr, const_keys: dict) -> Any:
@@ -124,13 +147,15 @@ def _cse(expr: Expr, fskip: Optional[Callable[[Expr], bool]]) -> Expr:
                 if na is a and nb is b:
                     new = node
                 else:
-                    new = keep_checked_type(node, Call(op, (na, nb), node.attrs))
+                    new = _rebuild_call(node, (na, nb))
                     a, b = na, nb
             else:
                 nop = get(op, op)
                 nargs = tuple([get(x, x) for x in args])
                 if nop is op and all(x is y for x, y in zip(nargs, args)):
                     new = node
+                elif nop is op:
+                    new = _rebuild_call(node, nargs)
                 else:
                     new = keep_checked_type(node, Call(nop, nargs, node.attrs if type(nop) is type(op) else None))
                     op = nop

@@ -128,6 +128,23 @@ def test_nothing_to_merge_returns_the_same_function():
     assert EliminateCommonSubexpr()(mod)["main"] is mod["main"]
 
 
+@pytest.mark.parametrize("typed", [True, False])
+def test_rebuilt_calls_keep_op_attrs_and_type(typed):
+    x = ir.var("x", shape=(1, 2, 4, 4))
+    a, b = ir.nn.relu(x), ir.nn.relu(x)
+    pool = ir.nn.max_pool2d(ir.add(a, b), pool_size=(1, 1), padding=(0, 0))  # rebuilt: its argument is rebuilt
+    func = ir.Function([x], ir.concatenate(ir.Tuple([pool, ir.multiply(pool, b)]), axis=1))
+    if typed:
+        func = ir.infer_type(func)
+    out = eliminate_common_subexpr(func)
+    new_pool = out.body.args[0].fields[0]
+    assert new_pool is not pool and new_pool.op is pool.op and new_pool.attrs == pool.attrs
+    assert new_pool.args[0].args[0] is new_pool.args[0].args[1]
+    assert new_pool.has_type is typed and out.body.has_type is typed
+    if typed:
+        assert new_pool.checked_type == pool.checked_type
+
+
 def test_option_is_validated():
     with pytest.raises(PassError, match="fskip"):
         EliminateCommonSubexpr(fskip=3)
