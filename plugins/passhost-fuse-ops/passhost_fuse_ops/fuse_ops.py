@@ -122,28 +122,34 @@ class _GroupInfo:
 
 def _rewrite(func: Function, graph: DataflowGraph, part: Partition, link_params: bool) -> Function:
     nodes, index, skipped = graph.nodes, graph.index, graph.opaque_functions
-    find, root = part.find, part.root
+    root = part.root
+    grp = part.groups()  # the group of every node, resolved once (no merges from here on)
     memo: dict = {}
+    memo_get = memo.get
+    index_get = index.get
     infos: dict = {}
-
-    def new_of(expr: Any) -> Any:
-        return memo.get(expr, expr)
+    infos_get = infos.get
+    op_kind: dict = {}  # Op -> (kind, is reshape); kind 0: fusible, 1: non-computational, 2: stop_fusion
 
     def info_of(group: int) -> _GroupInfo:
-        info = infos.get(group)
+        info = infos_get(group)
         if info is None:
             info = infos[group] = _GroupInfo()
         return info
 
     def new_args(args: tuple, group: int) -> list:
         out = []
+        append = out.append
         for a in args:
-            na = memo.get(a, a)
-            j = index.get(a)
-            if j is None or find(j) == group or (link_params and type(na) is Constant):
-                out.append(na)
+            na = memo_get(a, a)
+            j = index_get(a)
+            if j is None or grp[j] == group or (link_params and type(na) is Constant):
+                append(na)
             else:
-                out.append(info_of(group).param_for(na, a.checked_type))
+                info = infos_get(group)
+                if info is None:
+                    info = infos[group] = _GroupInfo()
+                append(info.param_for(na, a.checked_type))
         return out
 
     def make_function(group: int, ret_type: Any, body: Any) -> Call:
@@ -166,35 +172,46 @@ def _rewrite(func: Function, graph: DataflowGraph, part: Partition, link_params:
             kids = node.params + (node.body,)
         else:
             kids = children(node)
-        return with_children(node, tuple(memo.get(k, k) for k in kids))
+        return with_children(node, tuple(memo_get(k, k) for k in kids))
 
-    _Call, _Tuple, _TGI, _Function, _Op = Call, Tuple, TupleGetItem, Function, Op
+    _Call, _Tuple, _TGI, _Function, _Op, _Var, _Const = Call, Tuple, TupleGetItem, Function, Op, Var, Constant
     for i, node in enumerate(nodes):
         t = type(node)
         if t is _Call:
             op = node.op
-            if type(op) is not _Op or _non_computational(op):
+            if type(op) is not _Op:
                 new = rebuild(node)
-            elif op.name == _STOP_FUSION:
-                new = new_of(node.args[0])
             else:
-                group = find(i)
-                call = _Call(op, new_args(node.args, group), node.attrs)
-                info = info_of(group)
-                info.has_call = True
-                if not _is_reshape(op):
-                    info.reshape_only = False
-                new = make_function(group, node.checked_type, call) if root[group] == i else call
+                kind = op_kind.get(op)
+                if kind is None:
+                    kind = op_kind[op] = (1 if _non_computational(op) else 2 if op.name == _STOP_FUSION else 0,
+                                          _is_reshape(op))
+                if kind[0] == 1:
+                    new = rebuild(node)
+                elif kind[0] == 2:
+                    new = memo_get(node.args[0], node.args[0])
+                else:
+                    group = grp[i]
+                    call = _Call(op, new_args(node.args, group), node.attrs)
+                    info = infos_get(group)
+                    if info is None:
+                        info = infos[group] = _GroupInfo()
+                    info.has_call = True
+                    if not kind[1]:
+                        info.reshape_only = False
+                    new = make_function(group, node.checked_type, call) if root[group] == i else call
+        elif t is _Var or t is _Const:
+            continue
         elif t is _Tuple:
-            group = find(i)
+            group = grp[i]
             new = rebuild(node) if root[group] == i else _Tuple(new_args(node.fields, group))
         elif t is _TGI:
-            group = find(i)
+            group = grp[i]
             tv = node.tuple_value
             new_tuple = new_args((tv,), group)[0]
             if root[group] == i:
-                j = index.get(tv)
-                if j is None or find(j) != group:
+                j = index_get(tv)
+                if j is None or grp[j] != group:
                     new = rebuild(node)  # isolated: the tuple comes from another group
                 else:
                     new = make_function(group, node.checked_type, _TGI(new_tuple, node.index))
@@ -202,13 +219,11 @@ def _rewrite(func: Function, graph: DataflowGraph, part: Partition, link_params:
                 new = _TGI(new_tuple, node.index)
         elif t is _Function:
             new = node if node in skipped else rebuild(node)
-        elif t is Var or t is Constant:
-            continue
         else:  # Let, If (GlobalVar and other leaves come back unchanged)
             new = rebuild(node)
         if new is not node:
             memo[node] = new
-    return memo.get(func, func)
+    return memo_get(func, func)
 
 
 def fuse_ops(func: Function, fuse_opt_level: int = 2, max_depth: int = DEFAULT_MAX_DEPTH,
