@@ -210,8 +210,10 @@ def build_graph(root: Expr) -> DataflowGraph:
         if j is not None:
             extern[j] = True
 
-    _Call, _Tuple, _TGI, _Function, _Let, _If, _Op, _Const = (
-        Call, Tuple, TupleGetItem, Function, Let, If, Op, Constant)
+    _Call, _Tuple, _TGI, _Function, _Let, _If, _Op, _Const, _TensorType = (
+        Call, Tuple, TupleGetItem, Function, Let, If, Op, Constant, TensorType)
+    index_get = index.get
+    op_pattern: dict = {}  # Op -> its pattern int, looked up once per operator
     for i in range(n):
         node = nodes[i]
         t = type(node)
@@ -219,7 +221,9 @@ def build_graph(root: Expr) -> DataflowGraph:
         if t is _Call:
             op = node.op
             if type(op) is _Op:
-                pat = OPAQUE if op.stateful else int(op.pattern)
+                pat = op_pattern.get(op)
+                if pat is None:
+                    pat = op_pattern[op] = OPAQUE if op.stateful else int(op.pattern)
             else:
                 pat = OPAQUE
                 j = index.get(op)
@@ -228,21 +232,24 @@ def build_graph(root: Expr) -> DataflowGraph:
                     if scopes[j] == scope:
                         outputs[j].append((i, OPAQUE))
             pattern[i] = pat
-            rtype = node.checked_type if pat == BROADCAST else None
-            rshape = rtype.shape if type(rtype) is TensorType else None
+            rshape = None
+            if pat == BROADCAST:
+                rtype = node.checked_type
+                if type(rtype) is _TensorType:
+                    rshape = rtype.shape
             for a in node.args:
-                j = index.get(a)
+                j = index_get(a)
                 if j is None:
                     continue
                 if scopes[j] != scope:
                     extern[j] = True
                     continue
-                ep = pat
                 if rshape is not None:
                     at = a.checked_type
-                    if type(at) is TensorType and at.shape == rshape:
-                        ep = ELEMWISE
-                outputs[j].append((i, ep))
+                    if type(at) is _TensorType and at.shape == rshape:
+                        outputs[j].append((i, ELEMWISE))
+                        continue
+                outputs[j].append((i, pat))
         elif t is _Const:
             if node.data.ndim == 0 and node.data.dtype.name in SIMPLE_CONST_DTYPES:
                 pattern[i] = ELEMWISE

@@ -197,6 +197,7 @@ class Partition:
         the size limit (a path walk) is only computed right before a fusion.
         """
         pattern = self.pattern
+        gparent = self.parent
         find = self.find
         dparent, dpattern = tree.parent, tree.pattern
         check_path, commit, count = self.check_path, self.commit_fuse, self.count_fused_nodes
@@ -234,7 +235,18 @@ class Partition:
                     cond = _le_injective
                 else:  # COMM_REDUCE never fuses into its consumer
                     continue
-                if find(nid) == find(d):
+                # find(nid) == find(d), with the one-step cases inline (most nodes)
+                rn = gparent[nid]
+                if rn < 0:
+                    rn = nid
+                elif gparent[rn] >= 0:
+                    rn = find(nid)
+                rd = gparent[d]
+                if rd < 0:
+                    rd = d
+                elif gparent[rd] >= 0:
+                    rd = find(d)
+                if rn == rd:
                     continue
             if count(nid, d, max_depth) > max_depth:
                 continue
