@@ -28,8 +28,6 @@ ancestor walk takes ``O(log depth)`` steps while accumulating exactly the same p
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 
 from passhost.errors import PassError
@@ -385,19 +383,40 @@ def post_dominator_tree(graph: DataflowGraph) -> PostDominatorTree:
     n = len(graph.nodes)
     tree = PostDominatorTree(n)
     extern, outputs = graph.extern, graph.outputs
-    attach, lca = tree._attach, tree.lca
+    lca = tree.lca
+    tparent, depth, tpattern, jump, jmax = tree.parent, tree.depth, tree.pattern, tree._jump, tree._jmax
     for v in range(n - 1, -1, -1):
         outs = outputs[v]
         if extern[v] or not outs:
-            attach(v, -1, OPAQUE if extern[v] else ELEMWISE)
+            # a root: parent -1, depth 1, jump to itself (PostDominatorTree._attach inline)
+            tpattern[v] = OPAQUE if extern[v] else ELEMWISE
+            jump[v] = v
             continue
-        first, acc = outs[0]
-        parent: Optional[int] = first
+        p, acc = outs[0]
         for k in range(1, len(outs)):
             consumer, ep = outs[k]
-            if parent >= 0:
-                parent, acc = lca(parent, consumer, acc)
+            if p >= 0:
+                p, acc = lca(p, consumer, acc)
             if ep > acc:
                 acc = ep
-        attach(v, parent, acc)
+        tpattern[v] = acc
+        if p < 0:
+            jump[v] = v
+            continue
+        # PostDominatorTree._attach inline
+        tparent[v] = p
+        dp = depth[p]
+        depth[v] = dp + 1
+        jp = jump[p]
+        jjp = jump[jp]
+        djp = depth[jp]
+        if dp - djp == djp - depth[jjp]:
+            jump[v] = jjp
+            m = jmax[p]
+            if jmax[jp] > m:
+                m = jmax[jp]
+            jmax[v] = acc if acc > m else m
+        else:
+            jump[v] = p
+            jmax[v] = acc
     return tree
