@@ -395,7 +395,7 @@ def post_dominator_tree(graph: DataflowGraph) -> PostDominatorTree:
         p, acc = outs[0]
         for k in range(1, len(outs)):
             consumer, ep = outs[k]
-            if p >= 0:
+            if p >= 0 and p != consumer:  # lca(p, p, acc) is (p, acc)
                 p, acc = lca(p, consumer, acc)
             if ep > acc:
                 acc = ep

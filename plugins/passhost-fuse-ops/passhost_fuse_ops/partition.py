@@ -122,12 +122,16 @@ class Partition:
         return True
 
     def _merge(self, child: int, parent: int) -> None:
-        child = self.find(child)
-        parent = self.find(parent)
+        gparent = self.parent
+        if gparent[child] >= 0:
+            child = self.find(child)
+        if gparent[parent] >= 0:
+            parent = self.find(parent)
         if child == parent:
             return
-        self.num_nodes[parent] += self.num_nodes[child]
-        self.parent[child] = parent
+        num = self.num_nodes
+        num[parent] += num[child]
+        gparent[child] = parent
         if self.anchor[child]:
             if self.anchor[parent]:
                 raise PassError("FuseOps: internal error: two groups with an out-elementwise-fusable "
@@ -211,7 +215,11 @@ class Partition:
             if phase == 2:
                 if gpat > INJECTIVE:
                     continue
-                droot = find(d)
+                droot = gparent[d]
+                if droot < 0:
+                    droot = d
+                elif gparent[droot] >= 0:
+                    droot = find(d)
                 if pattern[droot] == TUPLE:
                     continue
                 if pattern[d] != TUPLE or pattern[droot] > INJECTIVE:
