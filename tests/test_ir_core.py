@@ -122,3 +122,16 @@ def test_from_expr_wraps_a_bare_expression_in_a_function_of_its_free_vars():
     x, y = ir.var("x", shape=(2,)), ir.var("y", shape=(2,))
     mod = IRModule.from_expr(ir.add(x, y))
     assert list(mod["main"].params) == [x, y]
+
+
+def test_call_with_args_keeps_callee_attrs_and_type_only_when_args_are_typed():
+    x = ir.var("x", shape=(1, 3, 4, 4))
+    call = ir.nn.softmax(x, axis=1)
+    ir.infer_type(call)
+    y = ir.var("y", shape=(1, 3, 4, 4))
+    copy = call.with_args((y,))
+    assert copy.op is call.op and copy.attrs is call.attrs and copy.args == (y,)
+    assert not copy.has_type                       # y is untyped
+    ir.infer_type(y)
+    assert call.with_args((y,)).checked_type == call.checked_type
+    assert not call.with_args((y,), keep_type=False).has_type

@@ -294,6 +294,27 @@ class Call(Expr):
         _set(self, "attrs", attrs)
         _set(self, "_checked_type", None)
 
+    def with_args(self, args: tuple, keep_type: bool = True) -> "Call":
+        """This call with new ``args`` (a tuple of expressions; same callee and attrs).
+
+        A fast path for passes that rebuild many calls: it skips the checks this call
+        already passed (callee, attrs, arity). With ``keep_type`` the copy keeps this
+        call's ``checked_type`` when every new argument is typed — the copy-on-write
+        rebuild of TVM, valid for type-preserving rewrites such as CSE or folding.
+        """
+        new = object.__new__(Call)
+        _set(new, "op", self.op)
+        _set(new, "args", args)
+        _set(new, "attrs", self.attrs)
+        ty = self._checked_type if keep_type else None
+        if ty is not None:
+            for a in args:
+                if a._checked_type is None and type(a) is not Op:
+                    ty = None
+                    break
+        _set(new, "_checked_type", ty)
+        return new
+
     def __getitem__(self, index: int) -> "TupleGetItem":
         """``call[i]`` is ``TupleGetItem(call, i)`` (for tuple-valued calls such as batch_norm)."""
         return TupleGetItem(self, index)

@@ -57,7 +57,6 @@ from passhost.ir import (
     with_children,
 )
 from passhost.ir._gc import paused as _gc_paused
-from passhost.ir.expr import _set
 from passhost.transform import function_pass
 
 __all__ = ["eliminate_common_subexpr", "EliminateCommonSubexpr"]
@@ -82,25 +81,9 @@ def _field_key(f: Expr, const_keys: dict) -> Any:
 
 
 def _rebuild_call(node: Call, args: tuple) -> Call:
-    """``node`` with new ``args`` (same operator and attrs), typed like
-    :func:`~passhost.ir.keep_checked_type` would type it (``node``'s type when every
-    argument is typed or an ``Op``). Skips ``Call.__init__``'s checks, which ``node``
-    already passed (its own callee and attrs, the same number of expressions)."""
-    new = _new_call(Call)
-    _set(new, "op", node.op)
-    _set(new, "args", args)
-    _set(new, "attrs", node.attrs)
-    ty = node._checked_type
-    if ty is not None:
-        for a in args:
-            if a._checked_type is None and type(a) is not Op:
-                ty = None
-                break
-    _set(new, "_checked_type", ty)
-    return new
+    """``node`` with new ``args``, keeping its type when every argument is typed."""
+    return node.with_args(args)
 
-
-_new_call = object.__new__
 
 
 def _arg_key(a: Expr, const_keys: dict) -> Any:

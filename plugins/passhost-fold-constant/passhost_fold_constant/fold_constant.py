@@ -70,7 +70,6 @@ from passhost.ir import (
     post_order,
 )
 from passhost.ir._gc import paused as _gc_paused
-from passhost.ir.expr import _set
 from passhost.transform import function_pass
 
 __all__ = [
@@ -275,25 +274,9 @@ def _op_kind(op: Op, fold_qnn: bool) -> int:
 
 
 def _rebuild_call(node: Call, args: tuple) -> Call:
-    """``node`` with new ``args`` (same operator and attrs), typed like
-    :func:`~passhost.ir.keep_checked_type` would type it (``node``'s type when every
-    argument is typed or an ``Op``). Skips ``Call.__init__``'s checks, which ``node``
-    already passed (its own callee and attrs, the same number of expressions)."""
-    new = _new_call(Call)
-    _set(new, "op", node.op)
-    _set(new, "args", args)
-    _set(new, "attrs", node.attrs)
-    ty = node._checked_type
-    if ty is not None:
-        for a in args:
-            if a._checked_type is None and type(a) is not Op:
-                ty = None
-                break
-    _set(new, "_checked_type", ty)
-    return new
+    """``node`` with new ``args``, keeping its type when every argument is typed."""
+    return node.with_args(args)
 
-
-_new_call = object.__new__
 
 
 def _fold_call(call: Call, orig: Call, kind: int) -> Optional[Expr]:
