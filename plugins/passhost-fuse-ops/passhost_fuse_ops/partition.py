@@ -205,6 +205,7 @@ class Partition:
         find = self.find
         dparent, dpattern = tree.parent, tree.pattern
         check_path, commit, count = self.check_path, self.commit_fuse, self.count_fused_nodes
+        merge, num, outputs = self._merge, self.num_nodes, self.graph.outputs
         for nid in range(len(pattern)):
             gpat = pattern[nid]
             if gpat == OPAQUE:
@@ -256,6 +257,17 @@ class Partition:
                     rd = find(d)
                 if rn == rd:
                     continue
+            outs = outputs[nid]
+            if len(outs) == 1 and outs[0][0] == d:
+                # the common case, a direct edge: the three helpers' fast paths inline
+                rd = gparent[d]
+                if rd < 0:
+                    rd = d
+                elif gparent[rd] >= 0:
+                    rd = find(d)
+                if num[rd] + num[nid] <= max_depth and cond(pattern[rd], True):
+                    merge(nid, d)
+                continue
             if count(nid, d, max_depth) > max_depth:
                 continue
             if check_path(nid, d, cond):
