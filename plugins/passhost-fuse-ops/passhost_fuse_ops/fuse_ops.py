@@ -149,7 +149,10 @@ def _rewrite(func: Function, graph: DataflowGraph, part: Partition, link_params:
                 info = infos_get(group)
                 if info is None:
                     info = infos[group] = _GroupInfo()
-                append(info.param_for(na, a.checked_type))
+                p = info.by_arg.get(na)  # _GroupInfo.param_for inline
+                if p is None:
+                    p = info.param_for(na, a.checked_type)
+                append(p)
         return out
 
     def make_function(group: int, ret_type: Any, body: Any) -> Call:
