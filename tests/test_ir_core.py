@@ -48,7 +48,7 @@ def test_checked_type_before_inference_says_what_to_do():
     call = ir.exp(x)
     assert not call.has_type
     with pytest.raises(IRError, match="run type inference"):
-        call.checked_type
+        _ = call.checked_type
     ir.infer_type(call)
     assert call.checked_type == TensorType((2,), "float32")
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from passhost import ir
-from passhost.ir import Call, Constant, Function, If, Let, Tuple, TupleGetItem, Var
+from passhost.ir import Call, Constant, Function, If, Let, Tuple, TupleGetItem
 
 
 def _chain(n: int):
