@@ -258,3 +258,21 @@ def test_module_changed_by_identity_then_functions_then_structure():
     y = ir.var("x", shape=(2,))
     assert not ir.module_changed(mod, ir.IRModule.from_expr(Function([y], ir.exp(y))))  # equal structure
     assert ir.module_changed(mod, ir.IRModule.from_expr(Function([y], ir.negative(y))))
+
+
+def test_calls_any_sees_every_reachable_call():
+    conv_op = ir.Op.get("nn.conv2d")
+    targets = frozenset({conv_op})
+    x = ir.var("x", shape=(1, 4, 6, 6))
+    w = ir.var("w", shape=(2, 4, 3, 3))
+
+    def conv(data, weight):
+        return ir.nn.conv2d(data, weight, channels=2, kernel_size=(3, 3))
+
+    plain = ir.nn.relu(ir.multiply(x, ir.const(2.0)))
+    assert not ir.calls_any(Function([x], plain), targets)
+    assert ir.calls_any(Function([x, w], Tuple([plain, ir.nn.relu(conv(x, w))])), targets)
+    inner = Function([x, w], conv(x, w))  # only reachable as a callee
+    assert ir.calls_any(Call(inner, [x, w]), targets)
+    v = ir.var("v")
+    assert ir.calls_any(Let(v, conv(x, w), TupleGetItem(Tuple([v]), 0)), targets)

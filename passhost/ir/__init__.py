@@ -23,7 +23,7 @@ from .visitor import (
     rewrite_post_order,
     with_children,
 )
-from .analysis import bound_vars, count_ops, free_vars, is_primitive, module_changed
+from .analysis import bound_vars, calls_any, count_ops, free_vars, is_primitive, module_changed
 from . import ops as _ops  # noqa: F401  (registers the core operators)
 from .builders import *  # noqa: F401,F403
 from .builders import __all__ as _builders_all
@@ -48,7 +48,7 @@ __all__ = [
     "IRModule",
     # traversal and analysis
     "ExprFunctor", "ExprVisitor", "ExprMutator", "children", "keep_checked_type", "post_order", "post_order_visit",
-    "rewrite_post_order", "with_children", "free_vars", "bound_vars", "count_ops", "is_primitive", "module_changed",
+    "rewrite_post_order", "with_children", "free_vars", "bound_vars", "count_ops", "calls_any", "is_primitive", "module_changed",
     # structure, text, types, evaluation
     "structural_equal", "structural_hash", "assert_structural_equal",
     "pretty_print", "astext", "parse", "parse_expr", "fromtext",

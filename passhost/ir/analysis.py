@@ -1,14 +1,14 @@
-"""Small analyses over expressions: free variables, bound variables, op counts, fused
-kernels, and whether a pass changed a module."""
+"""Small analyses over expressions: free variables, bound variables, op counts, which
+operators are called, fused kernels, and whether a pass changed a module."""
 from __future__ import annotations
 
-from .expr import Call, Expr, Function, Let, Var
+from .expr import Call, Constant, Expr, Function, GlobalVar, Let, Var
 from .module import IRModule
 from .op import Op
 from .structural import structural_hash
-from .visitor import post_order
+from .visitor import children, post_order
 
-__all__ = ["free_vars", "bound_vars", "all_vars", "count_ops", "is_primitive", "module_changed"]
+__all__ = ["free_vars", "bound_vars", "all_vars", "count_ops", "calls_any", "is_primitive", "module_changed"]
 
 
 def bound_vars(expr: Expr) -> list:
@@ -68,3 +68,36 @@ def module_changed(before: IRModule, after: IRModule) -> bool:
     if b.keys() == a.keys() and all(a[k] is f for k, f in b.items()):
         return False
     return structural_hash(before) != structural_hash(after)
+
+
+_LEAVES = (Var, Constant, Op, GlobalVar)
+
+
+def calls_any(root: Expr, ops: frozenset) -> bool:
+    """Does any node reachable from ``root`` (callees and nested functions included)
+    call one of the operators in ``ops``? One cheap unordered walk with an explicit
+    stack, stopping at the first hit — so a pass can return its input untouched when it
+    has nothing to act on."""
+    seen: set = set()
+    add = seen.add
+    stack = [root]
+    pop = stack.pop
+    push = stack.append
+    extend = stack.extend
+    _Call, leaves = Call, _LEAVES
+    while stack:
+        node = pop()
+        if node in seen:
+            continue
+        add(node)
+        t = type(node)
+        if t is _Call:
+            op = node.op
+            if op in ops:
+                return True
+            if type(op) is not Op:
+                push(op)
+            extend(node.args)
+        elif t not in leaves:
+            extend(children(node))
+    return False

@@ -17,7 +17,7 @@ import numpy as np
 
 from passhost import ir
 from passhost.errors import PassError
-from passhost.ir import Call, Constant, Expr, GlobalVar, Op, TensorType, Var, children
+from passhost.ir import Call, Constant, Expr, Op, TensorType, children
 
 __all__ = [
     "Message",
@@ -30,7 +30,6 @@ __all__ = [
     "is_all_positive_constant",
     "conv_axes",
     "type_like",
-    "calls_any",
 ]
 
 #: ``(axes, require_positive)``; ``None`` stands for TVM's null message
@@ -174,34 +173,3 @@ def type_like(old: Expr, new: Expr) -> Expr:
         new._set_checked_type(old._checked_type)
     return new
 
-
-_LEAVES = (Var, Constant, Op, GlobalVar)
-
-
-def calls_any(root: Expr, ops: frozenset) -> bool:
-    """Does any node reachable from ``root`` (callees and nested functions included)
-    call one of ``ops``? One cheap unordered walk with an explicit stack, stopping at the
-    first hit -- so a pass can return its input untouched when nothing can fold."""
-    seen: set = set()
-    add = seen.add
-    stack = [root]
-    pop = stack.pop
-    push = stack.append
-    extend = stack.extend
-    _Call, leaves = Call, _LEAVES
-    while stack:
-        node = pop()
-        if node in seen:
-            continue
-        add(node)
-        t = type(node)
-        if t is _Call:
-            op = node.op
-            if op in ops:
-                return True
-            if type(op) is not Op:
-                push(op)
-            extend(node.args)
-        elif t not in leaves:
-            extend(children(node))
-    return False

@@ -50,7 +50,6 @@ from passhost.ir import Call, Constant, Expr, GlobalVar, Op, Var, children, post
 from passhost.ir._gc import paused as _gc_paused
 
 from ._common import (
-    calls_any,
     conv_axes,
     expand_bias_to_match_axis,
     is_all_positive_constant,
@@ -234,7 +233,7 @@ def backward_fold_scale_axis(expr: Expr) -> Expr:
     with _gc_paused():
         if not expr.has_type:
             ir.infer_type(expr)
-        if not calls_any(expr, _SOURCES):
+        if not ir.calls_any(expr, _SOURCES):
             return expr  # no conv2d/dense: nothing can fold
         order = post_order(expr)
         messages = _prepare(order)

@@ -132,35 +132,6 @@ def rewrite_with_original(root: Expr, rewrite: Callable[[Expr, Expr], Optional[E
     return get(root, root)
 
 
-def _calls_any(root: Expr, ops: frozenset) -> bool:
-    """Does any node reachable from ``root`` (callees and nested functions included)
-    call one of ``ops``? One cheap unordered walk with an explicit stack, stopping at the
-    first hit -- so the pass can return its input untouched when there is nothing to do."""
-    seen: set = set()
-    add = seen.add
-    stack = [root]
-    pop = stack.pop
-    push = stack.append
-    extend = stack.extend
-    _Call, leaves = Call, _LEAVES
-    while stack:
-        node = pop()
-        if node in seen:
-            continue
-        add(node)
-        t = type(node)
-        if t is _Call:
-            op = node.op
-            if op in ops:
-                return True
-            if type(op) is not Op:
-                push(op)
-            extend(node.args)
-        elif t not in leaves:
-            extend(children(node))
-    return False
-
-
 def _type_like(old: Expr, new: Expr) -> None:
     """Type a replacement whose type equals ``old``'s, without a second full inference:
     a rebuilt node whose children are typed takes ``old``'s type; a new sub-expression
@@ -296,7 +267,7 @@ def simplify_inference(expr: Expr) -> Expr:
     with _gc_paused():
         if not expr.has_type:
             ir.infer_type(expr)
-        if not _calls_any(expr, _TARGETS):
+        if not ir.calls_any(expr, _TARGETS):
             return expr  # no normalisation or dropout: nothing to rewrite
         return rewrite_with_original(expr, _rule)
 
