@@ -135,3 +135,16 @@ def test_call_with_args_keeps_callee_attrs_and_type_only_when_args_are_typed():
     ir.infer_type(y)
     assert call.with_args((y,)).checked_type == call.checked_type
     assert not call.with_args((y,), keep_type=False).has_type
+def test_functions_are_weakly_referenceable():
+    import gc
+    import weakref
+
+    from passhost import ir
+
+    x = ir.Var("x", ir.TensorType((2,), "float32"))
+    fn = ir.Function([x], x)
+    facts = weakref.WeakKeyDictionary({fn: "folded"})
+    assert facts[fn] == "folded"
+    del fn
+    gc.collect()
+    assert len(facts) == 0

@@ -325,9 +325,14 @@ class Call(Expr):
 
 
 class Function(Expr):
-    """``fn (%params) -> ret_type { body }`` with optional ``attrs`` (e.g. ``Primitive=1``)."""
+    """``fn (%params) -> ret_type { body }`` with optional ``attrs`` (e.g. ``Primitive=1``).
 
-    __slots__ = ("params", "body", "ret_type", "attrs")
+    Functions can be weakly referenced (``weakref.WeakKeyDictionary``), so passes may
+    remember facts about a function object -- "already folded", "uses these operators" --
+    without keeping it alive; being immutable, a function's facts never go stale.
+    """
+
+    __slots__ = ("params", "body", "ret_type", "attrs", "__weakref__")
 
     def __init__(self, params: Sequence[Var], body: Expr, ret_type: Optional[Type] = None,
                  attrs: Optional[Mapping[str, Any]] = None) -> None:
