@@ -300,14 +300,19 @@ class PostDominatorTree:
     :ivar parent: ``parent[i]`` is the index of node ``i``'s immediate post-dominator, or -1
     :ivar depth: depth in the tree (roots have depth 1)
     :ivar pattern: the combined pattern from node ``i`` to its parent
+    :ivar height: the number of edges on the longest dataflow path leaving node ``i``
+        (0 for a node without consumers). Every path from ``i`` to its post-dominator
+        ``d`` that is longest runs through ``height[i] - height[d] - 1`` nodes strictly
+        between them, a lower bound on the size of the region FuseOps would fuse.
     """
 
-    __slots__ = ("parent", "depth", "pattern", "_jump", "_jmax")
+    __slots__ = ("parent", "depth", "pattern", "height", "_jump", "_jmax")
 
     def __init__(self, n: int) -> None:
         self.parent = [-1] * n
         self.depth = [1] * n
         self.pattern = [OPAQUE] * n
+        self.height = [0] * n
         self._jump = [0] * n
         self._jmax = [-1] * n
 
@@ -385,20 +390,35 @@ def post_dominator_tree(graph: DataflowGraph) -> PostDominatorTree:
     extern, outputs = graph.extern, graph.outputs
     lca = tree.lca
     tparent, depth, tpattern, jump, jmax = tree.parent, tree.depth, tree.pattern, tree._jump, tree._jmax
+    height = tree.height
     for v in range(n - 1, -1, -1):
         outs = outputs[v]
-        if extern[v] or not outs:
-            # a root: parent -1, depth 1, jump to itself (PostDominatorTree._attach inline)
+        if not outs:
             tpattern[v] = OPAQUE if extern[v] else ELEMWISE
             jump[v] = v
             continue
+        if extern[v]:
+            # a root: parent -1, depth 1, jump to itself (PostDominatorTree._attach inline)
+            h = 0
+            for consumer, _ in outs:
+                if height[consumer] > h:
+                    h = height[consumer]
+            height[v] = h + 1
+            tpattern[v] = OPAQUE
+            jump[v] = v
+            continue
         p, acc = outs[0]
-        for k in range(1, len(outs)):
-            consumer, ep = outs[k]
-            if p >= 0 and p != consumer:  # lca(p, p, acc) is (p, acc)
-                p, acc = lca(p, consumer, acc)
-            if ep > acc:
-                acc = ep
+        h = height[p]
+        if len(outs) > 1:
+            for k in range(1, len(outs)):
+                consumer, ep = outs[k]
+                if height[consumer] > h:
+                    h = height[consumer]
+                if p >= 0 and p != consumer:  # lca(p, p, acc) is (p, acc)
+                    p, acc = lca(p, consumer, acc)
+                if ep > acc:
+                    acc = ep
+        height[v] = h + 1
         tpattern[v] = acc
         if p < 0:
             jump[v] = v

@@ -21,7 +21,14 @@ and try to fuse each node into the group of its immediate post-dominator ``d``:
 
 A fusion is refused when ``d``'s group plus the groups on the paths up to ``d`` would
 exceed ``max_depth`` nodes, when ``d`` already holds the node, or when ``d`` is a tuple.
-Every path search uses an explicit stack.
+
+TVM walks the region between a node and ``d`` three times (count its nodes, check its
+patterns, merge it) and walks all of it even when the count is far over the limit. Here
+one walk does all three and stops at the first node over the limit or failing the
+pattern check; before it, the longest path from the node to ``d`` (from the
+post-dominator tree's ``height``) rejects most far-away post-dominators without walking,
+since every node on that path counts at least one. The decisions are exactly TVM's (the
+tests cross-check a literal transcription). Every walk uses an explicit stack.
 """
 from __future__ import annotations
 
@@ -97,30 +104,6 @@ class Partition:
         find = self.find
         return [find(i) for i in range(len(self.parent))]
 
-    # -- the three helpers of the algorithm -----------------------------------------
-    def check_path(self, src: int, sink: int, cond) -> bool:
-        """Whether ``cond(root group pattern, is_sink)`` holds for every node on every path
-        from ``src``'s consumers to ``sink`` (``src`` itself excluded)."""
-        outputs = self.graph.outputs
-        pattern = self.pattern
-        find = self.find
-        outs = outputs[src]
-        if len(outs) == 1 and outs[0][0] == sink:  # the common case: a direct edge
-            return cond(pattern[find(sink)], True)
-        visited = set()
-        stack = [c for c, _ in outs]
-        while stack:
-            v = stack.pop()
-            if v in visited:
-                continue
-            visited.add(v)
-            is_sink = v == sink
-            if not cond(pattern[find(v)], is_sink):
-                return False
-            if not is_sink:
-                stack.extend(c for c, _ in outputs[v])
-        return True
-
     def _merge(self, child: int, parent: int) -> None:
         gparent = self.parent
         if gparent[child] >= 0:
@@ -144,68 +127,20 @@ class Partition:
                                 "please report this with the input program", "FuseOps")
             self.pattern[parent] = cp if cp > pp else pp
 
-    def commit_fuse(self, src: int, sink: int) -> None:
-        """Merge every node on the paths from ``src`` (included) to ``sink`` (excluded) into
-        ``sink``'s group."""
-        outputs = self.graph.outputs
-        outs = outputs[src]
-        if len(outs) == 1 and outs[0][0] == sink:
-            self._merge(src, sink)
-            return
-        visited = set()
-        stack = [src]
-        while stack:
-            v = stack.pop()
-            if v == sink or v in visited:
-                continue
-            visited.add(v)
-            self._merge(v, sink)
-            stack.extend(c for c, _ in outputs[v])
-
-    def count_fused_nodes(self, child: int, dom_parent: int, limit: Optional[int] = None) -> int:
-        """Nodes in ``dom_parent``'s group plus those of the group records on the paths from
-        ``child`` (included) up to ``dom_parent`` -- the size limit check.
-
-        With ``limit``, the walk stops as soon as the count exceeds it (the exact value
-        then does not matter), so the check costs ``O(limit)`` instead of the size of the
-        region between a node and its post-dominator -- that keeps the whole algorithm
-        linear: a fusion is only attempted on regions of at most ``max_depth`` nodes.
-        """
-        outputs = self.graph.outputs
-        num = self.num_nodes
-        total = num[self.find(dom_parent)] + num[child]
-        outs = outputs[child]
-        if len(outs) == 1 and outs[0][0] == dom_parent:
-            return total
-        visited = {child}
-        stack = [iter(outs)]
-        while stack:
-            for c, _ in stack[-1]:
-                if c == dom_parent or c in visited:
-                    continue
-                visited.add(c)
-                total += num[c]
-                if limit is not None and total > limit:
-                    return total
-                stack.append(iter(outputs[c]))
-                break
-            else:
-                stack.pop()
-        return total
-
     # -- the phases -------------------------------------------------------------------
     def run_phase(self, tree: PostDominatorTree, phase: int, max_depth: int) -> None:
         """One pass of the fusion algorithm over all nodes (see the module docstring).
 
         The checks are TVM's; they are side-effect free, so the cheap ones run first and
-        the size limit (a path walk) is only computed right before a fusion.
+        the size limit and path check (one walk, :meth:`_fusible_region`) come last.
         """
         pattern = self.pattern
         gparent = self.parent
         find = self.find
         dparent, dpattern = tree.parent, tree.pattern
-        check_path, commit, count = self.check_path, self.commit_fuse, self.count_fused_nodes
         merge, num, outputs = self._merge, self.num_nodes, self.graph.outputs
+        height = tree.height
+        try_region = self._fusible_region
         for nid in range(len(pattern)):
             gpat = pattern[nid]
             if gpat == OPAQUE:
@@ -258,20 +193,61 @@ class Partition:
                 if rn == rd:
                     continue
             outs = outputs[nid]
+            rd = gparent[d]
+            if rd < 0:
+                rd = d
+            elif gparent[rd] >= 0:
+                rd = find(d)
+            total = num[rd] + num[nid]
             if len(outs) == 1 and outs[0][0] == d:
                 # the common case, a direct edge: the three helpers' fast paths inline
-                rd = gparent[d]
-                if rd < 0:
-                    rd = d
-                elif gparent[rd] >= 0:
-                    rd = find(d)
-                if num[rd] + num[nid] <= max_depth and cond(pattern[rd], True):
+                if total <= max_depth and cond(pattern[rd], True):
                     merge(nid, d)
                 continue
-            if count(nid, d, max_depth) > max_depth:
+            # Every node on a longest path from nid to d counts at least 1: reject without
+            # walking when that alone is over the limit (most far-away post-dominators).
+            if total + height[nid] - height[d] - 1 > max_depth:
                 continue
-            if check_path(nid, d, cond):
-                commit(nid, d)
+            if cond(pattern[rd], True):
+                region = try_region(nid, d, total, cond, max_depth)
+                if region is not None:
+                    merge(nid, d)
+                    for v in region:
+                        merge(v, d)
+
+    def _fusible_region(self, src: int, sink: int, total: int, cond, max_depth: int) -> Optional[list]:
+        """The nodes strictly between ``src`` and ``sink`` when fusing them all into
+        ``sink``'s group is allowed, else ``None``: one walk doing the work of
+        :meth:`count_fused_nodes` (``total`` starts at the sink group's and ``src``'s node
+        counts) and :meth:`check_path` (the sink itself was checked by the caller), and
+        listing what :meth:`commit_fuse` would merge."""
+        outputs = self.graph.outputs
+        num = self.num_nodes
+        pattern = self.pattern
+        gparent = self.parent
+        find = self.find
+        visited = {src, sink}
+        region: list = []
+        stack = [c for c, _ in outputs[src]]
+        pop, push, seen, keep = stack.pop, stack.extend, visited.add, region.append
+        while stack:
+            v = pop()
+            if v in visited:
+                continue
+            seen(v)
+            total += num[v]
+            if total > max_depth:
+                return None
+            r = gparent[v]
+            if r < 0:
+                r = v
+            elif gparent[r] >= 0:
+                r = find(v)
+            if not cond(pattern[r], False):
+                return None
+            keep(v)
+            push([c for c, _ in outputs[v]])
+        return region
 
 
 def partition(graph: DataflowGraph, opt_level: int, max_depth: int = 256) -> Partition:

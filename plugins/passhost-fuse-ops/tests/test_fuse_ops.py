@@ -951,6 +951,50 @@ def test_partition_matches_a_literal_transcription_of_tvm(seed):
         assert partition(graph, 2, max_depth).groups() == _reference_groups(graph, max_depth), max_depth
 
 
+def _wide_dag(seed, n, window=12):
+    """A random DAG whose values feed consumers up to ``window`` positions later, joined
+    pairwise at the end: post-dominators are often far away (long longest paths)."""
+    rnd = random.Random(seed)
+    x = ir.var("x", shape=(2, 2))
+    pool, used = [x], [True]
+    binary, unary = [ir.add, ir.multiply, ir.maximum], [ir.exp, ir.negative]
+    for _ in range(n):
+        def pick():
+            k = len(pool) - 1 - min(len(pool) - 1, int(rnd.expovariate(1.0 / window)))
+            used[k] = True
+            return pool[k]
+        if rnd.random() < 0.7:
+            e = rnd.choice(binary)(pick(), pick() if rnd.random() < 0.8 else ir.const(0.5, F32))
+        else:
+            e = rnd.choice(unary)(pick())
+        pool.append(e)
+        used.append(False)
+    rest = [e for e, u in zip(pool, used) if not u]
+    while len(rest) > 1:
+        rest = [ir.add(rest[i], rest[i + 1]) if i + 1 < len(rest) else rest[i] for i in range(0, len(rest), 2)]
+    return ir.infer_type(ir.IRModule.from_expr(ir.Function([x], rest[0])))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_partition_of_wide_dags_matches_tvm_under_tight_limits(seed):
+    """Far-away post-dominators: the longest-path rejection and the one-walk region check
+    must decide exactly like TVM's full count and path check."""
+    graph = build_graph(_wide_dag(seed, 150)["main"])
+    for max_depth in (3, 6, 12, 40, 256):
+        assert partition(graph, 2, max_depth).groups() == _reference_groups(graph, max_depth), max_depth
+
+
+def test_height_is_the_longest_path_to_a_sink():
+    graph = build_graph(_wide_dag(7, 120)["main"])
+    tree = post_dominator_tree(graph)
+    n = len(graph.nodes)
+    longest = [0] * n
+    for v in range(n - 1, -1, -1):
+        longest[v] = max((longest[c] + 1 for c, _ in graph.outputs[v]), default=0)
+    assert tree.height == longest
+    assert max(longest) > 20  # a deep graph, so the bound has something to reject
+
+
 # --------------------------------------------------------------------------------------
 # semantics and scale
 # --------------------------------------------------------------------------------------
