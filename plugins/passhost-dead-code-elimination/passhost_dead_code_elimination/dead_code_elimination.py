@@ -57,13 +57,15 @@ from passhost.ir import (
     Tuple,
     TupleGetItem,
     Var,
+    children,
     keep_checked_type,
     post_order,
 )
 from passhost.ir._gc import paused as _gc_paused
 from passhost.transform import module_pass
 
-__all__ = ["Purity", "count_uses", "eliminate_dead_code", "dead_code_elimination", "DeadCodeElimination"]
+__all__ = ["Purity", "count_uses", "has_let", "eliminate_dead_code", "dead_code_elimination",
+           "DeadCodeElimination"]
 
 _LEAVES = (Var, Constant, Op, GlobalVar)
 #: nodes that hold no variable use
@@ -310,8 +312,49 @@ def count_uses(func: Function, purity: Purity) -> dict:
     return counts
 
 
+def has_let(root: Expr) -> bool:
+    """Whether any node reachable from ``root`` (nested functions, callees and ``If``
+    branches included) is a ``Let``.
+
+    One unordered walk with an explicit stack that stops at the first ``Let``: each
+    node is expanded once, leaves are never recorded. Without a ``Let`` there is no
+    binding to remove, so :func:`eliminate_dead_code` needs neither use counts nor
+    purity and returns the function itself.
+    """
+    seen: set = set()
+    add = seen.add
+    stack = [root]
+    pop = stack.pop
+    push = stack.append
+    extend = stack.extend
+    _Call, _Op, _Let = Call, Op, Let
+    leaves = _LEAVES
+    while stack:
+        node = pop()
+        t = type(node)
+        if t is _Call:
+            if node in seen:
+                continue
+            add(node)
+            op = node.op
+            if type(op) is not _Op:
+                push(op)
+            extend(node.args)
+        elif t in leaves:
+            continue
+        elif t is _Let:
+            return True
+        elif node not in seen:
+            add(node)
+            extend(children(node))
+    return False
+
+
 def eliminate_dead_code(func: Function, purity: Purity = None, inline_once: bool = False) -> Function:
     """Remove the unused pure let-bindings of ``func`` (inline single uses if asked).
+
+    A function without any ``let`` (every graph-form function) is returned as it is
+    after one cheap walk (:func:`has_let`): only let bindings can be dead.
 
     :param purity: the purity oracle (default: a fresh one without module context)
     :returns: the new function -- ``func`` itself when no binding goes
@@ -319,6 +362,8 @@ def eliminate_dead_code(func: Function, purity: Purity = None, inline_once: bool
     if purity is None:
         purity = Purity()
     with _gc_paused():
+        if not has_let(func.body):
+            return func
         counts = count_uses(func, purity)
         drop = set()
         inline: dict = {}

@@ -10,7 +10,7 @@ from passhost import ir
 from passhost.errors import PassError
 from passhost.testing import assert_semantics_preserved, check_pass, random_graph
 from passhost_dead_code_elimination import DeadCodeElimination, dead_code_elimination
-from passhost_dead_code_elimination.dead_code_elimination import Purity, count_uses, eliminate_dead_code
+from passhost_dead_code_elimination.dead_code_elimination import Purity, count_uses, eliminate_dead_code, has_let
 
 T = ir.TensorType((3,), "float32")
 
@@ -225,3 +225,50 @@ def test_lets_inside_if_branches():
     check_pass(DeadCodeElimination(), before, expected)
     assert_semantics_preserved(DeadCodeElimination(), before, [np.array([1.0, 2.0, 3.0], "float32")])
     assert_semantics_preserved(DeadCodeElimination(), before, [np.array([-1.0, -2.0, 3.0], "float32")])
+
+
+# ------------------------------------------------------------------ the let-free fast path
+
+
+def test_has_let_finds_lets_everywhere_and_only_there():
+    x = _v("x")
+    a, p = ir.var("a", T), _v("p")
+    let = ir.Let(a, ir.negative(x), a)
+    assert not has_let(ir.add(ir.negative(x), x))
+    assert not has_let(x)
+    assert has_let(let)
+    assert has_let(ir.add(x, ir.exp(let)))  # an argument
+    assert has_let(ir.TupleGetItem(ir.Tuple([x, let]), 1))  # a tuple field
+    assert has_let(ir.Call(ir.Function([p], ir.Let(a, p, a)), [x]))  # a local callee's body
+    assert has_let(ir.Function([p], ir.add(p, let)))  # a nested function
+    cond = ir.less(ir.sum(x), ir.const(0.0))
+    assert has_let(ir.If(cond, x, let)) and not has_let(ir.If(cond, x, ir.negative(x)))
+
+
+def _shared_dag(depth: int, leaf: ir.Expr) -> ir.Expr:
+    """``depth`` levels, each using the level below twice: 2**depth paths, 2*depth nodes."""
+    e = leaf
+    for _ in range(depth):
+        e = ir.add(ir.negative(e), e)
+    return e
+
+
+def test_function_without_lets_comes_back_as_the_same_object():
+    x = _v("x")
+    func = ir.Function([x], _shared_dag(60, x))  # 2**60 paths: the walk must not follow them
+    assert eliminate_dead_code(func) is func
+    assert eliminate_dead_code(func, inline_once=True) is func
+    mod = ir.infer_type(passhost.testing.chain(100_000))  # and no frame per node
+    assert DeadCodeElimination()(mod)["main"] is mod["main"]
+    assert has_let(mod["main"]) is False
+
+
+def test_a_dead_let_below_a_shared_let_free_graph_still_goes():
+    x = _v("x")
+    a = ir.var("a", T)
+    dead = ir.Let(a, ir.exp(x), ir.negative(x))  # %a is never used
+    before = ir.Function([x], _shared_dag(40, dead))
+    out = eliminate_dead_code(before)
+    assert out is not before and not has_let(out)
+    expected = ir.Function([x], _shared_dag(40, ir.negative(x)))
+    check_pass(DeadCodeElimination(), before, expected)
