@@ -35,6 +35,7 @@ from typing import Any, Optional
 
 from passhost.errors import ConfigError, PassError, PasshostError
 from passhost.ir import (
+    Attrs,
     Call,
     Constant,
     Function,
@@ -95,6 +96,14 @@ def _is_reshape(op: Op) -> bool:
     return op.name in RESHAPE_OPS or bool(op.definition.extra.get("reshape_op", False))
 
 
+#: the attributes of a fused function, built once (``Attrs`` are immutable, so shared)
+_ATTRS_NO_CALL = Attrs({"Primitive": 0})
+_ATTRS_CALLS = Attrs({"Primitive": 1})
+_ATTRS_RESHAPE_ONLY = Attrs({"Primitive": 1, "relay.reshape_only": 1})
+#: parameter names p0 ... p255 (extended on demand)
+_PARAM_NAMES = [f"p{k}" for k in range(DEFAULT_MAX_DEPTH)]
+
+
 class _GroupInfo:
     """Parameters and call arguments collected for one group's function."""
 
@@ -111,7 +120,10 @@ class _GroupInfo:
         """The parameter standing for ``arg`` (allocated ``p<k>`` on first use)."""
         p = self.by_arg.get(arg)
         if p is None:
-            p = Var(f"p{len(self.params)}", ty)
+            k = len(self.params)
+            while k >= len(_PARAM_NAMES):
+                _PARAM_NAMES.append(f"p{len(_PARAM_NAMES)}")
+            p = Var(_PARAM_NAMES[k], ty)
             self.params.append(p)
             self.args.append(arg)
             self.by_arg[arg] = p
@@ -119,49 +131,46 @@ class _GroupInfo:
                 self.reshape_only = False
         return p
 
+    def call(self, ret_type: Any, body: Any) -> Call:
+        """``fn (params) -> ret_type { body }`` called with the group's inputs."""
+        if self.has_call:
+            attrs = _ATTRS_RESHAPE_ONLY if self.reshape_only else _ATTRS_CALLS
+        else:
+            attrs = _ATTRS_NO_CALL
+        return Call(Function(self.params, body, ret_type, attrs), self.args)
+
 
 def _rewrite(func: Function, graph: DataflowGraph, part: Partition, link_params: bool) -> Function:
     nodes, index, skipped = graph.nodes, graph.index, graph.opaque_functions
     root = part.root
     grp = part.groups()  # the group of every node, resolved once (no merges from here on)
-    memo: dict = {}
-    memo_get = memo.get
+    # new_of[i]: what node i became (itself until rewritten); looked up by position, so an
+    # argument costs one dict lookup (its index) however it is used
+    new_of = list(nodes)
     index_get = index.get
     infos: dict = {}
     infos_get = infos.get
     op_kind: dict = {}  # Op -> (kind, is reshape); kind 0: fusible, 1: non-computational, 2: stop_fusion
 
-    def info_of(group: int) -> _GroupInfo:
-        info = infos_get(group)
-        if info is None:
-            info = infos[group] = _GroupInfo()
-        return info
-
-    def new_args(args: tuple, group: int) -> list:
+    def new_args(args: tuple, group: int, info: _GroupInfo) -> list:
+        """``args`` as seen inside ``group``: members rewritten, inputs as parameters."""
         out = []
         append = out.append
+        by_arg = info.by_arg
         for a in args:
-            na = memo_get(a, a)
             j = index_get(a)
-            if j is None or grp[j] == group or (link_params and type(na) is Constant):
+            if j is None:
+                append(a)
+                continue
+            na = new_of[j]
+            if grp[j] == group or (link_params and type(na) is Constant):
                 append(na)
             else:
-                info = infos_get(group)
-                if info is None:
-                    info = infos[group] = _GroupInfo()
-                p = info.by_arg.get(na)  # _GroupInfo.param_for inline
+                p = by_arg.get(na)
                 if p is None:
                     p = info.param_for(na, a.checked_type)
                 append(p)
         return out
-
-    def make_function(group: int, ret_type: Any, body: Any) -> Call:
-        info = info_of(group)
-        attrs: dict = {"Primitive": 1 if info.has_call else 0}
-        if info.has_call and info.reshape_only:
-            attrs["relay.reshape_only"] = 1
-        fn = Function(info.params, body, ret_type, attrs)
-        return Call(fn, info.args)
 
     def rebuild(node: Any) -> Any:
         t = type(node)
@@ -175,9 +184,14 @@ def _rewrite(func: Function, graph: DataflowGraph, part: Partition, link_params:
             kids = node.params + (node.body,)
         else:
             kids = children(node)
-        return with_children(node, tuple(memo_get(k, k) for k in kids))
+        new = []
+        for k in kids:
+            j = index_get(k)
+            new.append(k if j is None else new_of[j])
+        return with_children(node, tuple(new))
 
     _Call, _Tuple, _TGI, _Function, _Op, _Var, _Const = Call, Tuple, TupleGetItem, Function, Op, Var, Constant
+    GroupInfo = _GroupInfo
     for i, node in enumerate(nodes):
         t = type(node)
         if t is _Call:
@@ -189,44 +203,74 @@ def _rewrite(func: Function, graph: DataflowGraph, part: Partition, link_params:
                 if kind is None:
                     kind = op_kind[op] = (1 if _non_computational(op) else 2 if op.name == _STOP_FUSION else 0,
                                           _is_reshape(op))
-                if kind[0] == 1:
-                    new = rebuild(node)
-                elif kind[0] == 2:
-                    new = memo_get(node.args[0], node.args[0])
-                else:
+                if kind[0] == 0:
                     group = grp[i]
-                    call = _Call(op, new_args(node.args, group), node.attrs)
                     info = infos_get(group)
                     if info is None:
-                        info = infos[group] = _GroupInfo()
+                        info = infos[group] = GroupInfo()
+                    # new_args inline (the hot path: every fused operator call)
+                    out = []
+                    append = out.append
+                    by_arg = info.by_arg
+                    for a in node.args:
+                        j = index_get(a)
+                        if j is None:
+                            append(a)
+                            continue
+                        na = new_of[j]
+                        if grp[j] == group or (link_params and type(na) is _Const):
+                            append(na)
+                        else:
+                            p = by_arg.get(na)
+                            if p is None:
+                                p = info.param_for(na, a.checked_type)
+                            append(p)
+                    call = node.with_args(tuple(out), False)
                     info.has_call = True
                     if not kind[1]:
                         info.reshape_only = False
-                    new = make_function(group, node.checked_type, call) if root[group] == i else call
+                    new = info.call(node.checked_type, call) if root[group] == i else call
+                elif kind[0] == 1:
+                    new = rebuild(node)
+                else:
+                    a = node.args[0]
+                    j = index_get(a)
+                    new = a if j is None else new_of[j]
         elif t is _Var or t is _Const:
             continue
         elif t is _Tuple:
             group = grp[i]
-            new = rebuild(node) if root[group] == i else _Tuple(new_args(node.fields, group))
+            if root[group] == i:
+                new = rebuild(node)
+            else:
+                info = infos_get(group)
+                if info is None:
+                    info = infos[group] = GroupInfo()
+                new = _Tuple(new_args(node.fields, group, info))
         elif t is _TGI:
             group = grp[i]
+            info = infos_get(group)
+            if info is None:
+                info = infos[group] = GroupInfo()
             tv = node.tuple_value
-            new_tuple = new_args((tv,), group)[0]
+            new_tuple = new_args((tv,), group, info)[0]
             if root[group] == i:
                 j = index_get(tv)
                 if j is None or grp[j] != group:
                     new = rebuild(node)  # isolated: the tuple comes from another group
                 else:
-                    new = make_function(group, node.checked_type, _TGI(new_tuple, node.index))
+                    new = info.call(node.checked_type, _TGI(new_tuple, node.index))
             else:
                 new = _TGI(new_tuple, node.index)
         elif t is _Function:
-            new = node if node in skipped else rebuild(node)
+            if node in skipped:
+                continue
+            new = rebuild(node)
         else:  # Let, If (GlobalVar and other leaves come back unchanged)
             new = rebuild(node)
-        if new is not node:
-            memo[node] = new
-    return memo_get(func, func)
+        new_of[i] = new
+    j = index_get(func)
+    return func if j is None else new_of[j]
 
 
 def fuse_ops(func: Function, fuse_opt_level: int = 2, max_depth: int = DEFAULT_MAX_DEPTH,
