@@ -192,6 +192,9 @@ def _rewrite(func: Function, graph: DataflowGraph, part: Partition, link_params:
 
     _Call, _Tuple, _TGI, _Function, _Op, _Var, _Const = Call, Tuple, TupleGetItem, Function, Op, Var, Constant
     GroupInfo = _GroupInfo
+    _TensorType = TensorType
+    names = _PARAM_NAMES
+    max_name = len(names)
     for i, node in enumerate(nodes):
         t = type(node)
         if t is _Call:
@@ -220,11 +223,20 @@ def _rewrite(func: Function, graph: DataflowGraph, part: Partition, link_params:
                         na = new_of[j]
                         if grp[j] == group or (link_params and type(na) is _Const):
                             append(na)
-                        else:
-                            p = by_arg.get(na)
-                            if p is None:
-                                p = info.param_for(na, a.checked_type)
-                            append(p)
+                            continue
+                        p = by_arg.get(na)
+                        if p is None:
+                            # _GroupInfo.param_for inline
+                            params = info.params
+                            k = len(params)
+                            ty = a.checked_type
+                            p = _Var(names[k] if k < max_name else f"p{k}", ty)
+                            params.append(p)
+                            info.args.append(na)
+                            by_arg[na] = p
+                            if type(ty) is not _TensorType:
+                                info.reshape_only = False
+                        append(p)
                     call = node.with_args(tuple(out), False)
                     info.has_call = True
                     if not kind[1]:
