@@ -108,114 +108,104 @@ _FIN = object()    # stack marker: the next entry below is a node whose children
 _SCOPE = object()  # stack marker: the next entry below is the scope number to switch to
 
 
-def _walk(root: Expr, graph: DataflowGraph) -> list:
-    """Post-DFS order of ``root`` with the owning scope of every node (parallel list).
-
-    The stack holds bare nodes and two kinds of marker (no tuple per entry): ``_FIN``
-    above a node whose children are done, ``_SCOPE`` above a scope number. Scope
-    switches are pushed in balanced pairs around a function's params and body, so the
-    current scope when an entry is popped is the scope of the node that pushed it.
-    """
-    nodes = graph.nodes
-    index = graph.index
-    skipped = graph.opaque_functions
-    seen: set = set()
-    mark_seen = seen.add
-    scopes: list = []
-    next_scope = 1
-    scope = 0
-    _Call, _Tuple, _TGI, _Function, _Let, _If, _Op = Call, Tuple, TupleGetItem, Function, Let, If, Op
-    FIN, SCOPE = _FIN, _SCOPE
-    stack: list = [root]
-    push = stack.append
-    pop = stack.pop
-    add_node = nodes.append
-    add_scope = scopes.append
-    while stack:
-        node = pop()
-        if node is FIN:
-            node = pop()
-            index[node] = len(nodes)
-            add_node(node)
-            add_scope(scope)
-            continue
-        if node is SCOPE:
-            scope = pop()
-            continue
-        if node in seen:
-            continue
-        t = type(node)
-        if t is _Op:
-            continue
-        mark_seen(node)
-        push(node)
-        push(FIN)
-        if t is _Call:
-            args = node.args
-            for i in range(len(args) - 1, -1, -1):
-                push(args[i])
-            op = node.op
-            if type(op) is not _Op:
-                push(op)
-        elif t is _Tuple:
-            fields = node.fields
-            for i in range(len(fields) - 1, -1, -1):
-                push(fields[i])
-        elif t is _TGI:
-            push(node.tuple_value)
-        elif t is _Function:
-            if node is not root and is_barrier_function(node):
-                skipped.add(node)
-                continue
-            push(scope)
-            push(SCOPE)
-            push(node.body)
-            params = node.params
-            for i in range(len(params) - 1, -1, -1):
-                push(params[i])
-            push(next_scope)
-            push(SCOPE)
-            next_scope += 1
-        elif t is _Let:
-            push(node.body)
-            push(node.value)
-            push(node.var)
-        elif t is _If:
-            push(node.false_branch)
-            push(node.true_branch)
-            push(node.cond)
-    return scopes
-
-
 def build_graph(root: Expr) -> DataflowGraph:
     """Build the dataflow graph of ``root`` (normally a typed :class:`~passhost.ir.Function`).
+
+    One explicit-stack walk numbers the nodes in post-DFS order and, as each node is
+    finished (its operands are numbered by then), records its pattern, its edges and the
+    extern marks it causes. The stack holds bare nodes and two kinds of marker (no tuple
+    per entry): ``_FIN`` above a node whose children are done, ``_SCOPE`` above a scope
+    number. Scope switches are pushed in balanced pairs around a function's params and
+    body, so the current scope when an entry is popped is the scope of the node that
+    pushed it.
 
     :raises IRError: if an expression lacks its inferred type (run InferType first)
     :raises PassError: on a tuple access of something that is not a tuple
     """
     g = DataflowGraph()
-    scopes = _walk(root, g)
     nodes, index = g.nodes, g.index
-    n = len(nodes)
-    pattern = [OPAQUE] * n
-    extern = [False] * n
-    outputs: list = [[] for _ in range(n)]
-    g.pattern, g.extern, g.outputs = pattern, extern, outputs
+    pattern, extern, outputs = g.pattern, g.extern, g.outputs
     skipped = g.opaque_functions
+    scopes: list = []
+    seen: set = set()
+    mark_seen = seen.add
+    next_scope = 1
+    scope = 0
+    _Call, _Tuple, _TGI, _Function, _Let, _If, _Op, _Const, _TensorType, _TupleType = (
+        Call, Tuple, TupleGetItem, Function, Let, If, Op, Constant, TensorType, TupleType)
+    FIN, SCOPE = _FIN, _SCOPE
+    index_get = index.get
+    op_pattern: dict = {}  # Op -> its pattern int, looked up once per operator
+    stack: list = [root]
+    push = stack.append
+    pop = stack.pop
+    add_node, add_scope, add_pattern, add_extern, add_outputs = (
+        nodes.append, scopes.append, pattern.append, extern.append, outputs.append)
 
     def mark_extern(expr: Expr) -> None:
-        j = index.get(expr)
+        j = index_get(expr)
         if j is not None:
             extern[j] = True
 
-    _Call, _Tuple, _TGI, _Function, _Let, _If, _Op, _Const, _TensorType = (
-        Call, Tuple, TupleGetItem, Function, Let, If, Op, Constant, TensorType)
-    index_get = index.get
-    op_pattern: dict = {}  # Op -> its pattern int, looked up once per operator
-    for i in range(n):
-        node = nodes[i]
+    while stack:
+        node = pop()
+        if node is SCOPE:
+            scope = pop()
+            continue
+        if node is not FIN:
+            if node in seen:
+                continue
+            t = type(node)
+            if t is _Op:
+                continue
+            mark_seen(node)
+            push(node)
+            push(FIN)
+            if t is _Call:
+                args = node.args
+                for k in range(len(args) - 1, -1, -1):
+                    push(args[k])
+                op = node.op
+                if type(op) is not _Op:
+                    push(op)
+            elif t is _Tuple:
+                fields = node.fields
+                for k in range(len(fields) - 1, -1, -1):
+                    push(fields[k])
+            elif t is _TGI:
+                push(node.tuple_value)
+            elif t is _Function:
+                if node is not root and is_barrier_function(node):
+                    skipped.add(node)
+                    continue
+                push(scope)
+                push(SCOPE)
+                push(node.body)
+                params = node.params
+                for k in range(len(params) - 1, -1, -1):
+                    push(params[k])
+                push(next_scope)
+                push(SCOPE)
+                next_scope += 1
+            elif t is _Let:
+                push(node.body)
+                push(node.value)
+                push(node.var)
+            elif t is _If:
+                push(node.false_branch)
+                push(node.true_branch)
+                push(node.cond)
+            continue
+
+        # FIN: number the node below the marker and record what it contributes
+        node = pop()
+        i = len(nodes)
+        index[node] = i
+        add_node(node)
+        add_scope(scope)
+        add_extern(False)
+        add_outputs([])
         t = type(node)
-        scope = scopes[i]
         if t is _Call:
             op = node.op
             if type(op) is _Op:
@@ -224,12 +214,12 @@ def build_graph(root: Expr) -> DataflowGraph:
                     pat = op_pattern[op] = OPAQUE if op.stateful else int(op.pattern)
             else:
                 pat = OPAQUE
-                j = index.get(op)
+                j = index_get(op)
                 if j is not None:
                     extern[j] = True
                     if scopes[j] == scope:
                         outputs[j].append((i, OPAQUE))
-            pattern[i] = pat
+            add_pattern(pat)
             rshape = None
             if pat == BROADCAST:
                 rtype = node.checked_type
@@ -249,47 +239,48 @@ def build_graph(root: Expr) -> DataflowGraph:
                         continue
                 outputs[j].append((i, pat))
         elif t is _Const:
-            if node.data.ndim == 0 and node.data.dtype.name in SIMPLE_CONST_DTYPES:
-                pattern[i] = ELEMWISE
+            data = node.data
+            add_pattern(ELEMWISE if data.ndim == 0 and data.dtype.name in SIMPLE_CONST_DTYPES else OPAQUE)
         elif t is _Tuple:
-            pattern[i] = TUPLE
+            add_pattern(TUPLE)
             for f in node.fields:
-                j = index.get(f)
+                j = index_get(f)
                 if j is None:
                     continue
-                if scopes[j] != scope or type(f.checked_type) is not TensorType:
+                if scopes[j] != scope or type(f.checked_type) is not _TensorType:
                     extern[j] = True
                 else:
                     outputs[j].append((i, INJECTIVE))
         elif t is _TGI:
             tv = node.tuple_value
             ttype = tv.checked_type
-            if type(ttype) is not TupleType:
+            if type(ttype) is not _TupleType:
                 raise PassError(f"FuseOps: tuple access .{node.index} of an expression of type {ttype}, "
                                 "which is not a tuple; fix the program (run InferType to check it)",
                                 "FuseOps")
-            j = index.get(tv)
+            j = index_get(tv)
             if j is None:
-                continue
-            if scopes[j] != scope or any(type(ft) is not TensorType for ft in ttype.fields):
+                add_pattern(OPAQUE)
+            elif scopes[j] != scope or any(type(ft) is not _TensorType for ft in ttype.fields):
                 extern[j] = True
+                add_pattern(OPAQUE)
             else:
-                pattern[i] = INJECTIVE
+                add_pattern(INJECTIVE)
                 outputs[j].append((i, INJECTIVE))
-        elif t is _Let:
-            mark_extern(node.var)
-            mark_extern(node.value)
-            mark_extern(node.body)
-        elif t is _If:
-            mark_extern(node.cond)
-            mark_extern(node.true_branch)
-            mark_extern(node.false_branch)
-        elif t is _Function:
-            if node not in skipped:
-                for p in node.params:
-                    mark_extern(p)
+        else:
+            add_pattern(OPAQUE)  # Var, GlobalVar, Let, If, Function: opaque
+            if t is _Let:
+                mark_extern(node.var)
+                mark_extern(node.value)
                 mark_extern(node.body)
-        # Var, GlobalVar: opaque leaves
+            elif t is _If:
+                mark_extern(node.cond)
+                mark_extern(node.true_branch)
+                mark_extern(node.false_branch)
+            elif t is _Function and node not in skipped:
+                for prm in node.params:
+                    mark_extern(prm)
+                mark_extern(node.body)
     mark_extern(root)
     return g
 
