@@ -8,6 +8,7 @@ import pytest
 
 from passhost import ir
 from passhost.errors import TypeInferenceError
+from passhost.ir import type_infer
 from passhost.ir import (
     Call, Constant, Expr, FuncType, Function, GlobalVar, If, IRModule, Let, OpDef, TensorType,
     Tuple, TupleGetItem, TupleType, Var, register_op,
@@ -402,12 +403,18 @@ def test_reinference_of_a_typed_module_does_no_work(monkeypatch):
     mod = ir.infer_type(IRModule.from_expr(_chain(1000)))
     calls = []
     orig = Expr._set_checked_type
+    orig_set = type_infer._set_type
 
     def counting(self, ty):
         calls.append(self)
         orig(self, ty)
 
+    def counting_set(node, ty):  # the engine writes types through this slot setter
+        calls.append(node)
+        orig_set(node, ty)
+
     monkeypatch.setattr(Expr, "_set_checked_type", counting)
+    monkeypatch.setattr(type_infer, "_set_type", counting_set)
     again = ir.infer_type(mod)
     assert calls == []
     assert again["main"] is mod["main"]
@@ -426,3 +433,97 @@ def test_bad_input():
         ir.infer_type(3)
     with pytest.raises(TypeInferenceError, match=r"cannot infer the type of operator ti\.neg on its own"):
         ir.infer_type(NEG)
+
+
+# -- the relation memo: one relation run per signature, never a stale answer -------------
+
+
+def _counting_op(name, attrs=()):
+    """An op whose relation counts its runs; the result's shape is (k,) + the argument's."""
+    runs = []
+
+    def rel(types, attrs):
+        runs.append(tuple(types))
+        k = attrs.get("k", 1) if attrs else 1
+        return TensorType((k,) + types[0].shape, types[0].dtype)
+
+    return register_op(OpDef(name, -1, rel, attrs=attrs), override=True), runs
+
+
+def test_relation_runs_once_per_signature_and_gives_each_call_its_own_answer():
+    op, runs = _counting_op("ti.memo", attrs=(("k", 1),))
+    x = Var("x", F32)
+    y = Var("y", F32B)
+    calls = [Call(op, [x]) for _ in range(50)]
+    calls += [Call(op, [x], {"k": 3}) for _ in range(50)]   # other attrs: another signature
+    calls += [Call(op, [y]) for _ in range(50)]             # other argument type
+    calls += [Call(op, [x, y]) for _ in range(50)]          # three arities share the op
+    ir.infer_type(Tuple(calls))
+    # default attrs: once per argument types; own attrs: every call (no value comparison)
+    assert len(runs) == 1 + 50 + 1 + 1
+    assert {c.checked_type for c in calls[:50]} == {TensorType((1, 1, 3), "float32")}
+    assert {c.checked_type for c in calls[50:100]} == {TensorType((3, 1, 3), "float32")}
+    assert {c.checked_type for c in calls[100:150]} == {TensorType((1, 2, 3), "float32")}
+    assert {c.checked_type for c in calls[150:]} == {TensorType((1, 1, 3), "float32")}
+
+
+def test_relation_memo_lives_for_one_inference_only():
+    op, runs = _counting_op("ti.memo2")
+    x = Var("x", F32)
+    ir.infer_type(Call(op, [x]))
+    ir.infer_type(Call(op, [x]))
+    assert len(runs) == 2  # a relation re-registered in between is always asked again
+    op2 = register_op(OpDef("ti.memo2", 1, lambda types, attrs: TensorType((7,), "int32")),
+                      override=True)
+    assert ir.infer_type(Call(op2, [x])).checked_type == TensorType((7,), "int32")
+
+
+def test_equal_but_distinct_argument_types_are_separate_memo_entries():
+    op, runs = _counting_op("ti.memo3")
+    a, b = Var("a", TensorType((4,), "int8")), Var("b", TensorType((4,), "int8"))
+    c1, c2 = Call(op, [a]), Call(op, [b])
+    ir.infer_type(Tuple([c1, c2]))
+    assert len(runs) == 2  # keyed by identity: a miss costs one relation run, never a wrong type
+    assert c1.checked_type == c2.checked_type == TensorType((1, 4), "int8")
+
+
+def test_failing_relation_is_not_memoised():
+    runs = []
+
+    def rel(types, attrs):
+        runs.append(1)
+        raise TypeInferenceError("ti.fail: always")
+
+    op = register_op(OpDef("ti.fail", 1, rel), override=True)
+    x = Var("x", F32)
+    for _ in range(2):
+        with pytest.raises(TypeInferenceError, match="in call to ti.fail: ti.fail: always"):
+            ir.infer_type(Call(op, [x]))
+    assert len(runs) == 2
+
+
+def test_relation_filling_an_unknown_variable_runs_per_call():
+    x1, x2 = Var("x1"), Var("x2")
+    y = Var("y", F32)
+    s1, s2 = add(x1, y), add(y, x2)
+    ir.infer_type(Function([x1, x2, y], Tuple([s1, s2])))
+    assert x1.type_annotation == F32 and x2.type_annotation == F32
+    assert s1.checked_type == s2.checked_type == F32
+
+
+def test_functions_of_one_signature_get_equal_types():
+    def fn():
+        p = Var("p", F32)
+        return Function([p], neg(p))
+
+    f1, f2 = fn(), fn()
+    q = Var("q", F32B)
+    f3 = Function([q], neg(q))
+    x, y = Var("x", F32), Var("y", F32B)
+    body = Tuple([Call(f1, [x]), Call(f2, [x]), Call(f3, [y])])
+    ir.infer_type(Function([x, y], body))
+    assert f1.checked_type == f2.checked_type == FuncType([F32], F32)
+    assert f3.checked_type == FuncType([F32B], F32B)
+    assert body.checked_type == TupleType([F32, F32, F32B])
+    with pytest.raises(TypeInferenceError, match="argument 0 of call to a function has type"):
+        ir.infer_type(Call(fn(), [y]))  # a typed function of another signature is no match

@@ -143,6 +143,7 @@ def _infer_module(mod: IRModule) -> None:
             gv._set_checked_type(None)  # stale: its function changed
 
     in_progress: set = set()
+    memo: dict = {}  # type relation results, shared by every function of the module
 
     def resolve(gv: GlobalVar) -> FuncType:
         own, fn = _lookup(mod, gv)
@@ -177,7 +178,7 @@ def _infer_module(mod: IRModule) -> None:
                 continue
             in_progress.add(g)
             try:
-                _infer_expr(f, resolve, name=g.name_hint)
+                _infer_expr(f, resolve, name=g.name_hint, memo=memo)
             except _NeedGlobal as need:
                 work.append(need.gv)
                 continue
@@ -248,20 +249,61 @@ def _known(node: Expr, what: str) -> Type:
     return t
 
 
-def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None) -> Type:
-    """Type ``root`` and everything under it that is not typed yet."""
+#: Direct setters of the ``_checked_type`` slot and of ``Var.type_annotation`` (the slot
+#: descriptors' own ``__set__``: a third of the cost of a ``_set_checked_type`` method call,
+#: which matters at one call per node on million-node graphs).
+_set_type = Expr.__dict__["_checked_type"].__set__
+_set_annotation = Var.__dict__["type_annotation"].__set__
+
+#: first item of the memo keys of function types (op-call keys start with the Op)
+_FN_KEY = object()
+
+
+def _relate(op: Op, arg_types: list, attrs) -> Type:
+    """Run the type relation of ``op``; errors name the op."""
+    try:
+        ty = op._def.type_rel(arg_types, attrs)
+    except PasshostError as e:
+        raise TypeInferenceError(f"in call to {op.name}: {e}") from e
+    except Exception as e:  # a bug in the relation: still say which op
+        raise TypeInferenceError(
+            f"in call to {op.name}: its type relation failed with "
+            f"{type(e).__name__}: {e}") from e
+    if type(ty) is not TensorType and not isinstance(ty, Type):
+        raise TypeInferenceError(
+            f"in call to {op.name}: the type relation returned {ty!r}, not a type")
+    return ty
+
+
+def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None,
+                memo: Optional[dict] = None) -> Type:
+    """Type ``root`` and everything under it that is not typed yet.
+
+    ``memo`` remembers the result of each type relation by the op and the identities of
+    the argument types, for calls with the op's default (or no) attributes -- a graph
+    repeats a handful of signatures, so most relations run once per signature, not once
+    per call (calls with their own attrs run their relation: attrs objects are mostly
+    unique, and comparing them by value would be as slow as most relations). Keys hold
+    object ids; each entry keeps those objects alive, so an id is never reused while the
+    memo lives. Function types of equal signatures are shared the same way.
+    """
     if root._checked_type is not None:
         return root._checked_type
     if not _leaf(root, resolve):
         if root._checked_type is None:
             raise _untyped_var(root)
         return root._checked_type
+    if memo is None:
+        memo = {}
+    memo_get = memo.get
 
     pending: list = []  # untyped variables consumed by op calls
     stack = [root]
     push = stack.append
     pop = stack.pop
-    _Call, _Var, _Constant, _GlobalVar, _Op, _TensorType = Call, Var, Constant, GlobalVar, Op, TensorType
+    settype = _set_type
+    _id = id
+    _Call, _Var, _Constant, _GlobalVar, _Op, _Function = Call, Var, Constant, GlobalVar, Op, Function
     while stack:
         node = stack[-1]
         if node._checked_type is not None:
@@ -269,29 +311,100 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None) -> T
             continue
         t = type(node)
         if t is _Call:
+            op = node.op
+            args = node.args
+            if type(op) is _Op:
+                # Fast path: an op call of one or two typed (or annotated) arguments.
+                n = len(args)
+                if n == 2:
+                    a0, a1 = args
+                    t0 = a0._checked_type
+                    if t0 is None and type(a0) is _Var:
+                        t0 = a0.type_annotation
+                        if t0 is not None:
+                            settype(a0, t0)
+                    t1 = a1._checked_type
+                    if t1 is None and type(a1) is _Var:
+                        t1 = a1.type_annotation
+                        if t1 is not None:
+                            settype(a1, t1)
+                    if t0 is not None:
+                        if t1 is not None:
+                            pop()
+                            attrs = node.attrs
+                            if attrs is op._defaults or not attrs:
+                                key = (op, _id(t0), _id(t1))
+                                hit = memo_get(key)
+                                if hit is None:
+                                    ty = _relate(op, [t0, t1], attrs)
+                                    memo[key] = (ty, t0, t1)
+                                else:
+                                    ty = hit[0]
+                            else:
+                                ty = _relate(op, [t0, t1], attrs)
+                            settype(node, ty)
+                            continue
+                        if type(a1) is _Call:
+                            push(a1)
+                            continue
+                    elif type(a0) is _Call:
+                        if t1 is None:
+                            if type(a1) is _Call:
+                                push(a1)
+                                push(a0)
+                                continue
+                        else:
+                            push(a0)
+                            continue
+                elif n == 1:
+                    a0 = args[0]
+                    t0 = a0._checked_type
+                    if t0 is None and type(a0) is _Var:
+                        t0 = a0.type_annotation
+                        if t0 is not None:
+                            settype(a0, t0)
+                    if t0 is not None:
+                        pop()
+                        attrs = node.attrs
+                        if attrs is op._defaults or not attrs:
+                            key = (op, _id(t0))
+                            hit = memo_get(key)
+                            if hit is None:
+                                ty = _relate(op, [t0], attrs)
+                                memo[key] = (ty, t0)
+                            else:
+                                ty = hit[0]
+                        else:
+                            ty = _relate(op, [t0], attrs)
+                        settype(node, ty)
+                        continue
+                    if type(a0) is _Call:
+                        push(a0)
+                        continue
             pushed = False
             unknown = False
-            args = node.args
             for a in reversed(args):
                 if a._checked_type is None:
                     ta = type(a)
                     if ta is _Var:
                         ann = a.type_annotation
                         if ann is not None:
-                            a._set_checked_type(ann)
+                            settype(a, ann)
                         else:
                             unknown = True
                     elif ta is _Constant:
-                        a._set_checked_type(_constant_type(a.data))
+                        settype(a, _constant_type(a.data))
                     elif ta is _GlobalVar or ta is _Op:
                         _leaf(a, resolve)
                     else:
                         push(a)
                         pushed = True
-            op = node.op
             top = type(op)
             if top is not _Op and op._checked_type is None:
-                if _leaf(op, resolve):
+                if top is _Function:
+                    push(op)
+                    pushed = True
+                elif _leaf(op, resolve):
                     push(op)
                     pushed = True
                 elif op._checked_type is None:
@@ -301,29 +414,31 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None) -> T
             pop()
             if top is _Op:
                 arg_types = [a._checked_type for a in args]
-                try:
-                    ty = op._def.type_rel(arg_types, node.attrs)
-                except PasshostError as e:
-                    raise TypeInferenceError(f"in call to {op.name}: {e}") from e
-                except Exception as e:  # a bug in the relation: still say which op
-                    raise TypeInferenceError(
-                        f"in call to {op.name}: its type relation failed with "
-                        f"{type(e).__name__}: {e}") from e
-                if type(ty) is not _TensorType and not isinstance(ty, Type):
-                    raise TypeInferenceError(
-                        f"in call to {op.name}: the type relation returned {ty!r}, not a type")
+                attrs = node.attrs
                 if unknown:
+                    ty = _relate(op, arg_types, attrs)
                     _fill_vars(args, arg_types, pending)
+                elif attrs is op._defaults or not attrs:
+                    held = tuple(arg_types)
+                    key = (op, *map(_id, held))
+                    hit = memo_get(key)
+                    if hit is None:
+                        ty = _relate(op, arg_types, attrs)
+                        memo[key] = (ty, held)
+                    else:
+                        ty = hit[0]
+                else:
+                    ty = _relate(op, arg_types, attrs)
             else:
                 ty = _call_type(node, op)
-            node._set_checked_type(ty)
-        elif t is Function:
+            settype(node, ty)
+        elif t is _Function:
             body = node.body
-            if _leaf(body, resolve):
+            if body._checked_type is None and (type(body) is _Call or _leaf(body, resolve)):
                 push(body)
                 continue
             pop()
-            node._set_checked_type(_function_type(node, root, name))
+            settype(node, _function_type(node, root, name, memo))
         elif t is Let:
             value = node.value
             if _leaf(value, resolve):
@@ -335,12 +450,12 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None) -> T
             if cur is None:
                 ann = var.type_annotation
                 if ann is None:
-                    var._set_type_annotation(vt)
+                    _set_annotation(var, vt)
                     cur = vt
                 else:
                     cur = ann
-                var._set_checked_type(cur)
-            if cur != vt:
+                settype(var, cur)
+            if cur is not vt and cur != vt:
                 raise TypeInferenceError(
                     f"let %{var.name_hint} is annotated {cur} but its value has type {vt}: "
                     "fix the annotation or the value")
@@ -349,7 +464,7 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None) -> T
                 push(body)
                 continue
             pop()
-            node._set_checked_type(_known(body, "let body"))
+            settype(node, _known(body, "let body"))
         elif t is Tuple:
             pushed = False
             for f in reversed(node.fields):
@@ -359,14 +474,14 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None) -> T
             if pushed:
                 continue
             pop()
-            node._set_checked_type(TupleType([_known(f, "tuple field") for f in node.fields]))
+            settype(node, TupleType([_known(f, "tuple field") for f in node.fields]))
         elif t is TupleGetItem:
             tv = node.tuple_value
             if _leaf(tv, resolve):
                 push(tv)
                 continue
             pop()
-            node._set_checked_type(_getitem_type(node, _known(tv, "tuple")))
+            settype(node, _getitem_type(node, _known(tv, "tuple")))
         elif t is If:
             pushed = False
             for c in (node.false_branch, node.true_branch, node.cond):
@@ -376,7 +491,7 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None) -> T
             if pushed:
                 continue
             pop()
-            node._set_checked_type(_if_type(node))
+            settype(node, _if_type(node))
         else:  # leaves only reach here as the root, which _leaf handled
             raise TypeInferenceError(f"cannot infer the type of a {t.__name__}")
 
@@ -402,45 +517,58 @@ def _fill_vars(args: tuple, arg_types: list, pending: list) -> None:
 
 def _call_type(node: Call, op: Expr) -> Type:
     ft = op._checked_type
-    callee = _callee_name(op)
     if type(ft) is not FuncType:
-        raise TypeInferenceError(f"cannot call {callee}: it has type {ft}, not a function type")
+        raise TypeInferenceError(
+            f"cannot call {_callee_name(op)}: it has type {ft}, not a function type")
     params = ft.arg_types
     args = node.args
     if len(args) != len(params):
         raise TypeInferenceError(
-            f"call to {callee} passes {len(args)} argument{'s' if len(args) != 1 else ''} "
+            f"call to {_callee_name(op)} passes {len(args)} argument{'s' if len(args) != 1 else ''} "
             f"but it takes {len(params)} ({ft})")
-    for i, (a, pt) in enumerate(zip(args, params)):
+    i = 0
+    for a in args:
+        pt = params[i]
         at = a._checked_type
         if at is None:  # an unannotated variable: the parameter type fills it
-            a._set_type_annotation(pt)
-            a._set_checked_type(pt)
-        elif at != pt:
+            _set_annotation(a, pt)
+            _set_type(a, pt)
+        elif at is not pt and at != pt:
             raise TypeInferenceError(
-                f"argument {i} of call to {callee} has type {at}, but the parameter expects {pt}")
+                f"argument {i} of call to {_callee_name(op)} has type {at}, but the parameter "
+                f"expects {pt}")
+        i += 1
     return ft.ret_type
 
 
-def _function_type(node: Function, root: Expr, name: Optional[str]) -> FuncType:
+def _function_type(node: Function, root: Expr, name: Optional[str], memo: dict) -> FuncType:
     ptypes = []
+    append = ptypes.append
     for p in node.params:
         pt = p._checked_type
         if pt is None:
             pt = p.type_annotation
             if pt is None:
                 raise _untyped_var(p, f"a parameter of {_where(node, root, name)}")
-            p._set_checked_type(pt)
-        ptypes.append(pt)
+            _set_type(p, pt)
+        append(pt)
     body_type = _known(node.body, "function body")
     rt = node.ret_type
     if rt is None:
         node._set_ret_type(body_type)
-    elif rt != body_type:
+    elif rt is not body_type and rt != body_type:
         raise TypeInferenceError(
             f"{_where(node, root, name)} is annotated to return {rt} but its body has type "
             f"{body_type}: fix the return type annotation or the body")
-    return FuncType(ptypes, body_type)
+    # Functions of one signature share one (immutable) FuncType; see _infer_expr's memo.
+    held = (body_type, *ptypes)
+    key = (_FN_KEY, *map(id, held))
+    hit = memo.get(key)
+    if hit is None:
+        ft = FuncType(ptypes, body_type)
+        memo[key] = (ft, held)
+        return ft
+    return hit[0]
 
 
 def _getitem_type(node: TupleGetItem, tt: Type) -> Type:
