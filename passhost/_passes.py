@@ -8,6 +8,9 @@ the pass manager's hot path.
 """
 from __future__ import annotations
 
+from gc import disable as _gc_disable
+from gc import enable as _gc_enable
+from gc import isenabled as _gc_isenabled
 from typing import Any, Callable, Optional, Sequence
 
 from ._context import PassContext, current_context
@@ -323,6 +326,12 @@ class Pass:
 
         Direct calls ignore ``opt_level``, ``disabled_pass`` and ``required``; only an
         instrument's ``should_run`` can skip the pass.
+
+        Python's cyclic garbage collector is paused while the outermost pass runs (a
+        whole pipeline, for a Sequential) and restored when it returns: IR graphs hold
+        no cycles, and collections between the passes of a pipeline would traverse
+        every node of every live graph again and again. The collector catches up once
+        afterwards, as usual. Nothing changes if the collector was already disabled.
         """
         if ctx is None:
             ctx = current_context()
@@ -331,7 +340,13 @@ class Pass:
         if not isinstance(mod, IRModule):
             raise PassTypeError(f"pass '{self._info.name}' runs on an IRModule, got {type(mod).__name__}; "
                                 "wrap an expression with IRModule.from_expr")
-        return _invoke(self, mod, ctx)
+        if not _gc_isenabled():
+            return _invoke(self, mod, ctx)
+        _gc_disable()
+        try:
+            return _invoke(self, mod, ctx)
+        finally:
+            _gc_enable()
 
     def _kind(self) -> str:
         return "Module"

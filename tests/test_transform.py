@@ -694,3 +694,35 @@ def test_sequential_matches_the_reference_gating_rule(passes, opt_level, forced,
     finally:
         set_pass_resolver(previous)
     assert log == expected
+
+
+def test_the_cyclic_gc_is_paused_while_a_pipeline_runs_and_restored_after():
+    import gc
+
+    from passhost.transform import Sequential, module_pass
+
+    seen = []
+
+    @module_pass(opt_level=0, name="LookAtGC")
+    def look(mod, ctx):
+        seen.append(gc.isenabled())
+        return mod
+
+    mod = IRModule.from_expr(ir.Function([], ir.const(1.0)))
+    assert gc.isenabled()
+    Sequential([look, look])(mod)
+    assert seen == [False, False] and gc.isenabled()
+
+    def boom(mod, ctx):
+        raise RuntimeError("boom")
+
+    with pytest.raises(Exception):
+        module_pass(boom, opt_level=0, name="Boom")(mod)
+    assert gc.isenabled()  # restored on failure too
+
+    gc.disable()  # a user who turned the collector off keeps it off
+    try:
+        look(mod)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
