@@ -278,7 +278,7 @@ def growth(results: list, small: int = 10_000) -> list:
 
 def print_table(results: list, out=sys.stdout) -> None:
     print(f"{'family':<8}{'size':>8}{'nodes':>9} {'case':<23}{'cpu median':>11}{'min':>10}{'max':>10}"
-          f"{'wall med':>10}{'us/node':>8}{'peak MB':>9}", file=out)
+          f"{'wall med':>10}{'us/node':>8}{'peak MB':>9}{'gc after':>10}", file=out)
     for r in results:
         if "error" in r:
             print(f"{r['family']:<8}{r['size']:>8} {'':>8} {r['case']:<23}ERROR: "
@@ -287,7 +287,8 @@ def print_table(results: list, out=sys.stdout) -> None:
         c = r["cpu"]
         print(f"{r['family']:<8}{r['size']:>8}{r['nodes']:>9} {r['case']:<23}{fmt_seconds(c['median']):>11}"
               f"{fmt_seconds(c['min']):>10}{fmt_seconds(c['max']):>10}{fmt_seconds(r['wall']['median']):>10}"
-              f"{r['cpu_per_node_us']:>8.2f}{r['peak_rss_mb']:>9.0f}", file=out)
+              f"{r['cpu_per_node_us']:>8.2f}{r['peak_rss_mb']:>9.0f}"
+              f"{fmt_seconds(r['gc_after']['median']) if 'gc_after' in r else '':>10}", file=out)
     rows = growth(results)
     if rows:
         print(f"\nCPU time per node, largest size / 10k (goal <= {GOAL_PER_NODE_GROWTH}):", file=out)
