@@ -276,3 +276,146 @@ def test_calls_any_sees_every_reachable_call():
     assert ir.calls_any(Call(inner, [x, w]), targets)
     v = ir.var("v")
     assert ir.calls_any(Let(v, conv(x, w), TupleGetItem(Tuple([v]), 0)), targets)
+
+
+def _fresh_ops(root):
+    """The operators called under ``root``, by a plain post-order walk (the reference)."""
+    return frozenset(n.op for n in ir.post_order(root) if type(n) is Call and type(n.op) is ir.Op)
+
+
+def _random_function(seed: int, n: int = 60):
+    rng = np.random.RandomState(seed)
+    x = ir.var("x", shape=(2,))
+    names = ["add", "subtract", "multiply", "maximum", "negative", "exp", "nn.relu", "sqrt"]
+    pool = [x]
+    for _ in range(n):
+        name = names[rng.randint(len(names))]
+        op = ir.Op.get(name)
+        k = op.num_inputs
+        args = [pool[rng.randint(len(pool))] for _ in range(k)]
+        pool.append(Call(op, args))
+    fields = pool[-3:]
+    if seed % 2:  # a nested function and a let, reached only inside
+        p = ir.var("p", shape=(2,))
+        v = ir.var("v")
+        fields.append(Call(Function([p], ir.log(p)), [Let(v, pool[-1], v)]))
+    return Function([x], Tuple(fields))
+
+
+def test_calls_any_cache_answers_like_a_fresh_walk():
+    all_ops = [ir.Op.get(o) for o in ("add", "subtract", "multiply", "maximum", "negative", "exp",
+                                      "nn.relu", "sqrt", "log", "nn.conv2d")]
+    for seed in range(12):
+        fn = _random_function(seed)
+        used = _fresh_ops(fn)
+        rng = np.random.RandomState(100 + seed)
+        for _ in range(10):  # asked repeatedly, in any order, for any operators
+            ops = frozenset(all_ops[i] for i in rng.choice(len(all_ops), rng.randint(1, 4), replace=False))
+            assert ir.calls_any(fn, ops) == bool(used & ops)
+        assert ir.analysis.called_ops(fn) == used
+        assert ir.calls_any(fn.body, frozenset(used)) == bool(used)  # non-functions: walked
+
+
+def test_calls_any_asks_once_per_function_and_keeps_no_function_alive(monkeypatch):
+    from passhost.ir import analysis
+
+    walks = []
+    orig = analysis._walk_ops
+
+    def counting(root, stop):
+        walks.append(root)
+        return orig(root, stop)
+
+    monkeypatch.setattr(analysis, "_walk_ops", counting)
+    conv = frozenset({ir.Op.get("nn.conv2d")})
+    fn = _random_function(3)
+    assert not ir.calls_any(fn, conv)
+    assert not ir.calls_any(fn, conv)              # the second question needs no walk
+    assert ir.calls_any(fn, frozenset({ir.Op.get("log")}))
+    assert walks == [fn]
+    other = Function(fn.params, fn.body)           # a new function object: its own entry
+    assert not ir.calls_any(other, conv) and walks == [fn, other]
+    relu = ir.nn.relu(fn.params[0])
+    hit = Function(fn.params, relu)
+    assert ir.calls_any(hit, frozenset({relu.op}))  # stopped early: nothing remembered
+    assert not ir.calls_any(hit, conv)              # so this question walks again, fully
+    assert len(walks) == 4
+    ref = __import__("weakref").ref(fn)
+    size = len(analysis._CALLED_OPS)
+    walks.clear()
+    del fn, other, hit
+    gc.collect()
+    assert ref() is None
+    assert len(analysis._CALLED_OPS) == size - 3
+
+
+def test_calls_any_walks_a_100k_deep_chain():
+    x, _, e = _chain(100_000)
+    fn = Function([x], e)
+    assert ir.analysis.called_ops(fn) == frozenset({ir.Op.get("add")})
+    assert not ir.calls_any(fn, frozenset({ir.Op.get("nn.relu")}))
+
+
+def _reference_post_order(root, skip=None, visited=()):
+    """Recursive post-order (small graphs only): the specification post_order must meet."""
+    done = set(visited)
+    out = []
+
+    def rec(n):
+        if n in done:
+            return
+        if not (skip is not None and skip(n)):
+            for c in ir.children(n):
+                rec(c)
+        done.add(n)
+        out.append(n)
+
+    rec(root)
+    return out
+
+
+def _random_graph(seed: int, n: int = 80):
+    """A random DAG over every node kind, with shared sub-expressions."""
+    rng = np.random.RandomState(seed)
+    x, y = ir.var("x", shape=(2,)), ir.var("y", shape=(2,))
+    c = ir.const(np.ones(2, "float32"))
+    pool = [x, y, c]
+
+    def pick():
+        return pool[len(pool) - 1 - min(len(pool) - 1, int(rng.exponential(6)))]
+
+    for i in range(n):
+        k = rng.randint(9)
+        if k < 3:
+            e = ir.add(pick(), pick())
+        elif k == 3:
+            e = ir.negative(pick())
+        elif k == 4:
+            e = TupleGetItem(Tuple([pick(), pick(), pick()]), rng.randint(3))
+        elif k == 5:
+            v = ir.var(f"v{i}")
+            e = Let(v, pick(), ir.add(v, pick()))
+        elif k == 6:
+            e = If(ir.const(True), pick(), pick())
+        elif k == 7:
+            p = ir.var(f"p{i}", shape=(2,))
+            e = Call(Function([p], ir.multiply(p, pick())), [pick()])
+        else:
+            e = ir.subtract(pick(), pick())
+        pool.append(e)
+    return Function([x, y], Tuple(pool[-4:]))
+
+
+def test_post_order_matches_the_recursive_definition():
+    for seed in range(30):
+        fn = _random_graph(seed)
+        assert ir.post_order(fn) == _reference_post_order(fn)
+        nodes = ir.post_order(fn)
+        calls = [n for n in nodes if type(n) is Call]
+        skip = set(calls[::3]).__contains__  # skip: listed, children not entered
+        assert ir.post_order(fn, skip=skip) == _reference_post_order(fn, skip=skip)
+        walked = set(nodes[: len(nodes) // 2])  # visited: neither listed nor entered
+        visited = set(walked)
+        got = ir.post_order(fn, visited=visited)
+        assert got == _reference_post_order(fn, visited=walked)
+        assert visited == walked | set(got)

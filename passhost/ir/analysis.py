@@ -2,13 +2,16 @@
 operators are called, fused kernels, and whether a pass changed a module."""
 from __future__ import annotations
 
-from .expr import Call, Constant, Expr, Function, GlobalVar, Let, Var
+import weakref
+
+from ._gc import paused
+from .expr import Call, Constant, Expr, Function, Let, Var
 from .module import IRModule
 from .op import Op
 from .structural import structural_hash
 from .visitor import children, post_order
 
-__all__ = ["free_vars", "bound_vars", "all_vars", "count_ops", "calls_any", "is_primitive", "module_changed"]
+__all__ = ["free_vars", "bound_vars", "all_vars", "count_ops", "calls_any", "called_ops", "is_primitive", "module_changed"]
 
 
 def bound_vars(expr: Expr) -> list:
@@ -70,34 +73,87 @@ def module_changed(before: IRModule, after: IRModule) -> bool:
     return structural_hash(before) != structural_hash(after)
 
 
-_LEAVES = (Var, Constant, Op, GlobalVar)
+#: Function -> frozenset of the operators called anywhere under it (nested functions
+#: included). Functions are immutable (inference only adds types), so an entry never goes
+#: stale; weak keys, so the cache keeps no graph alive.
+_CALLED_OPS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def calls_any(root: Expr, ops: frozenset) -> bool:
     """Does any node reachable from ``root`` (callees and nested functions included)
     call one of the operators in ``ops``? One cheap unordered walk with an explicit
-    stack, stopping at the first hit — so a pass can return its input untouched when it
-    has nothing to act on."""
-    seen: set = set()
+    stack, stopping at the first hit -- so a pass can return its input untouched when it
+    has nothing to act on.
+
+    When ``root`` is a :class:`Function` and the walk finds no hit, it has seen every
+    operator the function calls; that set is remembered (weakly, per function object), so
+    any later question about the same function -- from the next pass, for other
+    operators -- is answered without a walk.
+    """
+    if type(root) is Function:
+        known = _CALLED_OPS.get(root)
+        if known is not None:
+            return not known.isdisjoint(ops)
+    found = _walk_ops(root, ops)
+    if found is None:
+        return True
+    if type(root) is Function:
+        _CALLED_OPS[root] = found
+    return False
+
+
+def called_ops(fn: Function) -> frozenset:
+    """Every operator called anywhere under the function ``fn`` (remembered per function,
+    as :func:`calls_any` does)."""
+    known = _CALLED_OPS.get(fn)
+    if known is None:
+        known = _CALLED_OPS[fn] = _walk_ops(fn, frozenset())
+    return known
+
+
+def _walk_ops(root: Expr, stop: frozenset):
+    """The operators called under ``root`` as a frozenset, or ``None`` as soon as one of
+    ``stop`` is found. Each node is marked seen when it is first pushed, so a node shared
+    by many consumers (and every variable and constant) is pushed once."""
+    found: set = set()
+    fadd = found.add
+    seen = {root}
     add = seen.add
     stack = [root]
     pop = stack.pop
     push = stack.append
-    extend = stack.extend
-    _Call, leaves = Call, _LEAVES
-    while stack:
-        node = pop()
-        if node in seen:
-            continue
-        add(node)
-        t = type(node)
-        if t is _Call:
-            op = node.op
-            if op in ops:
-                return True
-            if type(op) is not Op:
-                push(op)
-            extend(node.args)
-        elif t not in leaves:
-            extend(children(node))
-    return False
+    _Call, _Op, _Var, _Constant = Call, Op, Var, Constant
+    with paused():
+        while stack:
+            node = pop()
+            t = type(node)
+            if t is _Call:
+                op = node.op
+                if type(op) is _Op:
+                    if op not in found:
+                        if op in stop:
+                            return None
+                        fadd(op)
+                elif op not in seen:
+                    add(op)
+                    push(op)
+                args = node.args
+                if len(args) == 2:
+                    a, b = args
+                    if a not in seen:
+                        add(a)
+                        push(a)
+                    if b not in seen:
+                        add(b)
+                        push(b)
+                else:
+                    for a in args:
+                        if a not in seen:
+                            add(a)
+                            push(a)
+            elif t is not _Var and t is not _Constant:
+                for c in children(node):
+                    if c not in seen:
+                        add(c)
+                        push(c)
+    return frozenset(found)

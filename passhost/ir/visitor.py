@@ -76,6 +76,10 @@ def keep_checked_type(old: Expr, new: Expr, kids: Optional[Iterable[Expr]] = Non
     return new
 
 
+#: post_order's stack marker: the entry below it is a node whose children are all listed
+_FIN = object()
+
+
 @gc_paused
 def post_order(root: Expr, skip: Optional[Callable[[Expr], bool]] = None,
                visited: Optional[set] = None) -> list:
@@ -87,36 +91,52 @@ def post_order(root: Expr, skip: Optional[Callable[[Expr], bool]] = None,
     :param visited: nodes to treat as already walked (not listed, not entered);
         the set is updated in place
     """
+    # One explicit stack of bare nodes: a node is entered (marked seen, its children
+    # pushed above it) when first popped, and listed when the _FIN marker pushed above
+    # it comes back to the top. No tuple per entry, one set operation per node; leaves
+    # are listed as soon as they are popped.
     order: list = []
     append = order.append
-    done = set() if visited is None else visited
-    entered: set = set()
+    seen = set() if visited is None else visited
+    add = seen.add
     stack = [root]
     push = stack.append
     pop = stack.pop
+    FIN = _FIN
     _Call, _Tuple, _TGI, _Function, _Let, _If = Call, Tuple, TupleGetItem, Function, Let, If
+    _Var, _Constant, _Op = Var, Constant, Op
     while stack:
-        node = stack[-1]
-        if node in done:
-            pop()
+        node = pop()
+        if node is FIN:
+            append(pop())
             continue
-        if node in entered:
-            pop()
-            done.add(node)
+        if node in seen:
+            continue
+        add(node)
+        t = type(node)
+        if t is _Var or t is _Constant or t is _Op:
             append(node)
             continue
-        entered.add(node)
         if skip is not None and skip(node):
+            append(node)
             continue
-        t = type(node)
+        push(node)
+        push(FIN)
         if t is _Call:
             args = node.args
-            for i in range(len(args) - 1, -1, -1):
-                a = args[i]
-                if a not in done:
+            if len(args) == 2:
+                a, b = args
+                if b not in seen:
+                    push(b)
+                if a not in seen:
                     push(a)
+            else:
+                for i in range(len(args) - 1, -1, -1):
+                    a = args[i]
+                    if a not in seen:
+                        push(a)
             op = node.op
-            if op not in done:
+            if op not in seen:
                 push(op)
         elif t is _TGI:
             push(node.tuple_value)
