@@ -44,6 +44,7 @@ from passhost.ir import (
     Tuple,
     TupleGetItem,
     TupleType,
+    Var,
 )
 
 __all__ = ["DataflowGraph", "PostDominatorTree", "build_graph", "post_dominator_tree", "is_barrier_function"]
@@ -131,8 +132,8 @@ def build_graph(root: Expr) -> DataflowGraph:
     mark_seen = seen.add
     next_scope = 1
     scope = 0
-    _Call, _Tuple, _TGI, _Function, _Let, _If, _Op, _Const, _TensorType, _TupleType = (
-        Call, Tuple, TupleGetItem, Function, Let, If, Op, Constant, TensorType, TupleType)
+    _Call, _Tuple, _TGI, _Function, _Let, _If, _Op, _Const, _Var, _TensorType, _TupleType = (
+        Call, Tuple, TupleGetItem, Function, Let, If, Op, Constant, Var, TensorType, TupleType)
     FIN, SCOPE = _FIN, _SCOPE
     index_get = index.get
     op_pattern: dict = {}  # Op -> its pattern int, looked up once per operator
@@ -159,12 +160,33 @@ def build_graph(root: Expr) -> DataflowGraph:
             if t is _Op:
                 continue
             mark_seen(node)
+            if t is _Var or t is _Const:
+                # a leaf is numbered at once (no FIN round trip); it adds no edges
+                index[node] = len(nodes)
+                add_node(node)
+                add_scope(scope)
+                add_extern(False)
+                add_outputs([])
+                if t is _Const:
+                    data = node.data
+                    add_pattern(ELEMWISE if data.ndim == 0 and data.dtype.name in SIMPLE_CONST_DTYPES
+                                else OPAQUE)
+                else:
+                    add_pattern(OPAQUE)
+                continue
             push(node)
             push(FIN)
             if t is _Call:
                 args = node.args
-                for k in range(len(args) - 1, -1, -1):
-                    push(args[k])
+                if len(args) == 2:
+                    a, b = args
+                    if b not in seen:
+                        push(b)
+                    if a not in seen:
+                        push(a)
+                else:
+                    for k in range(len(args) - 1, -1, -1):
+                        push(args[k])
                 op = node.op
                 if type(op) is not _Op:
                     push(op)
@@ -220,11 +242,23 @@ def build_graph(root: Expr) -> DataflowGraph:
                     if scopes[j] == scope:
                         outputs[j].append((i, OPAQUE))
             add_pattern(pat)
-            rshape = None
             if pat == BROADCAST:
+                # an operand of the result's own shape is an element-wise edge
                 rtype = node.checked_type
-                if type(rtype) is _TensorType:
-                    rshape = rtype.shape
+                rshape = rtype.shape if type(rtype) is _TensorType else None
+                for a in node.args:
+                    j = index_get(a)
+                    if j is None:
+                        continue
+                    if scopes[j] != scope:
+                        extern[j] = True
+                        continue
+                    at = a.checked_type
+                    if rshape is not None and (at is rtype or (type(at) is _TensorType and at.shape == rshape)):
+                        outputs[j].append((i, ELEMWISE))
+                    else:
+                        outputs[j].append((i, BROADCAST))
+                continue
             for a in node.args:
                 j = index_get(a)
                 if j is None:
@@ -232,15 +266,7 @@ def build_graph(root: Expr) -> DataflowGraph:
                 if scopes[j] != scope:
                     extern[j] = True
                     continue
-                if rshape is not None:
-                    at = a.checked_type
-                    if type(at) is _TensorType and at.shape == rshape:
-                        outputs[j].append((i, ELEMWISE))
-                        continue
                 outputs[j].append((i, pat))
-        elif t is _Const:
-            data = node.data
-            add_pattern(ELEMWISE if data.ndim == 0 and data.dtype.name in SIMPLE_CONST_DTYPES else OPAQUE)
         elif t is _Tuple:
             add_pattern(TUPLE)
             for f in node.fields:
