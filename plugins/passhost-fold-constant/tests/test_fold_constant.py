@@ -2,7 +2,11 @@
 semantics on random programs, and a 100,000-deep chain."""
 from __future__ import annotations
 
+import gc
+import importlib
+import random
 import sys
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -276,3 +280,193 @@ def test_kernel_failure_names_the_operator():
         ir.OpDef(name="test_fold.bad", num_inputs=1, type_rel=lambda t, a: t[0], compute=bad))
     with pytest.raises(PassError, match="test_fold.bad"):
         fold_constant(ir.Function([], ir.Call(op, [ir.const(C_DATA)])))
+
+
+# ---------------------------------------------------------------------------------------
+# the walk on constant-rich random programs, the fixed-point memo, the kernel cache
+# ---------------------------------------------------------------------------------------
+
+FC = importlib.import_module("passhost_fold_constant.fold_constant")
+WALK = importlib.import_module("passhost_fold_constant._walk")
+S = (2, 3)
+
+
+def _raw_fold(expr, fold_qnn=False):
+    """One fold with the fixed-point memo bypassed."""
+    with np.errstate(all="ignore"):
+        return WALK._fold(expr, fold_qnn)
+
+
+def _foldable_graph(seed: int, steps: int = 40) -> ir.IRModule:
+    """A seeded random program with plenty to fold: calls on constants, literal tuples
+    read back, constant ``if`` conditions, lets (some binding constants), ``shape_of``."""
+    rnd = random.Random(seed)
+    params = [ir.var(f"p{i}", shape=S) for i in range(2)]
+    consts = [ir.const(np.full(S, v, dtype="float32")) for v in (0.5, 1.5, -2.0)]
+    pool: list = params + consts
+    binds = []
+    for i in range(steps):
+        a, b = rnd.choice(pool), rnd.choice(pool)
+        r = rnd.random()
+        if r < 0.45:
+            e = ir.Call(ir.Op.get(rnd.choice(["add", "subtract", "multiply", "maximum"])), [a, b])
+        elif r < 0.6:
+            e = ir.Call(ir.Op.get(rnd.choice(["negative", "nn.relu"])), [a])
+        elif r < 0.7:
+            e = ir.TupleGetItem(ir.Tuple([a, b]), rnd.randrange(2))
+        elif r < 0.8:
+            e = ir.If(ir.const(rnd.random() < 0.5), a, b)
+        elif r < 0.9:
+            e = ir.Call(ir.Op.get("add"), [rnd.choice(consts), rnd.choice(consts)])
+        else:
+            e = ir.add(a, b)
+            v = ir.var(f"v{i}", shape=S)
+            binds.append((v, e))
+            e = v
+        pool.append(e)
+    body: ir.Expr = pool[-1]
+    for e in pool[-6:-1]:
+        body = ir.add(body, e)
+    if seed % 2:
+        body = ir.Tuple([body, ir.shape_of(rnd.choice(pool))])
+    for v, e in reversed(binds):
+        body = ir.Let(v, e, body)
+    return ir.IRModule.from_expr(ir.Function(params, body))
+
+
+def test_folding_is_idempotent_on_random_programs():
+    """fold(fold(f)) == fold(f), structurally -- and, for typed functions, the very same
+    object: the soundness of the fixed-point memo."""
+    folded = 0
+    for seed in range(120):
+        for mod in (_foldable_graph(seed), random_graph(seed, 25, lets=bool(seed % 2), tuples=True)):
+            untyped = mod["main"]
+            once = _raw_fold(untyped)
+            assert ir.structural_equal(_raw_fold(once), once, map_free_vars=True)
+            typed = ir.infer_type(mod)["main"]
+            once = _raw_fold(typed)
+            folded += once is not typed
+            assert once.has_type
+            twice = _raw_fold(once)
+            assert twice is once
+            assert ir.structural_equal(twice, once, map_free_vars=True)
+    assert folded >= 150  # the programs did have things to fold
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_semantics_preserved_on_constant_rich_programs(seed):
+    assert_semantics_preserved(FoldConstant(), _foldable_graph(seed), seed=seed)
+
+
+def _explode(*args, **kwargs):
+    raise AssertionError("the fold walked a function it should have remembered")
+
+
+def test_memo_returns_a_folded_function_without_walking(monkeypatch):
+    mod = ir.infer_type(_foldable_graph(3))
+    out = fold_constant(mod["main"])
+    assert out is not mod["main"] and out.has_type
+    monkeypatch.setattr(FC, "_fold", _explode)
+    assert fold_constant(out) is out
+    # through the pass manager too (the function pass and the InferType after it)
+    folded = ir.IRModule.from_expr(out)
+    assert FoldConstant()(folded)["main"] is out
+    # a function that folded to itself is remembered as well
+    nothing = ir.infer_type(chain(50))["main"]
+    monkeypatch.setattr(FC, "_fold", WALK._fold)
+    assert fold_constant(nothing) is nothing
+    monkeypatch.setattr(FC, "_fold", _explode)
+    assert fold_constant(nothing) is nothing
+
+
+def test_memo_never_answers_for_another_function_or_option(monkeypatch):
+    mod = ir.infer_type(_foldable_graph(5))
+    out = fold_constant(mod["main"])
+    copy = ir.infer_type(ir.IRModule.from_expr(ir.Function(out.params, out.body, out.ret_type)))["main"]
+    assert copy is not out and ir.structural_equal(copy, out)
+    monkeypatch.setattr(FC, "_fold", _explode)
+    with pytest.raises(AssertionError, match="remembered"):
+        fold_constant(copy)  # structurally equal, but not a function the fold returned
+    with pytest.raises(AssertionError, match="remembered"):
+        fold_constant(out, fold_qnn=True)  # other options
+    with pytest.raises(AssertionError, match="remembered"):
+        fold_constant(mod["main"])  # the input is not a fixed point, only the result
+    monkeypatch.setattr(FC, "_fold", WALK._fold)
+    assert fold_constant(out, fold_qnn=True) is out
+    monkeypatch.setattr(FC, "_fold", _explode)
+    assert fold_constant(out, fold_qnn=True) is out  # now remembered for that option too
+
+
+def test_memo_skips_untyped_results_which_inference_may_still_make_foldable():
+    # %w's type is only known once inference has seen nn.dense fill it in
+    x = ir.var("x", shape=(1, 4))
+    w = ir.var("w")
+    func = ir.Function([x, w], ir.Tuple([ir.nn.dense(x, w, units=8), ir.shape_of(w)]))
+    assert fold_constant(func) is func  # untyped: shape_of(%w) cannot fold yet
+    typed = ir.infer_type(ir.IRModule.from_expr(func))["main"]
+    assert typed is func and func.has_type  # typed in place: the same object
+    out = fold_constant(func)  # not remembered as a fixed point: folds now
+    assert type(out.body.fields[1]) is ir.Constant
+    assert out.body.fields[1].data.tolist() == [8, 4]
+
+
+def test_memo_does_not_keep_functions_alive():
+    gc.collect()
+    before = len(FC._FOLDED[0])
+    out = fold_constant(ir.infer_type(_foldable_graph(7))["main"])
+    assert out in FC._FOLDED[0] and len(FC._FOLDED[0]) == before + 1
+    ref = weakref.ref(out)
+    del out
+    gc.collect()
+    assert ref() is None
+    assert len(FC._FOLDED[0]) == before
+
+
+def _counting_op(name: str, calls: list) -> ir.Op:
+    def rel(types, attrs):
+        return types[0]
+
+    def compute(args, attrs):
+        calls.append(attrs.get("k"))
+        return np.asarray(args[0] * attrs.get("k"), dtype="float32")
+
+    try:
+        return ir.Op.get(name)
+    except ir.IRError:
+        return ir.register_op(ir.OpDef(name=name, num_inputs=1, type_rel=rel, compute=compute,
+                                       attrs=(("k", 1.0),)))
+
+
+def test_kernel_runs_once_per_constant_argument_and_attrs():
+    calls: list = []
+    op = _counting_op("test_fold.counting", calls)
+    c = ir.const(C_DATA)
+    x = ir.var("x", shape=(3,))
+    twice = [ir.Call(op, [c]), ir.Call(op, [c]), ir.Call(op, [c], {"k": 2.0})]
+    func = ir.Function([x], ir.Tuple([ir.add(x, e) for e in twice]))
+    calls.clear()
+    out = fold_constant(func)
+    assert sorted(calls) == [1.0, 2.0]  # the two equal calls computed once
+    folded = [f.args[1] for f in out.body.fields]
+    assert all(type(f) is ir.Constant for f in folded)
+    assert folded[0] is not folded[1]  # still one Constant node per use
+    assert folded[0].data.tolist() == folded[1].data.tolist() == C_DATA.tolist()
+    assert folded[2].data.tolist() == (C_DATA * 2).tolist()
+    calls.clear()
+    fold_constant(func)  # untyped: not remembered, and the cache lives for one fold only
+    assert sorted(calls) == [1.0, 2.0]
+    # other constant nodes with equal data are other keys (no hashing of tensor data)
+    calls.clear()
+    fold_constant(ir.Function([], ir.Tuple([ir.Call(op, [ir.const(C_DATA)]), ir.Call(op, [ir.const(C_DATA)])])))
+    assert calls == [1.0, 1.0]
+
+
+def test_let_bound_tuple_of_constants_is_not_substituted():
+    """Only constants replace a let's variable (TVM's rule), whether or not the value's
+    arguments changed while folding."""
+    c = ir.const(np.arange(4, dtype="float32"))
+    for value in (ir.split(c, 2), ir.split(ir.add(c, c), 2)):
+        v = ir.var("v")
+        out = fold_constant(ir.Function([], ir.Let(v, value, ir.TupleGetItem(v, 0))))
+        assert type(out.body) is ir.Let and type(out.body.value) is ir.Tuple
+        assert type(out.body.body) is ir.TupleGetItem and out.body.body.tuple_value is v
