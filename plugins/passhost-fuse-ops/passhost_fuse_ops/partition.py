@@ -102,7 +102,17 @@ class Partition:
     def groups(self) -> list:
         """``groups()[i]`` is the root group of node ``i``."""
         find = self.find
-        return [find(i) for i in range(len(self.parent))]
+        parent = self.parent
+        out = []
+        append = out.append
+        for i, p in enumerate(parent):  # find inline for roots and their direct members
+            if p < 0:
+                append(i)
+            elif parent[p] < 0:
+                append(p)
+            else:
+                append(find(i))
+        return out
 
     def _merge(self, child: int, parent: int) -> None:
         gparent = self.parent
