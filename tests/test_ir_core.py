@@ -148,3 +148,48 @@ def test_functions_are_weakly_referenceable():
     del fn
     gc.collect()
     assert len(facts) == 0
+
+
+def test_attrs_from_a_plain_dict_are_a_frozen_copy():
+    src = {"Primitive": 1, "name": "f", "eps": 1e-5, "flag": True, "none": None}
+    a = Attrs(src)
+    src["Primitive"] = 0  # the source dict stays the caller's
+    assert a == {"Primitive": 1, "name": "f", "eps": 1e-5, "flag": True, "none": None}
+    assert list(a) == ["Primitive", "name", "eps", "flag", "none"]
+    assert a.flag is True and hash(a) == hash(Attrs(dict(a)))
+    nested = Attrs({"pad": [1, [2, 3]], "n": np.int64(4), "arr": np.array([1, 2]), "d": {"k": [5]}})
+    assert nested == {"pad": (1, (2, 3)), "n": 4, "arr": (1, 2), "d": {"k": (5,)}}
+    assert type(nested["n"]) is int and type(nested["d"]) is Attrs
+    with pytest.raises(TypeError, match="immutable"):
+        a["x"] = 1
+    fn = Function([], ir.const(1.0), attrs={"Primitive": 1, "relay.reshape_only": 1})
+    assert type(fn.attrs) is Attrs and fn.attrs == {"Primitive": 1, "relay.reshape_only": 1}
+
+
+def test_constructors_still_validate_their_fields():
+    x = ir.var("x", shape=(2,))
+    with pytest.raises(IRError, match="Var name must be a string"):
+        ir.Var(3)
+    with pytest.raises(IRError, match="must be a Type"):
+        ir.Var("v", "float32")
+    with pytest.raises(IRError, match="call arguments must be expressions"):
+        Call(ir.Op.get("add"), [x, 1.0])
+    with pytest.raises(IRError, match="function parameters must be Vars"):
+        Function([ir.const(1.0)], x)
+    with pytest.raises(IRError, match="return type must be a Type"):
+        Function([x], x, "float32")
+    with pytest.raises(IRError, match="tuple fields must be expressions"):
+        ir.Tuple([x, 2])
+    for bad in (True, -1, 1.0, "0"):
+        with pytest.raises(IRError, match="tuple index must be a non-negative int"):
+            ir.TupleGetItem(x, bad)
+    item = ir.TupleGetItem(ir.Tuple([x, x]), np.int64(1))
+    assert item.index == 1 and type(item.index) is int
+    call = Call(ir.Op.get("add"), (x, x), ir.Op.get("add").attr_defaults)
+    assert call.attrs is ir.Op.get("add").attr_defaults and call.args == (x, x)
+    let = ir.Let(ir.var("v"), x, x)
+    ite = ir.If(ir.const(True), x, x)
+    assert (let.var.name_hint, let.value, let.body) == ("v", x, x)
+    assert (ite.true_branch, ite.false_branch) == (x, x)
+    for node in (call, let, ite, item, Function([x], x)):
+        assert not node.has_type

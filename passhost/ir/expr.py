@@ -37,8 +37,14 @@ __all__ = [
 _set = object.__setattr__
 
 
+#: attribute value types kept as they are by _freeze (already hashable and immutable)
+_PLAIN = frozenset({int, float, str, bool, type(None)})
+
+
 def _freeze(value: Any) -> Any:
     """Normalise an attribute value to a hashable, immutable Python value."""
+    if type(value) in _PLAIN:
+        return value
     if isinstance(value, (list, tuple)):
         return tuple(_freeze(v) for v in value)
     if isinstance(value, np.generic):
@@ -60,7 +66,17 @@ class Attrs(dict):
     __slots__ = ()
 
     def __init__(self, items: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> None:
-        src = items.items() if isinstance(items, Mapping) else items
+        if type(items) is dict:
+            plain = _PLAIN
+            for v in items.values():
+                if type(v) not in plain:
+                    break
+            else:  # every value is already frozen: no per-item rebuild
+                dict.__init__(self, items)
+                return
+            src = items.items()
+        else:
+            src = items.items() if isinstance(items, Mapping) else items
         dict.__init__(self, ((k, _freeze(v)) for k, v in src))
 
     def _readonly(self, *args: Any, **kwargs: Any) -> None:
@@ -120,7 +136,7 @@ class Expr:
 
     def _set_checked_type(self, ty: Type) -> None:
         # The single place that writes a node after construction (type inference).
-        _set(self, "_checked_type", ty)
+        _set_type(self, ty)
 
     def __copy__(self):
         return self
@@ -168,6 +184,12 @@ class Expr:
     # Equality and hashing are object identity (inherited from ``object``).
 
 
+#: The slots' own setters (``member_descriptor.__set__``): constructors run once per node
+#: of every graph a pass builds, and these cost about a third of ``object.__setattr__``.
+_set_type = Expr.__dict__["_checked_type"].__set__
+_new = object.__new__
+
+
 def _lift(value: Any, like: Expr) -> Expr:
     if isinstance(value, Expr):
         return value
@@ -190,20 +212,25 @@ class Var(Expr):
     __slots__ = ("name_hint", "type_annotation")
 
     def __init__(self, name_hint: str, type_annotation: Optional[Type] = None) -> None:
-        if not isinstance(name_hint, str):
+        if type(name_hint) is not str and not isinstance(name_hint, str):
             raise IRError(f"Var name must be a string, got {name_hint!r}")
-        if type_annotation is not None and not isinstance(type_annotation, Type):
+        if type_annotation is not None and type(type_annotation) is not TensorType \
+                and not isinstance(type_annotation, Type):
             raise IRError(f"type annotation of %{name_hint} must be a Type, got {type_annotation!r}")
-        _set(self, "name_hint", name_hint)
-        _set(self, "type_annotation", type_annotation)
-        _set(self, "_checked_type", None)
+        _var_name(self, name_hint)
+        _var_annotation(self, type_annotation)
+        _set_type(self, None)
 
     def _set_type_annotation(self, ty: Type) -> None:
         # Type inference fills a missing annotation once (as TVM's InferType does).
-        _set(self, "type_annotation", ty)
+        _var_annotation(self, ty)
 
     def __repr__(self) -> str:
         return f"Var(%{self.name_hint})"
+
+
+_var_name = Var.__dict__["name_hint"].__set__
+_var_annotation = Var.__dict__["type_annotation"].__set__
 
 
 class Constant(Expr):
@@ -272,9 +299,9 @@ class Call(Expr):
         if type(args) is not tuple:
             args = tuple(args)
         if type(op) is Op:
-            if attrs is None or (attrs.__class__ is Attrs and attrs.keys() == op._keys):
-                attrs = op._defaults if attrs is None else attrs
-            else:
+            if attrs is None:
+                attrs = op._defaults
+            elif attrs is not op._defaults and not (attrs.__class__ is Attrs and attrs.keys() == op._keys):
                 attrs = op._normalize_attrs(attrs)
             n = op._def.num_inputs
             if n >= 0 and len(args) != n:
@@ -289,10 +316,10 @@ class Call(Expr):
         for a in args:
             if not isinstance(a, Expr):
                 raise IRError(f"call arguments must be expressions, got {a!r}")
-        _set(self, "op", op)
-        _set(self, "args", args)
-        _set(self, "attrs", attrs)
-        _set(self, "_checked_type", None)
+        _call_op(self, op)
+        _call_args(self, args)
+        _call_attrs(self, attrs)
+        _set_type(self, None)
 
     def with_args(self, args: tuple, keep_type: bool = True) -> "Call":
         """This call with new ``args`` (a tuple of expressions; same callee and attrs).
@@ -302,17 +329,17 @@ class Call(Expr):
         call's ``checked_type`` when every new argument is typed — the copy-on-write
         rebuild of TVM, valid for type-preserving rewrites such as CSE or folding.
         """
-        new = object.__new__(Call)
-        _set(new, "op", self.op)
-        _set(new, "args", args)
-        _set(new, "attrs", self.attrs)
+        new = _new(Call)
+        _call_op(new, self.op)
+        _call_args(new, args)
+        _call_attrs(new, self.attrs)
         ty = self._checked_type if keep_type else None
         if ty is not None:
             for a in args:
                 if a._checked_type is None and type(a) is not Op:
                     ty = None
                     break
-        _set(new, "_checked_type", ty)
+        _set_type(new, ty)
         return new
 
     def __getitem__(self, index: int) -> "TupleGetItem":
@@ -322,6 +349,11 @@ class Call(Expr):
     def __repr__(self) -> str:
         name = self.op.name if type(self.op) is Op else type(self.op).__name__
         return f"Call({name}, {len(self.args)} args)"
+
+
+_call_op = Call.__dict__["op"].__set__
+_call_args = Call.__dict__["args"].__set__
+_call_attrs = Call.__dict__["attrs"].__set__
 
 
 class Function(Expr):
@@ -336,27 +368,28 @@ class Function(Expr):
 
     def __init__(self, params: Sequence[Var], body: Expr, ret_type: Optional[Type] = None,
                  attrs: Optional[Mapping[str, Any]] = None) -> None:
-        params = tuple(params)
+        if type(params) is not tuple:
+            params = tuple(params)
         for p in params:
             if type(p) is not Var:
                 raise IRError(f"function parameters must be Vars, got {p!r}")
         if not isinstance(body, Expr):
             raise IRError(f"function body must be an expression, got {body!r}")
-        if ret_type is not None and not isinstance(ret_type, Type):
+        if ret_type is not None and type(ret_type) is not TensorType and not isinstance(ret_type, Type):
             raise IRError(f"function return type must be a Type, got {ret_type!r}")
         if attrs is None:
             attrs = EMPTY_ATTRS
         elif type(attrs) is not Attrs:
             attrs = Attrs(attrs)
-        _set(self, "params", params)
-        _set(self, "body", body)
-        _set(self, "ret_type", ret_type)
-        _set(self, "attrs", attrs)
-        _set(self, "_checked_type", None)
+        _fn_params(self, params)
+        _fn_body(self, body)
+        _fn_ret_type(self, ret_type)
+        _fn_attrs(self, attrs)
+        _set_type(self, None)
 
     def _set_ret_type(self, ty: Type) -> None:
         # Type inference fills a missing return type once (as TVM's InferType does).
-        _set(self, "ret_type", ty)
+        _fn_ret_type(self, ty)
 
     def with_attr(self, key: str, value: Any) -> "Function":
         """A copy of this function with one attribute set."""
@@ -368,18 +401,25 @@ class Function(Expr):
         return f"Function({len(self.params)} params)"
 
 
+_fn_params = Function.__dict__["params"].__set__
+_fn_body = Function.__dict__["body"].__set__
+_fn_ret_type = Function.__dict__["ret_type"].__set__
+_fn_attrs = Function.__dict__["attrs"].__set__
+
+
 class Tuple(Expr):
     """``(a, b, ...)``."""
 
     __slots__ = ("fields",)
 
     def __init__(self, fields: Sequence[Expr]) -> None:
-        fields = tuple(fields)
+        if type(fields) is not tuple:
+            fields = tuple(fields)
         for f in fields:
             if not isinstance(f, Expr):
                 raise IRError(f"tuple fields must be expressions, got {f!r}")
-        _set(self, "fields", fields)
-        _set(self, "_checked_type", None)
+        _tuple_fields(self, fields)
+        _set_type(self, None)
 
     def __len__(self) -> int:
         return len(self.fields)
@@ -391,6 +431,9 @@ class Tuple(Expr):
         return f"Tuple({len(self.fields)} fields)"
 
 
+_tuple_fields = Tuple.__dict__["fields"].__set__
+
+
 class TupleGetItem(Expr):
     """``tuple_value.index``."""
 
@@ -399,14 +442,19 @@ class TupleGetItem(Expr):
     def __init__(self, tuple_value: Expr, index: int) -> None:
         if not isinstance(tuple_value, Expr):
             raise IRError(f"TupleGetItem needs an expression, got {tuple_value!r}")
-        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
+        if type(index) is not int and (isinstance(index, bool) or not isinstance(index, (int, np.integer))) \
+                or index < 0:
             raise IRError(f"tuple index must be a non-negative int, got {index!r}")
-        _set(self, "tuple_value", tuple_value)
-        _set(self, "index", int(index))
-        _set(self, "_checked_type", None)
+        _tgi_value(self, tuple_value)
+        _tgi_index(self, int(index))
+        _set_type(self, None)
 
     def __repr__(self) -> str:
         return f"TupleGetItem(.{self.index})"
+
+
+_tgi_value = TupleGetItem.__dict__["tuple_value"].__set__
+_tgi_index = TupleGetItem.__dict__["index"].__set__
 
 
 class Let(Expr):
@@ -419,13 +467,18 @@ class Let(Expr):
             raise IRError(f"let binds a Var, got {var!r}")
         if not isinstance(value, Expr) or not isinstance(body, Expr):
             raise IRError("let value and body must be expressions")
-        _set(self, "var", var)
-        _set(self, "value", value)
-        _set(self, "body", body)
-        _set(self, "_checked_type", None)
+        _let_var(self, var)
+        _let_value(self, value)
+        _let_body(self, body)
+        _set_type(self, None)
 
     def __repr__(self) -> str:
         return f"Let(%{self.var.name_hint})"
+
+
+_let_var = Let.__dict__["var"].__set__
+_let_value = Let.__dict__["value"].__set__
+_let_body = Let.__dict__["body"].__set__
 
 
 class If(Expr):
@@ -437,13 +490,18 @@ class If(Expr):
         for e in (cond, true_branch, false_branch):
             if not isinstance(e, Expr):
                 raise IRError(f"If needs expressions, got {e!r}")
-        _set(self, "cond", cond)
-        _set(self, "true_branch", true_branch)
-        _set(self, "false_branch", false_branch)
-        _set(self, "_checked_type", None)
+        _if_cond(self, cond)
+        _if_then(self, true_branch)
+        _if_else(self, false_branch)
+        _set_type(self, None)
 
     def __repr__(self) -> str:
         return "If()"
+
+
+_if_cond = If.__dict__["cond"].__set__
+_if_then = If.__dict__["true_branch"].__set__
+_if_else = If.__dict__["false_branch"].__set__
 
 
 from .op import Op  # noqa: E402  (Op is an Expr; defined after the base class)
