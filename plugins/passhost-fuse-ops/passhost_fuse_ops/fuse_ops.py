@@ -192,6 +192,7 @@ def _rewrite(func: Function, graph: DataflowGraph, part: Partition, link_params:
 
     _Call, _Tuple, _TGI, _Function, _Op, _Var, _Const = Call, Tuple, TupleGetItem, Function, Op, Var, Constant
     GroupInfo = _GroupInfo
+    num = part.num_nodes
     _TensorType = TensorType
     names = _PARAM_NAMES
     max_name = len(names)
@@ -208,6 +209,36 @@ def _rewrite(func: Function, graph: DataflowGraph, part: Partition, link_params:
                                           _is_reshape(op))
                 if kind[0] == 0:
                     group = grp[i]
+                    if num[group] == 1:
+                        # a call alone in its group (most groups of a wide DAG): every
+                        # operand is an input; no group record is needed
+                        params = []
+                        fargs = []
+                        out = []
+                        reshape_only = kind[1]
+                        for a in node.args:
+                            j = index_get(a)
+                            na = a if j is None else new_of[j]
+                            if j is None or (link_params and type(na) is _Const):
+                                out.append(na)
+                                continue
+                            for k in range(len(fargs)):
+                                if fargs[k] is na:
+                                    out.append(params[k])
+                                    break
+                            else:
+                                k = len(params)
+                                ty = a.checked_type
+                                p = _Var(names[k] if k < max_name else f"p{k}", ty)
+                                params.append(p)
+                                fargs.append(na)
+                                out.append(p)
+                                if type(ty) is not _TensorType:
+                                    reshape_only = False
+                        fn = _Function(params, node.with_args(tuple(out), False), node.checked_type,
+                                       _ATTRS_RESHAPE_ONLY if reshape_only else _ATTRS_CALLS)
+                        new_of[i] = _Call(fn, fargs)
+                        continue
                     info = infos_get(group)
                     if info is None:
                         info = infos[group] = GroupInfo()
