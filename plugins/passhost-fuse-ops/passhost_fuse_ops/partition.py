@@ -238,13 +238,14 @@ class Partition:
         find = self.find
         visited = {src, sink}
         region: list = []
-        stack = [c for c, _ in outputs[src]]
-        pop, push, seen, keep = stack.pop, stack.extend, visited.add, region.append
+        stack = []
+        pop, push, seen, keep = stack.pop, stack.append, visited.add, region.append
+        for c, _ in outputs[src]:
+            if c not in visited:
+                seen(c)
+                push(c)
         while stack:
             v = pop()
-            if v in visited:
-                continue
-            seen(v)
             total += num[v]
             if total > max_depth:
                 return None
@@ -256,7 +257,10 @@ class Partition:
             if not cond(pattern[r], False):
                 return None
             keep(v)
-            push([c for c, _ in outputs[v]])
+            for c, _ in outputs[v]:
+                if c not in visited:
+                    seen(c)
+                    push(c)
         return region
 
 
