@@ -317,36 +317,48 @@ def has_let(root: Expr) -> bool:
     branches included) is a ``Let``.
 
     One unordered walk with an explicit stack that stops at the first ``Let``: each
-    node is expanded once, leaves are never recorded. Without a ``Let`` there is no
+    node is pushed once (marked as it is pushed). Without a ``Let`` there is no
     binding to remove, so :func:`eliminate_dead_code` needs neither use counts nor
     purity and returns the function itself.
     """
-    seen: set = set()
+    seen: set = set()  # every node ever pushed (marked when pushed: pushed once)
     add = seen.add
     stack = [root]
     pop = stack.pop
     push = stack.append
-    extend = stack.extend
     _Call, _Op, _Let = Call, Op, Let
     leaves = _LEAVES
     while stack:
         node = pop()
         t = type(node)
         if t is _Call:
-            if node in seen:
-                continue
-            add(node)
             op = node.op
-            if type(op) is not _Op:
+            if type(op) is not _Op and op not in seen:
+                add(op)
                 push(op)
-            extend(node.args)
+            args = node.args
+            if len(args) == 2:  # the usual call, unrolled
+                a, b = args
+                if a not in seen:
+                    add(a)
+                    push(a)
+                if b not in seen:
+                    add(b)
+                    push(b)
+            else:
+                for a in args:
+                    if a not in seen:
+                        add(a)
+                        push(a)
         elif t in leaves:
             continue
         elif t is _Let:
             return True
-        elif node not in seen:
-            add(node)
-            extend(children(node))
+        else:
+            for a in children(node):
+                if a not in seen:
+                    add(a)
+                    push(a)
     return False
 
 
