@@ -5,8 +5,8 @@ its rewrite (itself when unchanged) and doubles as the walk's "done" set. Poppin
 whose children are not all done pushes it back with the missing children on top, so
 they are rewritten first, left to right -- the order of :func:`passhost.ir.post_order`.
 A ``let``'s variable is bound to its value's constant between rewriting the value and
-walking the body. Leaves (variables, constants, operators, globals) enter ``memo`` as
-themselves when first met, unless a ``let`` bound them to a constant before.
+walking the body. Leaves (variables, constants, operators, globals) are walked like any
+node and enter ``memo`` as themselves, unless a ``let`` bound them to a constant before.
 
 Calls of operators -- nearly every node of real programs -- are handled inline in the
 loop, with one- and two-argument calls unrolled; every other node kind goes through
@@ -48,6 +48,27 @@ from ._eval import (
 __all__ = ["_fold"]
 
 
+class _Kinds(dict):
+    """``Op -> _SKIP / _EVALUATE / _SHAPE``, decided on first lookup, once per operator
+    and fold. ``maybe`` holds the node types a (complex) constant argument can have:
+    ``Constant`` and ``Tuple``, and ``Call`` too once an ``on_device`` operator is met
+    (children are rewritten before their parents, so an ``on_device`` argument's
+    operator is always looked up before the call that receives it)."""
+
+    __slots__ = ("fold_qnn", "maybe")
+
+    def __init__(self, fold_qnn: bool) -> None:
+        super().__init__()
+        self.fold_qnn = fold_qnn
+        self.maybe = {Constant, Tuple}
+
+    def __missing__(self, op: Op) -> int:
+        kind = self[op] = _op_kind(op, self.fold_qnn)
+        if op.name == "on_device":
+            self.maybe.add(Call)
+        return kind
+
+
 def _fold(expr: Expr, fold_qnn: bool) -> Expr:
     """The folded ``expr`` (``expr`` itself when nothing folds); see the module docstring.
 
@@ -55,8 +76,8 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
     """
     memo: dict = {}
     get = memo.get
-    kinds: dict = {}  # Op -> _SKIP / _EVALUATE / _SHAPE, decided once per operator
-    kget = kinds.get
+    kinds = _Kinds(fold_qnn)
+    maybe = kinds.maybe
     # (op, id(attrs), *constant arguments) -> (kernel result, attrs): a kernel is a pure
     # function of its arguments and attributes (stateful operators never fold), so the
     # same call on the same constant nodes is computed once; each use still gets its own
@@ -64,14 +85,11 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
     # id in the key valid.
     cache: dict = {}
     cget = cache.get
-    # whether an ``on_device`` call was met: until then a Call argument cannot be a
-    # (complex) constant, so calls with call arguments skip the exact check
-    ondev = False
     stack: list = [expr]
     push = stack.append
     pop = stack.pop
     leaves = _LEAF_TYPES
-    _Call, _Constant, _Tuple, _Op = Call, Constant, Tuple, Op
+    _Call, _Constant, _Op = Call, Constant, Op
     EVALUATE, SHAPE = _EVALUATE, _SHAPE
     while stack:
         node = pop()
@@ -80,33 +98,23 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
         if type(node) is _Call:
             op = node.op
             if type(op) is _Op:
-                kind = kget(op)
-                if kind is None:
-                    kind = kinds[op] = _op_kind(op, fold_qnn)
-                    if op.name == "on_device":
-                        ondev = True
                 args = node.args
-                if len(args) == 2:
+                n = len(args)
+                if n == 2:
                     a, b = args
                     na = get(a)
                     nb = get(b)
-                    if na is None or nb is None:
-                        if nb is None and type(b) in leaves:
-                            memo[b] = nb = b
-                        if na is None and type(a) in leaves:
-                            memo[a] = na = a
-                        if na is None or nb is None:
-                            push(node)
-                            if nb is None:
-                                push(b)
-                            if na is None:
-                                push(a)
-                            continue
+                    if na is None or nb is None:  # walk the missing arguments first
+                        push(node)
+                        if nb is None:
+                            push(b)
+                        if na is None:
+                            push(a)
+                        continue
+                    kind = kinds[op]
                     if kind == EVALUATE:
-                        ta = type(na)
-                        tb = type(nb)
-                        if (ta is _Constant and tb is _Constant) or (
-                                (ondev or ta is _Tuple or tb is _Tuple) and _all_complex((na, nb))):
+                        if type(na) in maybe and type(nb) in maybe and (
+                                (type(na) is _Constant and type(nb) is _Constant) or _all_complex((na, nb))):
                             cargs: Any = (na, nb)
                         elif na is a and nb is b:
                             memo[node] = node
@@ -118,19 +126,16 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
                         new = node
                     else:
                         new = node.with_args((na, nb))
-                elif len(args) == 1:
+                elif n == 1:
                     a = args[0]
                     na = get(a)
                     if na is None:
-                        if type(a) in leaves:
-                            memo[a] = na = a
-                        else:
-                            push(node)
-                            push(a)
-                            continue
+                        push(node)
+                        push(a)
+                        continue
+                    kind = kinds[op]
                     if kind == EVALUATE:
-                        ta = type(na)
-                        if ta is _Constant or ((ondev or ta is _Tuple) and _all_complex((na,))):
+                        if type(na) in maybe and (type(na) is _Constant or _all_complex((na,))):
                             cargs = (na,)
                         elif na is a:
                             memo[node] = node
@@ -146,6 +151,7 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
                     nargs = _args(node, memo, push)
                     if nargs is False:
                         continue
+                    kind = kinds[op]
                     cargs = args if nargs is None else nargs
                     if kind == EVALUATE and not (args and _all_complex(cargs)):
                         memo[node] = node if nargs is None else node.with_args(nargs)
@@ -168,7 +174,9 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
                         new = folded
                 memo[node] = new
                 continue
-        if type(node) not in leaves:  # (only the root can be a leaf here)
+        if type(node) in leaves:
+            memo[node] = node  # first met as an argument (or the root itself)
+        else:
             _other(node, memo, push)
     return get(expr, expr)
 
