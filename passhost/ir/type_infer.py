@@ -381,6 +381,15 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None,
                     if type(a0) is _Call:
                         push(a0)
                         continue
+            elif op._checked_type is not None:
+                # A typed callee (function, closure, global) whose arguments are typed.
+                for a in args:
+                    if a._checked_type is None:
+                        break
+                else:
+                    pop()
+                    settype(node, _call_type(node, op))
+                    continue
             pushed = False
             unknown = False
             for a in reversed(args):
@@ -561,12 +570,11 @@ def _function_type(node: Function, root: Expr, name: Optional[str], memo: dict) 
             f"{_where(node, root, name)} is annotated to return {rt} but its body has type "
             f"{body_type}: fix the return type annotation or the body")
     # Functions of one signature share one (immutable) FuncType; see _infer_expr's memo.
-    held = (body_type, *ptypes)
-    key = (_FN_KEY, *map(id, held))
+    key = (_FN_KEY, id(body_type), *map(id, ptypes))
     hit = memo.get(key)
     if hit is None:
         ft = FuncType(ptypes, body_type)
-        memo[key] = (ft, held)
+        memo[key] = (ft, body_type, ptypes)  # keeps the keyed objects alive
         return ft
     return hit[0]
 
