@@ -470,3 +470,24 @@ def test_let_bound_tuple_of_constants_is_not_substituted():
         out = fold_constant(ir.Function([], ir.Let(v, value, ir.TupleGetItem(v, 0))))
         assert type(out.body) is ir.Let and type(out.body.value) is ir.Tuple
         assert type(out.body.body) is ir.TupleGetItem and out.body.body.tuple_value is v
+
+
+def test_on_device_wrapped_constants_count_as_constants(monkeypatch):
+    """``on_device(c)`` is a constant for the call that receives it (TVM's
+    ``IsComplexConstant``); the walk only starts looking at call arguments once it has
+    met an ``on_device`` operator."""
+    monkeypatch.setattr(ir.Op, "_registry", dict(ir.Op._registry))  # registered for this test only
+    ondev = ir.register_op(ir.OpDef(name="on_device", num_inputs=1, type_rel=lambda t, a: t[0]))
+    c = ir.const(C_DATA)
+    x = ir.var("x", shape=(3,))
+    for first in (True, False):  # the annotated argument first or second
+        args = [ir.Call(ondev, [c]), c] if first else [c, ir.Call(ondev, [c])]
+        out = fold_constant(ir.Function([], ir.add(*args)))
+        assert type(out.body) is ir.Constant and out.body.data.tolist() == (C_DATA * 2).tolist()
+    out = fold_constant(ir.Function([], ir.concatenate([ir.Call(ondev, [c]), c])))
+    assert type(out.body) is ir.Constant and out.body.data.shape == (6,)
+    out = fold_constant(ir.Function([], ir.negative(ir.Call(ondev, [c]))))
+    assert type(out.body) is ir.Constant
+    # the annotation itself never folds, and an annotated variable is no constant
+    func = ir.Function([x], ir.add(ir.Call(ondev, [x]), ir.Call(ondev, [c])))
+    assert fold_constant(func) is func
