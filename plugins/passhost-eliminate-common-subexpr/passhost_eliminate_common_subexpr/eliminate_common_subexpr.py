@@ -209,7 +209,10 @@ def _cse(expr: Expr, fskip: Optional[Callable[[Expr], bool]]) -> Expr:
                                 if nb is None:
                                     push(b)
                                     ready = False
-                                special = True
+                                elif type(nb) is _Tuple:
+                                    special = True
+                                else:  # a leaf met for the first time
+                                    kb = const_get(nb, nb)
                         if na is None:
                             if type(a) is _Call:
                                 push(a)
@@ -221,7 +224,10 @@ def _cse(expr: Expr, fskip: Optional[Callable[[Expr], bool]]) -> Expr:
                                 if na is None:
                                     push(a)
                                     ready = False
-                                special = True
+                                elif type(na) is _Tuple:
+                                    special = True
+                                else:  # a leaf met for the first time
+                                    ka = const_get(na, na)
                         if not ready:
                             continue
                         pop()
