@@ -416,9 +416,19 @@ def _rewrite(func: Function, drop: set, inline: dict, counts: dict) -> Function:
             op = node.op
             nop = get(op, op)
             args = node.args
-            nargs = [get(a, a) for a in args]
-            if nop is op and all(a is b for a, b in zip(nargs, args)):
-                new = node
+            if len(args) == 2:  # the usual call, unrolled
+                a, b = args
+                na = get(a, a)
+                nb = get(b, b)
+                same = na is a and nb is b
+                nargs = args if same else (na, nb)
+            else:
+                nargs = tuple([get(a, a) for a in args])
+                same = all(a is b for a, b in zip(nargs, args))
+            if nop is op:
+                # same callee: rebuilt without re-validation, keeping the type when
+                # every new argument is typed (keep_checked_type's rule)
+                new = node if same else node.with_args(nargs)
             else:
                 new = keep_checked_type(node, Call(nop, nargs, node.attrs if type(nop) is type(op) else None), nargs)
         elif t in _LEAVES:
