@@ -328,6 +328,7 @@ def test_calls_any_asks_once_per_function_and_keeps_no_function_alive(monkeypatc
 
     monkeypatch.setattr(analysis, "_walk_ops", counting)
     conv = frozenset({ir.Op.get("nn.conv2d")})
+    ir.nn.conv2d(ir.var("d", shape=(1, 1, 3, 3)), ir.var("k", shape=(1, 1, 1, 1)))  # "ever called"
     fn = _random_function(3)
     assert not ir.calls_any(fn, conv)
     assert not ir.calls_any(fn, conv)              # the second question needs no walk
@@ -419,3 +420,25 @@ def test_post_order_matches_the_recursive_definition():
         got = ir.post_order(fn, visited=visited)
         assert got == _reference_post_order(fn, visited=walked)
         assert visited == walked | set(got)
+
+
+def test_calls_any_needs_no_walk_for_an_operator_never_called(monkeypatch):
+    from passhost.ir import analysis
+
+    walks = []
+    orig = analysis._walk_ops
+    monkeypatch.setattr(analysis, "_walk_ops", lambda root, stop: walks.append(root) or orig(root, stop))
+    rel = ir.Op.get("nn.relu").type_rel
+    fresh = ir.register_op(ir.OpDef("tv.never_called", 1, rel), override=True)
+    fn = _random_function(5)
+    body = fn.body
+    assert not ir.calls_any(fn, frozenset({fresh}))
+    assert not ir.calls_any(body, frozenset({fresh}))
+    assert walks == []                         # answered without looking at the graph
+    x = fn.params[0]
+    uses = Function([x], Call(fresh, [ir.negative(x)]))  # the first call ever built of it
+    assert ir.calls_any(uses, frozenset({fresh}))
+    assert not ir.calls_any(body, frozenset({fresh}))   # now asked by walking
+    assert walks == [uses, body]
+    again = ir.register_op(ir.OpDef("tv.never_called", 1, rel), override=True)
+    assert again is not fresh and not ir.calls_any(uses, frozenset({again}))  # a new Op object

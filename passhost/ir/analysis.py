@@ -5,7 +5,7 @@ from __future__ import annotations
 import weakref
 
 from ._gc import paused
-from .expr import Call, Constant, Expr, Function, Let, Var
+from .expr import OPS_EVER_CALLED, Call, Constant, Expr, Function, Let, Var
 from .module import IRModule
 from .op import Op
 from .structural import structural_hash
@@ -83,13 +83,16 @@ def calls_any(root: Expr, ops: frozenset) -> bool:
     """Does any node reachable from ``root`` (callees and nested functions included)
     call one of the operators in ``ops``? One cheap unordered walk with an explicit
     stack, stopping at the first hit -- so a pass can return its input untouched when it
-    has nothing to act on.
+    has nothing to act on. Operators no :class:`Call` of this process was ever built with
+    need no walk at all (``expr.OPS_EVER_CALLED``).
 
     When ``root`` is a :class:`Function` and the walk finds no hit, it has seen every
     operator the function calls; that set is remembered (weakly, per function object), so
     any later question about the same function -- from the next pass, for other
     operators -- is answered without a walk.
     """
+    if ops.isdisjoint(OPS_EVER_CALLED):
+        return False  # no call of these operators was ever built, so none is reachable
     if type(root) is Function:
         known = _CALLED_OPS.get(root)
         if known is not None:

@@ -184,6 +184,12 @@ class Expr:
     # Equality and hashing are object identity (inherited from ``object``).
 
 
+#: Every operator some Call in this process was built with. A call of an op is made only
+#: here (``Call.with_args`` copies the op of an existing call), so an operator not in this
+#: set is called by no graph at all: ``calls_any`` answers "no" for it without a walk.
+OPS_EVER_CALLED: set = set()
+_note_called = OPS_EVER_CALLED.add
+
 #: The slots' own setters (``member_descriptor.__set__``): constructors run once per node
 #: of every graph a pass builds, and these cost about a third of ``object.__setattr__``.
 _set_type = Expr.__dict__["_checked_type"].__set__
@@ -306,6 +312,7 @@ class Call(Expr):
             n = op._def.num_inputs
             if n >= 0 and len(args) != n:
                 raise IRError(f"operator {op.name} takes {n} argument{'s' if n != 1 else ''}, got {len(args)}")
+            _note_called(op)
         else:
             if not isinstance(op, Expr):
                 raise IRError(f"the callee of a Call must be an expression, got {op!r}")
