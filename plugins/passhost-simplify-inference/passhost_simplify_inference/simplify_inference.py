@@ -87,6 +87,10 @@ _DROPOUT = Op.get("nn.dropout")
 _LAYER_NORM = Op.get("nn.layer_norm")
 _INSTANCE_NORM = Op.get("nn.instance_norm")
 _LEAVES = (Var, Constant, Op, GlobalVar)
+# the operators of the batch_norm unpacking (built with Call directly: one per replacement
+# node, and the builders' argument conversion is not needed for expressions)
+_ADD, _MULTIPLY, _DIVIDE = Op.get("add"), Op.get("multiply"), Op.get("divide")
+_SQRT, _NEGATIVE, _EXPAND_DIMS = Op.get("sqrt"), Op.get("negative"), Op.get("expand_dims")
 #: every rule rewrites a call of one of these (or a projection of one)
 _TARGETS = frozenset({_BATCH_NORM, _DROPOUT, _LAYER_NORM, _INSTANCE_NORM})
 
@@ -105,7 +109,7 @@ def rewrite_with_original(root: Expr, rewrite: Callable[[Expr, Expr], Optional[E
     """
     memo: dict = {}
     get = memo.get
-    _Call = Call
+    _Call, leaves = Call, _LEAVES
     for node in post_order(root):
         t = type(node)
         if t is _Call:
@@ -117,8 +121,11 @@ def rewrite_with_original(root: Expr, rewrite: Callable[[Expr, Expr], Optional[E
                     if nargs is None:
                         nargs = list(args)
                     nargs[i] = na
-            new = node if nargs is None else Call(node.op, nargs, node.attrs)
-        elif t in _LEAVES:
+            if nargs is None:
+                new = node
+            else:  # same op and attrs, equally typed arguments: keeps the node's type
+                new = node.with_args(tuple(nargs))
+        elif t in leaves:
             continue
         else:
             new = with_children(node, tuple(get(c, c) for c in children(node)))
@@ -162,7 +169,7 @@ def expand_bias_to_match_axis(bias: Expr, ndim: int, axis: int) -> Expr:
     num_newaxis=ndim-axis-1)``, or ``bias`` itself when that number is 0."""
     num = ndim - axis - 1
     if num > 0:
-        return ir.expand_dims(bias, axis=1, num_newaxis=num)
+        return Call(_EXPAND_DIMS, (bias,), {"axis": 1, "num_newaxis": int(num)})
     return bias
 
 
@@ -179,17 +186,17 @@ def batch_norm_to_infer(attrs: Any, data: Expr, gamma: Expr, beta: Expr, mean: E
                         ty: TensorType) -> Expr:
     """``BatchNormToInferUnpack``: ``data * scale + shift`` in TVM's op order."""
     eps = _scalar(attrs.epsilon, ty.dtype)
-    scale = ir.divide(_scalar(1.0, ty.dtype), ir.sqrt(ir.add(var, eps)))
+    scale = Call(_DIVIDE, (_scalar(1.0, ty.dtype), Call(_SQRT, (Call(_ADD, (var, eps)),))))
     if attrs.scale:
-        scale = ir.multiply(scale, gamma)
-    shift = ir.multiply(ir.negative(mean), scale)
+        scale = Call(_MULTIPLY, (scale, gamma))
+    shift = Call(_MULTIPLY, (Call(_NEGATIVE, (mean,)), scale))
     if attrs.center:
-        shift = ir.add(shift, beta)
+        shift = Call(_ADD, (shift, beta))
     ndim = len(ty.shape)
     axis = _norm_axis(attrs.axis, ndim)
     scale = expand_bias_to_match_axis(scale, ndim, axis)
     shift = expand_bias_to_match_axis(shift, ndim, axis)
-    return ir.add(ir.multiply(data, scale), shift)
+    return Call(_ADD, (Call(_MULTIPLY, (data, scale)), shift))
 
 
 def _normalize(data: Expr, axis: Any, eps: Constant) -> Expr:
