@@ -130,7 +130,8 @@ def _cse(expr: Expr, fskip: Optional[Callable[[Expr], bool]]) -> Expr:
     :raises PassError: for an operator call whose argument count is not the
         operator's (possible only through ``Call.with_args``)
     """
-    memo: dict = {}  # node -> its replacement (itself when unchanged); not tuples / scalars
+    memo: dict = {}  # node -> its replacement (itself when unchanged); no tuples, and no
+    # scalar constant equal to an earlier one (const_keys gives its key)
     tmemo: dict = {}  # Tuple -> its replacement
     get = memo.get
     tget = tmemo.get
