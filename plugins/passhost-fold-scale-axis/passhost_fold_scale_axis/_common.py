@@ -129,10 +129,8 @@ def is_all_positive_constant(expr: Expr) -> bool:
         return bool(np.all(expr.data >= 0))
 
 
-def _is_depthwise(weight_shape: Sequence[int], kernel_layout: str, groups: int) -> bool:
-    o = weight_shape[kernel_layout.index("O")]
-    i = weight_shape[kernel_layout.index("I")]
-    return o == groups and i == 1
+#: (layout, kernel layout) -> (C axis, O axis, I axis), or () when TVM does not fold
+_LAYOUT_AXES: dict = {}
 
 
 def conv_axes(call: Call, layout_attr: str) -> Optional[tuple]:
@@ -143,18 +141,28 @@ def conv_axes(call: Call, layout_attr: str) -> Optional[tuple]:
     :param layout_attr: ``"data_layout"`` (forward) or ``"out_layout"`` (backward; an
         empty ``out_layout`` means the data layout)
     """
-    attrs = call.attrs
-    layout = attrs.get(layout_attr) or attrs.data_layout
-    kernel_layout = attrs.kernel_layout
-    if not (layout.isupper() and kernel_layout.isupper()) or "C" not in layout:
+    attrs = call.attrs  # item access: Attrs' attribute access is a slow __getattr__ fallback
+    layout = attrs.get(layout_attr) or attrs["data_layout"]
+    kernel_layout = attrs["kernel_layout"]
+    axes = _LAYOUT_AXES.get((layout, kernel_layout))
+    if axes is None:
+        if not (layout.isupper() and kernel_layout.isupper()) or "C" not in layout:
+            axes = ()
+        else:
+            axes = (layout.index("C"), kernel_layout.index("O"), kernel_layout.index("I"))
+        if len(_LAYOUT_AXES) < 256:
+            _LAYOUT_AXES[(layout, kernel_layout)] = axes
+    if not axes:
         return None
     wty = call.args[1]._checked_type
     if type(wty) is not TensorType:
         return None
-    depthwise = _is_depthwise(wty.shape, kernel_layout, attrs.groups)
-    if attrs.groups != 1 and not depthwise:
+    groups = attrs["groups"]
+    shape = wty.shape
+    depthwise = shape[axes[1]] == groups and shape[axes[2]] == 1  # weight O == groups, I == 1
+    if groups != 1 and not depthwise:
         return None
-    return layout.index("C"), kernel_layout.index("O"), kernel_layout.index("I"), depthwise
+    return axes[0], axes[1], axes[2], depthwise
 
 
 def type_like(old: Expr, new: Expr) -> Expr:

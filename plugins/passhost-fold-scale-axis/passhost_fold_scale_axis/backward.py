@@ -257,7 +257,7 @@ def backward_fold_scale_axis(expr: Expr) -> Expr:
                     memo[node] = type_like(node, _transform(node, new_args, got, messages))
                     continue
                 if any(n is not a for n, a in zip(new_args, args)):
-                    memo[node] = type_like(node, Call(node.op, new_args, node.attrs))
+                    memo[node] = type_like(node, node.with_args(tuple(new_args)))
             elif t not in _LEAVES:
                 new = with_children(node, tuple(get(c, c) for c in children(node)))
                 if new is not node:

@@ -263,7 +263,7 @@ def forward_fold_scale_axis(expr: Expr) -> Expr:
                         continue
                 new_args = [_realize(a) for a in new_args]
                 if any(n is not a for n, a in zip(new_args, args)):
-                    memo[node] = type_like(node, Call(node.op, new_args, node.attrs))
+                    memo[node] = type_like(node, node.with_args(tuple(new_args)))
             elif t not in _LEAVES:
                 new = with_children(node, tuple(_realize(get(c, c)) for c in children(node)))
                 if new is not node:
