@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import numpy as np
+
 from passhost.errors import PassError
 from passhost.ir import (
     Call,
@@ -26,6 +28,7 @@ from passhost.ir import (
     If,
     Let,
     Op,
+    TensorType,
     Tuple,
     TupleGetItem,
     is_primitive,
@@ -42,6 +45,7 @@ from ._eval import (
     _fold_shape_op,
     _op_kind,
     _unwrap,
+    _value,
     is_simple_constant,
 )
 
@@ -78,18 +82,18 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
     get = memo.get
     kinds = _Kinds(fold_qnn)
     maybe = kinds.maybe
-    # (op, id(attrs), *constant arguments) -> (kernel result, attrs): a kernel is a pure
-    # function of its arguments and attributes (stateful operators never fold), so the
-    # same call on the same constant nodes is computed once; each use still gets its own
-    # Constant node (they share the read-only array). ``attrs`` in the value keeps the
-    # id in the key valid.
+    # (op, id(attrs), *constant arguments) -> (result, attrs): a kernel is a pure function
+    # of its arguments and attributes (stateful operators never fold), so the same call
+    # on the same constant nodes is computed once; each use still gets its own Constant
+    # node (they share the read-only array). The result is the array of the first
+    # Constant, or the first Tuple of constants. ``attrs`` keeps the id in the key valid.
     cache: dict = {}
     cget = cache.get
     stack: list = [expr]
     push = stack.append
     pop = stack.pop
     leaves = _LEAF_TYPES
-    _Call, _Constant, _Op = Call, Constant, Op
+    _Call, _Constant, _Op, _ndarray, _TensorType = Call, Constant, Op, np.ndarray, TensorType
     EVALUATE, SHAPE = _EVALUATE, _SHAPE
     while stack:
         node = pop()
@@ -161,12 +165,18 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
                     attrs = node.attrs
                     key = (op, id(attrs), *cargs)
                     hit = cget(key)
+                    ty = node._checked_type
                     if hit is None:
-                        value = _compute(op, cargs, attrs)
-                        cache[key] = (value, attrs)
-                    else:
-                        value = hit[0]
-                    memo[node] = _as_expr(value, node._checked_type)
+                        new = _as_expr(_compute(op, cargs, attrs), ty)
+                        # a tensor result is kept as the read-only array the Constant holds
+                        cache[key] = (new.data if type(new) is _Constant else new, attrs)
+                    elif type(hit[0]) is _ndarray:  # another Constant on the same array
+                        new = _Constant(hit[0])
+                        if type(ty) is _TensorType and ty.shape == hit[0].shape:
+                            new._set_checked_type(ty)
+                    else:  # a tuple: fresh Tuple and Constant nodes, shared arrays
+                        new = _as_expr(_value(hit[0]), ty)
+                    memo[node] = new
                     continue
                 if kind == SHAPE and args:
                     folded = _fold_shape_op(new, node)

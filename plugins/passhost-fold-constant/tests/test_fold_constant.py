@@ -455,6 +455,14 @@ def test_kernel_runs_once_per_constant_argument_and_attrs():
     calls.clear()
     fold_constant(func)  # untyped: not remembered, and the cache lives for one fold only
     assert sorted(calls) == [1.0, 2.0]
+    # a tuple result (split) twice: fresh Tuple and Constant nodes for each use
+    c4 = ir.const(np.arange(4, dtype="float32"))
+    out = fold_constant(ir.Function([], ir.Tuple([ir.split(c4, 2), ir.split(c4, 2)])))
+    first, second = out.body.fields
+    assert type(first) is ir.Tuple and type(second) is ir.Tuple and first is not second
+    assert all(type(f) is ir.Constant for f in first.fields + second.fields)
+    assert first.fields[1] is not second.fields[1]
+    assert first.fields[1].data.tolist() == second.fields[1].data.tolist() == [2.0, 3.0]
     # other constant nodes with equal data are other keys (no hashing of tensor data)
     calls.clear()
     fold_constant(ir.Function([], ir.Tuple([ir.Call(op, [ir.const(C_DATA)]), ir.Call(op, [ir.const(C_DATA)])])))
