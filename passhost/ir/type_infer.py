@@ -319,14 +319,24 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None,
                 if n == 2:
                     a0, a1 = args
                     t0 = a0._checked_type
-                    if t0 is None and type(a0) is _Var:
-                        t0 = a0.type_annotation
-                        if t0 is not None:
+                    if t0 is None:
+                        ta = type(a0)
+                        if ta is _Var:
+                            t0 = a0.type_annotation
+                            if t0 is not None:
+                                settype(a0, t0)
+                        elif ta is _Constant:
+                            t0 = _constant_type(a0.data)
                             settype(a0, t0)
                     t1 = a1._checked_type
-                    if t1 is None and type(a1) is _Var:
-                        t1 = a1.type_annotation
-                        if t1 is not None:
+                    if t1 is None:
+                        ta = type(a1)
+                        if ta is _Var:
+                            t1 = a1.type_annotation
+                            if t1 is not None:
+                                settype(a1, t1)
+                        elif ta is _Constant:
+                            t1 = _constant_type(a1.data)
                             settype(a1, t1)
                     if t0 is not None:
                         if t1 is not None:
@@ -359,9 +369,14 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None,
                 elif n == 1:
                     a0 = args[0]
                     t0 = a0._checked_type
-                    if t0 is None and type(a0) is _Var:
-                        t0 = a0.type_annotation
-                        if t0 is not None:
+                    if t0 is None:
+                        ta = type(a0)
+                        if ta is _Var:
+                            t0 = a0.type_annotation
+                            if t0 is not None:
+                                settype(a0, t0)
+                        elif ta is _Constant:
+                            t0 = _constant_type(a0.data)
                             settype(a0, t0)
                     if t0 is not None:
                         pop()
