@@ -158,10 +158,23 @@ def _tensor_type(old: Expr, new: Expr, what: str) -> TensorType:
     return ty
 
 
+#: (value, dtype) -> the read-only 0-d array of that scalar. Every replacement gets its
+#: own Constant node, but they can share one immutable array (Constant keeps a read-only
+#: C-contiguous array as it is), so the numpy conversion runs once per distinct scalar.
+_SCALARS: dict = {}
+
+
 def _scalar(value: float, dtype: str) -> Constant:
     """``MakeConstantScalar(dtype, float(value))``: the value goes through float32 first."""
-    with np.errstate(all="ignore"):
-        return Constant(np.array(np.float32(value), dtype=dtype))
+    key = (value, dtype)
+    arr = _SCALARS.get(key)
+    if arr is None:
+        with np.errstate(all="ignore"):
+            arr = np.array(np.float32(value), dtype=dtype)
+        arr.flags.writeable = False
+        if len(_SCALARS) < 256:
+            _SCALARS[key] = arr
+    return Constant(arr)
 
 
 def expand_bias_to_match_axis(bias: Expr, ndim: int, axis: int) -> Expr:

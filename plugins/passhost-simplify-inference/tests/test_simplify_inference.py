@@ -207,3 +207,22 @@ def test_deep_chain_at_default_recursion_limit():
     ops = ir.count_ops(out["main"])
     assert ops["nn.relu"] == 100_000 and "nn.dropout" not in ops and "nn.batch_norm" not in ops
     assert sys.getrecursionlimit() == limit
+
+
+def test_scalar_constants_are_fresh_nodes_with_the_right_values():
+    """The scalars share one read-only array per (value, dtype); each replacement still
+    gets its own Constant node, and another epsilon or dtype gets another value."""
+    x = ir.var("x", shape=(1, 2, 3, 3))
+    h = ir.var("h", shape=(1, 2, 3, 3), dtype="float16")
+    g = ir.var("g", shape=(2,))
+    gh = ir.var("gh", shape=(2,), dtype="float16")
+    bns = [ir.nn.batch_norm(x, g, g, g, g, epsilon=1e-5)[0], ir.nn.batch_norm(x, g, g, g, g, epsilon=1e-5)[0],
+           ir.nn.batch_norm(x, g, g, g, g, epsilon=1e-3)[0], ir.nn.batch_norm(h, gh, gh, gh, gh, epsilon=1e-5)[0]]
+    out = simplify_inference(ir.infer_type(ir.Function([x, h, g, gh], ir.Tuple(bns))))
+    consts = [n for n in ir.post_order(out) if isinstance(n, ir.Constant)]
+    assert len(consts) == len({id(c) for c in consts}) == 8  # eps and 1 per batch_norm
+    values = sorted((c.dtype, float(c.data)) for c in consts)
+    eps32, eps16 = float(np.float32(1e-5)), float(np.float16(np.float32(1e-5)))
+    assert values == sorted([("float32", eps32), ("float32", eps32), ("float32", float(np.float32(1e-3))),
+                             ("float16", eps16)] + [("float32", 1.0)] * 3 + [("float16", 1.0)])
+    assert all(not c.data.flags.writeable for c in consts)
