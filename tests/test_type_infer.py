@@ -527,3 +527,28 @@ def test_functions_of_one_signature_get_equal_types():
     assert body.checked_type == TupleType([F32, F32, F32B])
     with pytest.raises(TypeInferenceError, match="argument 0 of call to a function has type"):
         ir.infer_type(Call(fn(), [y]))  # a typed function of another signature is no match
+
+
+def test_fused_style_functions_with_annotated_params_and_return_type():
+    """FuseOps output: calls of fresh functions whose parameters and return type are
+    annotated. Typed in one walk; a wrong annotation or an untypable parameter still
+    fails with the usual message."""
+    x = Var("x", F32)
+
+    def prim(ret=F32, unused=None):
+        p = Var("p0", F32)
+        params = [p] if unused is None else [p, unused]
+        return Function(params, neg(p), ret, {"Primitive": 1})
+
+    f1, f2 = prim(), prim()
+    body = Call(f2, [Call(f1, [x])])
+    mod = ir.infer_type(IRModule.from_expr(Function([x], body)))
+    assert f1.checked_type == f2.checked_type == FuncType([F32], F32)
+    assert f1.params[0].checked_type == F32 and mod["main"].checked_type == FuncType([F32], F32)
+    with pytest.raises(TypeInferenceError, match=r"a function is annotated to return Tensor\[\(2, 3\), float32\]"):
+        ir.infer_type(Call(prim(ret=F32B), [x]))
+    with pytest.raises(TypeInferenceError, match=r"cannot infer the type of %q \(a parameter of a function\)"):
+        ir.infer_type(Call(prim(unused=Var("q")), [x, x]))
+    annotated_unused = prim(unused=Var("q", F32B))
+    ir.infer_type(annotated_unused)
+    assert annotated_unused.checked_type == FuncType([F32, F32B], F32)

@@ -462,6 +462,30 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None,
                 push(body)
                 continue
             pop()
+            rt = node.ret_type
+            bt = body._checked_type
+            if rt is not None and bt is not None and (rt is bt or rt == bt):
+                # common case (e.g. FuseOps output): typed/annotated params, matching ret
+                key = [_FN_KEY, _id(bt)]
+                for p in node.params:
+                    pt = p._checked_type
+                    if pt is None:
+                        pt = p.type_annotation
+                        if pt is None:
+                            break
+                        settype(p, pt)
+                    key.append(_id(pt))
+                else:
+                    key = tuple(key)
+                    hit = memo_get(key)
+                    if hit is None:
+                        ptypes = [p._checked_type for p in node.params]
+                        ft = FuncType(ptypes, bt)
+                        memo[key] = (ft, bt, ptypes)
+                    else:
+                        ft = hit[0]
+                    settype(node, ft)
+                    continue
             settype(node, _function_type(node, root, name, memo))
         elif t is Let:
             value = node.value
