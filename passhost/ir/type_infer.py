@@ -405,6 +405,19 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None,
                     pop()
                     settype(node, _call_type(node, op))
                     continue
+            elif type(op) is _Function:
+                # A call of a fresh function (FuseOps output) whose untyped arguments are
+                # calls: push them, then the function (typed first, as below).
+                for a in args:
+                    if a._checked_type is None and type(a) is not _Call:
+                        break
+                else:
+                    for i in range(len(args) - 1, -1, -1):
+                        a = args[i]
+                        if a._checked_type is None:
+                            push(a)
+                    push(op)
+                    continue
             pushed = False
             unknown = False
             for a in reversed(args):
