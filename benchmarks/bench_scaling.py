@@ -195,6 +195,11 @@ def pipeline_pass_names(opt_level: int = 3) -> list:
     return list(passhost.default_pipeline(opt_level).spec.names)
 
 
+def case_names() -> list:
+    """The scaling cases: ``O3``, ``InferType`` and each pass of the -O3 pipeline."""
+    return ["O3", "InferType"] + pipeline_pass_names(3)
+
+
 def case_runners(family: str, n: int) -> dict:
     """``{case: (setup, run, warmup_setup)}`` for one family and size."""
     build = FAMILIES[family]
