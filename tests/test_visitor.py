@@ -444,3 +444,176 @@ def test_calls_any_needs_no_walk_for_an_operator_never_called(monkeypatch):
     assert walks == [uses, body]
     again = ir.register_op(ir.OpDef("tv.never_called", 1, rel), override=True)
     assert again is not fresh and not ir.calls_any(uses, frozenset({again}))  # a new Op object
+
+
+# --- rewrite_post_order(with_original=..., type_like=..., order=...) ----------------------
+
+
+def _typed_graph():
+    x = ir.var("x", shape=(2,))
+    e = ir.exp(x)
+    root = ir.add(e, ir.negative(e))   # e is shared
+    ir.infer_type(root)
+    return x, e, root
+
+
+def test_with_original_hands_the_rule_the_rebuilt_node_and_the_original():
+    x, e, root = _typed_graph()
+    seen = []
+
+    def rule(new, old):
+        seen.append((new, old))
+        if type(old) is Call and old.op.name == "exp":
+            assert new is old and old.has_type          # children unchanged: the node itself
+            return ir.log(new.args[0])
+        return None
+
+    out = ir.rewrite_post_order(root, rule, with_original=True)
+    olds = [o for _, o in seen]
+    assert olds == ir.post_order(root)                  # every node once, leaves too, post-order
+    new_root, old_root = seen[-1]
+    assert old_root is root and old_root.args[0] is e  # the original, with original children
+    assert new_root is out and out.args[0].op.name == "log"
+    assert out.args[1].args[0] is out.args[0]          # sharing kept
+    assert not out.has_type and not out.args[1].has_type  # no typing asked
+
+
+def test_with_original_still_honours_memo_and_skip():
+    x = ir.var("x", shape=(2,))
+    y = ir.var("y", shape=(2,))
+    fn = Function([x], ir.exp(x))
+    root = ir.add(ir.negative(x), Call(fn, [x]))
+    pairs = []
+    out = ir.rewrite_post_order(root, lambda n, o: pairs.append((n, o)), memo={x: y},
+                                skip=lambda n: type(n) is Function, with_original=True)
+    assert out.args[0].args[0] is y and out.args[1].args == (y,)
+    assert out.args[1].op is fn                         # skipped: kept, body not entered
+    assert all(o is not x for _, o in pairs)            # memo-seeded nodes are not visited
+    assert (fn, fn) in pairs
+
+
+def test_type_like_types_rebuilt_nodes_like_the_originals():
+    x, e, root = _typed_graph()
+    z = ir.var("z", shape=(2,))
+    ir.infer_type(z)
+    typed_in_rule = []
+
+    def rule(new, old):
+        if type(old) is Call:
+            typed_in_rule.append(new.has_type)
+        return None
+
+    out = ir.rewrite_post_order(root, rule, memo={x: z}, with_original=True, type_like=True)
+    assert out is not root and out.args[0].args[0] is z
+    for new, old in zip(ir.post_order(out), ir.post_order(root)):
+        if type(old) is not ir.Op and old is not x:
+            assert new.checked_type is old.checked_type   # rebuilt: the original's type object
+    assert all(typed_in_rule)                       # rebuilt calls are typed before the rule runs
+
+
+def test_type_like_infers_a_new_sub_expression_on_its_own():
+    x, e, root = _typed_graph()
+    x_type = x.checked_type
+
+    def rule(new, old):
+        if type(old) is Call and old.op.name == "exp":
+            return ir.multiply(ir.exp(new.args[0]), ir.const(1.0))   # untyped nodes over typed x
+        return None
+
+    out = ir.rewrite_post_order(root, rule, with_original=True, type_like=True)
+    rep = out.args[0]
+    assert rep.op.name == "multiply" and rep.checked_type == e.checked_type
+    assert rep.args[0].has_type and rep.args[1].checked_type == ir.TensorType((), "float32")
+    assert x.checked_type is x_type                 # typed nodes are not visited again
+    assert out.checked_type is root.checked_type    # parents rebuilt over it: the original's type
+
+
+def test_type_like_gives_no_type_for_an_untyped_original_and_keeps_a_replacement_type():
+    x = ir.var("x", shape=(2,))
+    root = ir.negative(ir.exp(x))                   # never type-inferred
+    out = ir.rewrite_post_order(
+        root, lambda n, o: ir.log(n.args[0]) if type(o) is Call and o.op.name == "exp" else None,
+        with_original=True, type_like=True)
+    assert out.args[0].op.name == "log"
+    assert not out.has_type and not out.args[0].has_type   # nothing to be like: left alone
+
+    x2, e2, root2 = _typed_graph()
+    other = ir.const(np.ones((3,), "float32"))
+    ir.infer_type(other)
+    out2 = ir.rewrite_post_order(root2, lambda n, o: other if o is e2 else None,
+                                 with_original=True, type_like=True)
+    assert out2.args[0] is other and other.checked_type == ir.TensorType((3,), "float32")
+    # the parents' new children are typed, so they take their originals' types as documented
+    assert out2.args[1].checked_type is root2.args[1].checked_type
+
+
+def test_type_like_covers_tuples_and_functions():
+    x = ir.var("x", shape=(2,))
+    fn = Function([x], Tuple([ir.exp(x), TupleGetItem(Tuple([x, x]), 0)]))
+    ir.infer_type(fn)
+
+    def rule(new, old):
+        if type(old) is Call and old.op.name == "exp":
+            return ir.sqrt(new.args[0])
+        return None
+
+    out = ir.rewrite_post_order(fn, rule, with_original=True, type_like=True)
+    assert type(out) is Function and out.body.fields[0].op.name == "sqrt"
+    assert out.body.checked_type is fn.body.checked_type and out.checked_type is fn.checked_type
+    assert out.body.fields[1] is fn.body.fields[1]  # unchanged sub-graph kept
+
+
+def test_keep_types_still_needs_a_typed_callee():
+    # keep_types keeps keep_checked_type's rule: a non-operator callee must be typed too
+    p = ir.var("p", shape=(2,))
+    f = ir.var("f")                                 # a closure variable, never typed
+    x = ir.var("x", shape=(2,))
+    old = Call(f, [ir.exp(x)])
+    old._set_checked_type(ir.TensorType((2,), "float32"))
+    old.args[0]._set_checked_type(ir.TensorType((2,), "float32"))
+    new_arg = ir.exp(p)
+    ir.infer_type(new_arg)
+    out = ir.rewrite_post_order(old, lambda n: new_arg if n is old.args[0] else None, keep_types=True)
+    assert out.args == (new_arg,) and not out.has_type
+
+
+def test_order_is_walked_as_given():
+    x, e, root = _typed_graph()
+    order = ir.post_order(root)
+    visited = []
+    out = ir.rewrite_post_order(root, lambda n, o: visited.append(o), with_original=True, order=order)
+    assert out is root and visited == order
+    # a partial order (the caller's choice) is what gets walked
+    visited.clear()
+    ir.rewrite_post_order(root, lambda n, o: visited.append(o), with_original=True, order=order[:2])
+    assert visited == order[:2]
+
+
+def test_with_original_and_type_like_on_a_100k_chain_at_the_default_recursion_limit():
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        x, c, e = _chain(100_000)
+        ir.infer_type(e)
+        middle = e
+        for _ in range(50_000):
+            middle = middle.args[0]
+        count = [0]
+
+        def rule(new, old):
+            count[0] += 1
+            if old is middle:                       # a new, untyped sub-expression mid-chain
+                return ir.multiply(new, ir.const(np.ones(2, "float32")))
+            return None
+
+        out = ir.rewrite_post_order(e, rule, with_original=True, type_like=True)
+    finally:
+        sys.setrecursionlimit(old_limit)
+    assert count[0] == 100_000 + 3                  # every call, x, c and the add operator
+    assert out is not e and out.checked_type is e.checked_type
+    node, depth = out, 0
+    while type(node) is Call and node.op.name == "add":
+        assert node.has_type
+        node, depth = node.args[0], depth + 1
+    assert depth == 50_000 and node.op.name == "multiply" and node.checked_type == middle.checked_type
+    assert node.args[0] is middle                   # below the replacement: kept as it was

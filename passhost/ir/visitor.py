@@ -13,7 +13,8 @@ Two styles are offered:
   a function is visited when that override calls ``self.visit(fn.body)``, so any
   state it sets up first is in effect for the body.
 * :func:`rewrite_post_order` — the fast functional style the built-in passes use:
-  a callback receives each node with its children already rewritten.
+  a callback receives each node with its children already rewritten (and, on request,
+  the original node too, with the replacements typed like the originals).
 """
 from __future__ import annotations
 
@@ -201,15 +202,20 @@ def with_children(node: Expr, new: tuple) -> Expr:
 
 
 @gc_paused
-def rewrite_post_order(root: Expr, rewrite: Callable[[Expr], Optional[Expr]],
+def rewrite_post_order(root: Expr, rewrite: Callable[..., Optional[Expr]],
                        memo: Optional[dict] = None,
                        skip: Optional[Callable[[Expr], bool]] = None,
-                       keep_types: bool = False) -> Expr:
+                       keep_types: bool = False,
+                       with_original: bool = False,
+                       type_like: bool = False,
+                       order: Optional[list] = None) -> Expr:
     """Rebuild ``root`` bottom-up.
 
     Each node is first rebuilt with its already-rewritten children (identity kept when
     none changed), then ``rewrite(node)`` may return a replacement (or ``None`` to keep
-    it). Shared sub-expressions are rewritten once and stay shared.
+    it). Shared sub-expressions are rewritten once and stay shared. A call whose callee
+    is unchanged is rebuilt with :meth:`Call.with_args` (same callee and attrs, checks
+    not repeated).
 
     :param memo: ``{old: new}``; pre-seed it to substitute nodes (e.g. variables)
     :param skip: nodes for which this is true are kept as they are, children unvisited
@@ -217,13 +223,35 @@ def rewrite_post_order(root: Expr, rewrite: Callable[[Expr], Optional[Expr]],
         rebuilt because a child was replaced keeps the old node's ``checked_type``
         when all its new children are typed — as TVM's copy-on-write rebuild does —
         so type inference afterwards only has to type genuinely new nodes
+    :param with_original: call ``rewrite(new, old)`` instead: ``new`` is the node
+        rebuilt from the rewritten children, ``old`` the original node of ``root``
+        (still typed when ``root`` was, with its original children), so a rule can
+        read the original's ``checked_type`` and arguments
+    :param type_like: for rewrites whose every replacement has the type of the node
+        it replaces: the node that finally stands for a typed original (rebuilt or
+        returned by ``rewrite``) and has no type yet is typed like the original — it
+        takes the original's ``checked_type`` when all its children are typed (or
+        ``Op``), otherwise it is type-inferred on its own with ``infer_type``, which
+        visits only its untyped nodes. A rebuilt call (same callee) keeps the
+        original's type when all its arguments are typed (:meth:`Call.with_args`),
+        before ``rewrite`` sees it. An untyped original gives no type; a replacement
+        that already has a type keeps it. So the type inference after the pass has
+        nothing left to do
+    :param order: ``post_order(root, skip=skip, visited=set(memo))`` when the caller has
+        already computed it (it is walked as given, not recomputed)
     """
     if memo is None:
         memo = {}
     get = memo.get
-    for node in post_order(root, skip=skip, visited=set(memo)):
+    if order is None:
+        order = post_order(root, skip=skip, visited=set(memo))
+    infer = None
+    if type_like:
+        from .type_infer import infer_type as infer
+    _Call, _Op = Call, Op
+    for node in order:
         t = type(node)
-        if t is Call:
+        if t is _Call:
             op = node.op
             nop = get(op, op)
             args = node.args
@@ -234,12 +262,15 @@ def rewrite_post_order(root: Expr, rewrite: Callable[[Expr], Optional[Expr]],
                     if nargs is None:
                         nargs = list(args)
                     nargs[i] = na
-            if nargs is not None or nop is not op:
+            if nop is not op:
                 new = Call(nop, args if nargs is None else nargs,
                            node.attrs if type(nop) is type(op) else None)
+            elif nargs is not None:
+                # keep_types alone keeps keep_checked_type's rule (a non-Op callee must be typed)
+                new = node.with_args(tuple(nargs), type_like or (keep_types and type(op) is _Op))
             else:
                 new = node
-        elif t is Var or t is Constant or t is Op or t is GlobalVar:
+        elif t is Var or t is Constant or t is _Op or t is GlobalVar:
             new = node
         elif skip is not None and skip(node):
             new = node
@@ -248,8 +279,19 @@ def rewrite_post_order(root: Expr, rewrite: Callable[[Expr], Optional[Expr]],
             new = with_children(node, tuple(get(c, c) for c in kids))
         if keep_types and new is not node:
             keep_checked_type(node, new)
-        r = rewrite(new)
-        memo[node] = new if r is None else r
+        r = rewrite(new, node) if with_original else rewrite(new)
+        if r is not None:
+            new = r
+        if infer is not None and new is not node and new._checked_type is None:
+            ty = node._checked_type
+            if ty is not None:
+                for k in children(new):
+                    if k._checked_type is None and type(k) is not _Op:
+                        infer(new)
+                        break
+                else:
+                    new._set_checked_type(ty)
+        memo[node] = new
     return memo.get(root, root)
 
 
