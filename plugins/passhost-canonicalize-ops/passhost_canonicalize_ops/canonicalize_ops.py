@@ -7,9 +7,11 @@ for an ``n``-D ``x`` (a negative ``axis`` counts from the end); when ``n-axis-1`
 the bias is added as it is, without an ``expand_dims``. The new ``add`` keeps the type
 of the ``bias_add`` it replaces.
 
-The rewrite is one iterative post-order walk (:func:`passhost.ir.post_order`, no
-Python frame per node), linear in the graph size; when there is no ``bias_add`` the
-function object is returned unchanged.
+The rewrite is one :func:`passhost.ir.rewrite_post_order` walk (explicit stack, no
+Python frame per node, linear in the graph size) whose rule sees the original
+``bias_add`` too (its data's type gives the rank); rebuilt nodes keep their types
+(``keep_types``). When there is no ``bias_add`` the function object is returned
+unchanged.
 
 Before::
 
@@ -26,18 +28,17 @@ After ``CanonicalizeOps()``::
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from passhost import ir
 from passhost.errors import PassError
-from passhost.ir import Call, Constant, Expr, Function, GlobalVar, Op, TensorType, Var, children, post_order, with_children
+from passhost.ir import Call, Expr, Function, Op, TensorType, rewrite_post_order
 from passhost.ir._gc import paused as _gc_paused
 from passhost.transform import function_pass
 
 __all__ = ["canonicalize_ops", "expand_bias_to_match_axis", "CanonicalizeOps"]
 
 _BIAS_ADD = Op.get("nn.bias_add")
-_LEAVES = (Var, Constant, Op, GlobalVar)
 
 
 def expand_bias_to_match_axis(bias: Expr, ndim: int, axis: int) -> Expr:
@@ -82,42 +83,13 @@ def canonicalize_ops(expr: Expr) -> Expr:
     with _gc_paused():
         if not expr.has_type:
             ir.infer_type(expr)
-        memo: dict = {}
-        get = memo.get
-        for node in post_order(expr):
-            t = type(node)
-            if t is Call:
-                args = node.args
-                nargs = None
-                for i, a in enumerate(args):
-                    na = get(a, a)
-                    if na is not a:
-                        if nargs is None:
-                            nargs = list(args)
-                        nargs[i] = na
-                new = node if nargs is None else Call(node.op, nargs, node.attrs)
-                if node.op is _BIAS_ADD:
-                    new = _bias_add_to_add(new, node)
-            elif t in _LEAVES:
-                continue
-            else:
-                new = with_children(node, tuple(get(c, c) for c in children(node)))
-            if new is not node:
-                memo[node] = new
-                _keep_type(node, new)
-        return get(expr, expr)
+        return rewrite_post_order(expr, _rule, keep_types=True, with_original=True)
 
 
-def _keep_type(old: Expr, new: Expr) -> None:
-    """A rebuilt node keeps ``old``'s type when its children are typed (the rewrite
-    preserves types), so the InferType after the pass has nothing to redo."""
-    ty = old._checked_type
-    if ty is None or new._checked_type is not None:
-        return
-    for c in children(new):
-        if c._checked_type is None and type(c) is not Op:
-            return
-    new._set_checked_type(ty)
+def _rule(new: Expr, old: Expr) -> Optional[Expr]:
+    if type(old) is Call and old.op is _BIAS_ADD:
+        return _bias_add_to_add(new, old)
+    return None
 
 
 @function_pass(opt_level=3, name="CanonicalizeOps", required=["InferType"])
