@@ -18,9 +18,10 @@ pass (``opt_level`` 0, requires ``InferType``) rewriting, bottom-up:
 * ``nn.instance_norm`` likewise, reducing over every axis but 0 and ``axis``
   (its ``eps`` constant is float32, as in TVM).
 
-Constants are scalars of the data's dtype. The rewrite is one iterative post-order walk
-(:func:`passhost.ir.post_order`, no Python frame per node), so a 100,000-deep chain
-works at the default recursion limit; unchanged sub-graphs keep their identity.
+Constants are scalars of the data's dtype. The rewrite is one
+:func:`passhost.ir.rewrite_post_order` walk (explicit stack, no Python frame per node),
+so a 100,000-deep chain works at the default recursion limit; unchanged sub-graphs keep
+their identity, and replacements are typed like the nodes they replace (``type_like``).
 
 Before::
 
@@ -55,20 +56,7 @@ import numpy as np
 
 from passhost import ir
 from passhost.errors import PassError
-from passhost.ir import (
-    Call,
-    Constant,
-    Expr,
-    Function,
-    GlobalVar,
-    Op,
-    TensorType,
-    TupleGetItem,
-    Var,
-    children,
-    post_order,
-    with_children,
-)
+from passhost.ir import Call, Constant, Expr, Function, Op, TensorType, TupleGetItem, rewrite_post_order
 from passhost.ir._gc import paused as _gc_paused
 from passhost.transform import function_pass
 
@@ -86,7 +74,6 @@ _BATCH_NORM = Op.get("nn.batch_norm")
 _DROPOUT = Op.get("nn.dropout")
 _LAYER_NORM = Op.get("nn.layer_norm")
 _INSTANCE_NORM = Op.get("nn.instance_norm")
-_LEAVES = (Var, Constant, Op, GlobalVar)
 # the operators of the batch_norm unpacking (built with Call directly: one per replacement
 # node, and the builders' argument conversion is not needed for expressions)
 _ADD, _MULTIPLY, _DIVIDE = Op.get("add"), Op.get("multiply"), Op.get("divide")
@@ -101,53 +88,14 @@ _TARGETS = frozenset({_BATCH_NORM, _DROPOUT, _LAYER_NORM, _INSTANCE_NORM})
 
 
 def rewrite_with_original(root: Expr, rewrite: Callable[[Expr, Expr], Optional[Expr]]) -> Expr:
-    """Rebuild ``root`` bottom-up like :func:`passhost.ir.rewrite_post_order`, but call
-    ``rewrite(new, old)`` with the original node too (its ``checked_type`` is what the
-    rules need). The replacements must have the type of the node they replace (true of
-    every rule here); new nodes are typed as they are made, so the type inference that
-    follows the pass has nothing left to do. Returns ``root`` itself when nothing changed.
+    """Rebuild ``root`` bottom-up, calling ``rewrite(new, old)`` with the original node
+    too (its ``checked_type`` is what the rules need); replacements must have the type of
+    the node they replace and are typed like it. This is
+    ``passhost.ir.rewrite_post_order(root, rewrite, with_original=True, type_like=True)``,
+    kept under this name for existing callers. Returns ``root`` itself when nothing
+    changed.
     """
-    memo: dict = {}
-    get = memo.get
-    _Call, leaves = Call, _LEAVES
-    for node in post_order(root):
-        t = type(node)
-        if t is _Call:
-            args = node.args
-            nargs = None
-            for i, a in enumerate(args):
-                na = get(a, a)
-                if na is not a:
-                    if nargs is None:
-                        nargs = list(args)
-                    nargs[i] = na
-            if nargs is None:
-                new = node
-            else:  # same op and attrs, equally typed arguments: keeps the node's type
-                new = node.with_args(tuple(nargs))
-        elif t in leaves:
-            continue
-        else:
-            new = with_children(node, tuple(get(c, c) for c in children(node)))
-        r = rewrite(new, node)
-        if r is not None:
-            new = r
-        if new is not node:
-            memo[node] = new
-            if node._checked_type is not None and new._checked_type is None:
-                _type_like(node, new)
-    return get(root, root)
-
-
-def _type_like(old: Expr, new: Expr) -> None:
-    """Type a replacement whose type equals ``old``'s, without a second full inference:
-    a rebuilt node whose children are typed takes ``old``'s type; a new sub-expression
-    over typed nodes is inferred locally (only its untyped nodes are visited)."""
-    for c in children(new):
-        if c._checked_type is None and type(c) is not Op:
-            ir.infer_type(new)
-            return
-    new._set_checked_type(old._checked_type)
+    return rewrite_post_order(root, rewrite, with_original=True, type_like=True)
 
 
 def _tensor_type(old: Expr, new: Expr, what: str) -> TensorType:
