@@ -15,7 +15,8 @@ TVM's backward fold (``fold_scale_axis.cc``), in three linear, non-recursive swe
    message requires it) pushes the squeezed scale ``s'`` into ``a``, and each chain op
    hands it on to the input(s) carrying the message (``multiply`` tries the left operand's
    message first, then the right one's);
-3. **rebuild** (post-order): a folded ``multiply`` becomes its transformed operand; a
+3. **rebuild** (one :func:`passhost.ir.rewrite_post_order` walk over the same order,
+   replacements typed like the nodes they replace): a folded ``multiply`` becomes its transformed operand; a
    ``conv2d`` receiving ``s'`` becomes ``conv2d(x, multiply(w, expand_dims(s', axis=1,
    num_newaxis=3)))`` (scale along ``O``), ``dense`` ``dense(x, multiply(w,
    expand_dims(s', axis=1)))``; an ``add``/``subtract`` scales its other side by
@@ -46,7 +47,7 @@ from __future__ import annotations
 from typing import Optional
 
 from passhost import ir
-from passhost.ir import Call, Constant, Expr, GlobalVar, Op, Var, children, post_order, with_children
+from passhost.ir import Call, Expr, Op, children, post_order, rewrite_post_order
 from passhost.ir._gc import paused as _gc_paused
 
 from ._common import (
@@ -56,7 +57,6 @@ from ._common import (
     match_broadcast_to_left_axes,
     reshape_or_expand_to_match_axis,
     tensor_type,
-    type_like,
 )
 
 __all__ = ["backward_fold_scale_axis"]
@@ -68,7 +68,6 @@ _MULTIPLY = Op.get("multiply")
 _CONV2D = Op.get("nn.conv2d")
 _DENSE = Op.get("nn.dense")
 _BIAS_ADD = Op.get("nn.bias_add")
-_LEAVES = (Var, Constant, Op, GlobalVar)
 #: only these calls start a fold (every other rule passes a message/demand on)
 _SOURCES = frozenset({_CONV2D, _DENSE})
 
@@ -242,24 +241,16 @@ def backward_fold_scale_axis(expr: Expr) -> Expr:
         assigned, folded = _assign(order, messages)
         if not folded:
             return expr
-        memo: dict = {}
-        get = memo.get
-        for node in order:
-            t = type(node)
-            if t is Call:
-                if node in folded:
-                    memo[node] = memo[folded[node]]
-                    continue
-                args = node.args
-                new_args = [get(a, a) for a in args]
-                got = assigned.get(node)
-                if got is not None:
-                    memo[node] = type_like(node, _transform(node, new_args, got, messages))
-                    continue
-                if any(n is not a for n, a in zip(new_args, args)):
-                    memo[node] = type_like(node, node.with_args(tuple(new_args)))
-            elif t not in _LEAVES:
-                new = with_children(node, tuple(get(c, c) for c in children(node)))
-                if new is not node:
-                    memo[node] = type_like(node, new)
-        return get(expr, expr)
+
+        def rule(new: Expr, old: Expr) -> Optional[Expr]:
+            if type(old) is not Call:
+                return None
+            operand = folded.get(old)
+            if operand is not None:  # the multiply becomes its (transformed) operand
+                return new.args[0] if operand is old.args[0] else new.args[1]
+            got = assigned.get(old)
+            if got is not None:
+                return _transform(old, list(new.args), got, messages)
+            return None
+
+        return rewrite_post_order(expr, rule, with_original=True, type_like=True, order=order)

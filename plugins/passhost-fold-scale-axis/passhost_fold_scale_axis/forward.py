@@ -19,7 +19,15 @@ non-recursive sweeps:
    scaled value becomes ``conv2d(value, multiply(w, expand_dims(scale, ...)))`` (scale
    along the kernel's ``I`` axis, ``O`` for depthwise); ``dense`` ``dense(value,
    multiply(w, scale))``. A scaled value reaching any other consumer is *realised* as
-   ``multiply(value, expand(scale))`` (the demands are built so this does not happen).
+   ``multiply(value, expand(scale))``.
+
+   The sweep is one :func:`passhost.ir.rewrite_post_order` walk (replacements typed
+   like the nodes they replace). Its memo holds expressions only: a scaled node maps to
+   its ``value``, and the scaled value itself is kept beside it, keyed by the original
+   node, for the rules of its consumers. Only rule operators ever consume a scaled
+   node -- any other consumer sends "nothing", which wins the intersection, so the
+   node never gets a demand and is never scaled -- and a rule that does not apply
+   realises its scaled arguments (as does the end of the walk for the root).
 
 Before::
 
@@ -46,18 +54,14 @@ from typing import Optional
 from passhost import ir
 from passhost.ir import (
     Call,
-    Constant,
     Expr,
     Function,
-    GlobalVar,
     If,
     Let,
     Op,
     Tuple,
-    Var,
-    children,
     post_order,
-    with_children,
+    rewrite_post_order,
 )
 from passhost.ir._gc import paused as _gc_paused
 
@@ -80,7 +84,6 @@ _ADDSUB = frozenset({Op.get("add"), Op.get("subtract")})
 _MULTIPLY = Op.get("multiply")
 _CONV2D = Op.get("nn.conv2d")
 _DENSE = Op.get("nn.dense")
-_LEAVES = (Var, Constant, Op, GlobalVar)
 #: only these calls start a fold (every other rule passes a message/demand on)
 _SOURCES = frozenset({_CONV2D, _DENSE})
 
@@ -245,27 +248,24 @@ def forward_fold_scale_axis(expr: Expr) -> Expr:
         demands = _prepare(order, expr)
         if not any(m is not None and m[0] for m in demands.values()):
             return expr  # no demand anywhere: nothing can fold
-        memo: dict = {}
-        get = memo.get
-        for node in order:
-            t = type(node)
-            if t is Call:
-                args = node.args
-                new_args = [get(a, a) for a in args]
-                if node.op in _RULE_OPS:
-                    res = _rewrite_call(node, new_args, demands.get(node))
-                    if res is not None:
-                        if type(res) is _Scaled:
-                            type_like(node, res.value)
-                        else:
-                            type_like(node, res)
-                        memo[node] = res
-                        continue
-                new_args = [_realize(a) for a in new_args]
-                if any(n is not a for n, a in zip(new_args, args)):
-                    memo[node] = type_like(node, node.with_args(tuple(new_args)))
-            elif t not in _LEAVES:
-                new = with_children(node, tuple(_realize(get(c, c)) for c in children(node)))
-                if new is not node:
-                    memo[node] = type_like(node, new)
-        return _realize(get(expr, expr))
+        scaled: dict = {}  # original node -> its _Scaled (the memo holds the _Scaled's value)
+        sget = scaled.get
+        rule_ops = _RULE_OPS
+
+        def rule(new: Expr, old: Expr) -> Optional[Expr]:
+            if type(old) is not Call or old.op not in rule_ops:
+                return None
+            new_args = [sget(a) or n for a, n in zip(old.args, new.args)]
+            res = _rewrite_call(old, new_args, demands.get(old))
+            if res is None:
+                if any(type(a) is _Scaled for a in new_args):
+                    return old.with_args(tuple(_realize(a) for a in new_args))
+                return None
+            if type(res) is _Scaled:
+                scaled[old] = res
+                return type_like(old, res.value)
+            return res
+
+        out = rewrite_post_order(expr, rule, with_original=True, type_like=True, order=order)
+        root = sget(expr)
+        return out if root is None else _realize(root)
