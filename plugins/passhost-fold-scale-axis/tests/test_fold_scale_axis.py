@@ -183,6 +183,28 @@ def test_fold_fwd_fail_scaled_value_has_another_consumer():
     check_pass(ForwardFoldScaleAxis(), ir.Function(ir.free_vars(body), body))
 
 
+def test_fold_fwd_a_declining_rule_realises_its_scaled_argument(monkeypatch):
+    """The forward sweep's safety net: a rule that does not apply to a call with a scaled
+    argument gets it realised as ``multiply(value, expand(scale))``, typed, same meaning."""
+    from passhost_fold_scale_axis import forward
+
+    x = ir.var("x", shape=(2, 4, 10, 10))
+    in_bias = ir.var("in_bias", shape=(4, 1, 1))
+    in_scale = ir.const(positive((4, 1, 1)))
+    weight = ir.var("weight", shape=(2, 4, 3, 3))
+    before = ir.Function([x, weight, in_bias],
+                         conv(ir.add(ir.nn.relu(ir.multiply(x, in_scale)), in_bias), weight, 2))
+    orig = forward._rewrite_call
+    monkeypatch.setattr(forward, "_rewrite_call",
+                        lambda call, args, demand: None if call.op.name == "nn.relu" else orig(call, args, demand))
+    out = assert_semantics_preserved(ForwardFoldScaleAxis(), before, seed=3, rtol=1e-4, atol=1e-4)
+    assert_types_match_fresh_inference(out)
+    sq = ir.squeeze(in_scale, axis=[1, 2])
+    realised = ir.nn.relu(ir.multiply(x, ir.expand_dims(sq, axis=1, num_newaxis=2)))
+    expected = ir.Function([x, weight, in_bias], conv(ir.add(realised, in_bias), weight, 2))
+    ir.assert_structural_equal(out["main"].body, ir.infer_type(ir.IRModule.from_expr(expected))["main"].body)
+
+
 @pytest.mark.parametrize("scale", ["var", "negative"])
 def test_fold_fwd_relu_fail(scale):
     x = ir.var("x", shape=(2, 11, 10, 4))
