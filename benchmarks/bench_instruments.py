@@ -16,6 +16,7 @@ Usage: ``python benchmarks/bench_instruments.py [--repeats R] [--layers N] [--in
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import time
 
@@ -34,6 +35,7 @@ def _workload(layers: int) -> ir.IRModule:
 def _once(mod: ir.IRModule, name: str | None) -> tuple:
     seq = passhost.default_pipeline(3)
     insts = [] if name is None else [passhost.instruments.get(name)]
+    gc.collect()  # start every run from the same collector state (outside the clock)
     w0, c0 = time.perf_counter(), time.process_time()
     with PassContext(opt_level=3, instruments=insts):
         seq(mod)
