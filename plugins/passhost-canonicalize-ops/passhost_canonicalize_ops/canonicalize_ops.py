@@ -10,8 +10,8 @@ of the ``bias_add`` it replaces.
 The rewrite is one :func:`passhost.ir.rewrite_post_order` walk (explicit stack, no
 Python frame per node, linear in the graph size) whose rule sees the original
 ``bias_add`` too (its data's type gives the rank); rebuilt nodes keep their types
-(``keep_types``). When there is no ``bias_add`` the function object is returned
-unchanged.
+(``keep_types``). When there is no ``bias_add`` (:func:`passhost.ir.calls_any`, no walk
+when none was ever built) the function object is returned unchanged.
 
 Before::
 
@@ -39,6 +39,7 @@ from passhost.transform import function_pass
 __all__ = ["canonicalize_ops", "expand_bias_to_match_axis", "CanonicalizeOps"]
 
 _BIAS_ADD = Op.get("nn.bias_add")
+_TARGETS = frozenset({_BIAS_ADD})
 
 
 def expand_bias_to_match_axis(bias: Expr, ndim: int, axis: int) -> Expr:
@@ -83,6 +84,8 @@ def canonicalize_ops(expr: Expr) -> Expr:
     with _gc_paused():
         if not expr.has_type:
             ir.infer_type(expr)
+        if not ir.calls_any(expr, _TARGETS):
+            return expr  # no bias_add: nothing to rewrite
         return rewrite_post_order(expr, _rule, keep_types=True, with_original=True)
 
 
