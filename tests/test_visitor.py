@@ -617,3 +617,15 @@ def test_with_original_and_type_like_on_a_100k_chain_at_the_default_recursion_li
         node, depth = node.args[0], depth + 1
     assert depth == 50_000 and node.op.name == "multiply" and node.checked_type == middle.checked_type
     assert node.args[0] is middle                   # below the replacement: kept as it was
+
+
+def test_memo_gets_an_entry_for_every_changed_node_only():
+    x = ir.var("x", shape=(2,))
+    y = ir.var("y", shape=(2,))
+    e = ir.exp(x)
+    keep = ir.negative(y)
+    root = ir.add(e, keep)
+    memo = {x: y}
+    out = ir.rewrite_post_order(root, lambda n: None, memo=memo)
+    assert memo == {x: y, e: out.args[0], root: out}
+    assert out.args[1] is keep

@@ -217,7 +217,8 @@ def rewrite_post_order(root: Expr, rewrite: Callable[..., Optional[Expr]],
     is unchanged is rebuilt with :meth:`Call.with_args` (same callee and attrs, checks
     not repeated).
 
-    :param memo: ``{old: new}``; pre-seed it to substitute nodes (e.g. variables)
+    :param memo: ``{old: new}``; pre-seed it to substitute nodes (e.g. variables). The
+        walk adds an entry for every node it changes (a node left as it is gets none)
     :param skip: nodes for which this is true are kept as they are, children unvisited
     :param keep_types: for type-preserving rewrites (CSE, constant folding): a node
         rebuilt because a child was replaced keeps the old node's ``checked_type``
@@ -248,7 +249,7 @@ def rewrite_post_order(root: Expr, rewrite: Callable[..., Optional[Expr]],
     infer = None
     if type_like:
         from .type_infer import infer_type as infer
-    _Call, _Op = Call, Op
+    _Call, _Op, _Var, _Constant, _GlobalVar = Call, Op, Var, Constant, GlobalVar
     for node in order:
         t = type(node)
         if t is _Call:
@@ -270,19 +271,25 @@ def rewrite_post_order(root: Expr, rewrite: Callable[..., Optional[Expr]],
                 new = node.with_args(tuple(nargs), type_like or (keep_types and type(op) is _Op))
             else:
                 new = node
-        elif t is Var or t is Constant or t is _Op or t is GlobalVar:
+        elif t is _Constant or t is _Var or t is _Op or t is _GlobalVar:
             new = node
         elif skip is not None and skip(node):
             new = node
         else:
             kids = children(node)
             new = with_children(node, tuple(get(c, c) for c in kids))
-        if keep_types and new is not node:
-            keep_checked_type(node, new)
-        r = rewrite(new, node) if with_original else rewrite(new)
-        if r is not None:
+        if new is node:  # unchanged so far (most nodes): only the rule can replace it
+            r = rewrite(node, node) if with_original else rewrite(node)
+            if r is None or r is node:
+                continue
             new = r
-        if infer is not None and new is not node and new._checked_type is None:
+        else:
+            if keep_types:
+                keep_checked_type(node, new)
+            r = rewrite(new, node) if with_original else rewrite(new)
+            if r is not None:
+                new = r
+        if infer is not None and new._checked_type is None and new is not node:
             ty = node._checked_type
             if ty is not None:
                 for k in children(new):
@@ -292,7 +299,7 @@ def rewrite_post_order(root: Expr, rewrite: Callable[..., Optional[Expr]],
                 else:
                     new._set_checked_type(ty)
         memo[node] = new
-    return memo.get(root, root)
+    return get(root, root)
 
 
 class ExprFunctor:
