@@ -30,7 +30,22 @@ __all__ = [
     "is_all_positive_constant",
     "conv_axes",
     "type_like",
+    "RELU_OPS",
+    "ADDSUB_OPS",
+    "MULTIPLY",
+    "CONV2D",
+    "DENSE",
+    "FOLD_SOURCES",
 ]
+
+#: the operators both directions have rules for
+RELU_OPS = frozenset({Op.get("nn.relu"), Op.get("nn.leaky_relu")})
+ADDSUB_OPS = frozenset({Op.get("add"), Op.get("subtract")})
+MULTIPLY = Op.get("multiply")
+CONV2D = Op.get("nn.conv2d")
+DENSE = Op.get("nn.dense")
+#: only these calls start a fold (every other rule passes a message/demand on)
+FOLD_SOURCES = frozenset({CONV2D, DENSE})
 
 #: ``(axes, require_positive)``; ``None`` stands for TVM's null message
 Message = tuple

@@ -51,6 +51,12 @@ from passhost.ir import Call, Expr, Op, children, post_order, rewrite_post_order
 from passhost.ir._gc import paused as _gc_paused
 
 from ._common import (
+    ADDSUB_OPS,
+    CONV2D,
+    DENSE,
+    FOLD_SOURCES,
+    MULTIPLY,
+    RELU_OPS,
     conv_axes,
     expand_bias_to_match_axis,
     is_all_positive_constant,
@@ -62,14 +68,7 @@ from ._common import (
 __all__ = ["backward_fold_scale_axis"]
 
 _NAME = "BackwardFoldScaleAxis"
-_RELU = frozenset({Op.get("nn.relu"), Op.get("nn.leaky_relu")})
-_ADDSUB = frozenset({Op.get("add"), Op.get("subtract")})
-_MULTIPLY = Op.get("multiply")
-_CONV2D = Op.get("nn.conv2d")
-_DENSE = Op.get("nn.dense")
 _BIAS_ADD = Op.get("nn.bias_add")
-#: only these calls start a fold (every other rule passes a message/demand on)
-_SOURCES = frozenset({_CONV2D, _DENSE})
 
 
 # ---------------------------------------------------------------------------------------
@@ -80,10 +79,10 @@ _SOURCES = frozenset({_CONV2D, _DENSE})
 def _prep(call: Call, in_msgs: list) -> Optional[tuple]:
     """``FScaleAxisBackwardPrep`` of one call, or ``None``."""
     op = call.op
-    if op in _RELU:
+    if op in RELU_OPS:
         m = in_msgs[0]
         return None if m is None else (m[0], True)
-    if op in _ADDSUB:
+    if op in ADDSUB_OPS:
         tl = tensor_type(call.args[0], _NAME)
         tr = tensor_type(call.args[1], _NAME)
         m0, m1 = in_msgs
@@ -94,10 +93,10 @@ def _prep(call: Call, in_msgs: list) -> Optional[tuple]:
         if m0 is not None and m1 is not None and m0[0] == m1[0] and tuple(tl.shape) == tuple(tr.shape):
             return m0
         return None
-    if op is _CONV2D:
+    if op is CONV2D:
         found = conv_axes(call, "out_layout")
         return None if found is None else ((found[0],), False)
-    if op is _DENSE:
+    if op is DENSE:
         out = call._checked_type
         return ((1,), False) if out is not None and len(out.shape) == 2 else None
     if op is _BIAS_ADD:
@@ -108,7 +107,7 @@ def _prep(call: Call, in_msgs: list) -> Optional[tuple]:
     return None
 
 
-_PREP_OPS = _RELU | _ADDSUB | {_CONV2D, _DENSE, _BIAS_ADD}
+_PREP_OPS = RELU_OPS | ADDSUB_OPS | {CONV2D, DENSE, _BIAS_ADD}
 
 
 def _prepare(order: list) -> dict:
@@ -162,7 +161,7 @@ def _assign(order: list, messages: dict) -> tuple:
         if type(node) is not Call:
             continue
         op = node.op
-        if op is _MULTIPLY:
+        if op is MULTIPLY:
             found = _fold_of_multiply(node, messages)
             if found is not None:
                 operand, msg, scale = found
@@ -172,9 +171,9 @@ def _assign(order: list, messages: dict) -> tuple:
         got = assigned.get(node)
         if got is None:
             continue
-        if op in _RELU or op is _BIAS_ADD:
+        if op in RELU_OPS or op is _BIAS_ADD:
             assigned[node.args[0]] = got
-        elif op in _ADDSUB:
+        elif op in ADDSUB_OPS:
             lm = messages.get(node.args[0])
             rm = messages.get(node.args[1])
             if lm is not None and rm is not None and lm[0] == rm[0]:
@@ -197,9 +196,9 @@ def _transform(node: Call, new_args: list, got: tuple, messages: dict) -> Expr:
     msg, scale = got
     axes = msg[0]
     op = node.op
-    if op in _RELU:
+    if op in RELU_OPS:
         return Call(op, new_args, node.attrs)
-    if op in _ADDSUB:
+    if op in ADDSUB_OPS:
         lm = messages.get(node.args[0])
         rm = messages.get(node.args[1])
         lhs, rhs = new_args
@@ -214,7 +213,7 @@ def _transform(node: Call, new_args: list, got: tuple, messages: dict) -> Expr:
         return Call(op, [lhs, rhs], node.attrs)
     if op is _BIAS_ADD:
         return Call(op, [new_args[0], ir.multiply(new_args[1], scale)], node.attrs)
-    if op is _CONV2D:
+    if op is CONV2D:
         o_axis = conv_axes(node, "out_layout")[1]
         wscale = expand_bias_to_match_axis(scale, len(node.attrs.kernel_layout), (o_axis,))
         return Call(op, [new_args[0], ir.multiply(new_args[1], wscale)], node.attrs)
@@ -232,7 +231,7 @@ def backward_fold_scale_axis(expr: Expr) -> Expr:
     with _gc_paused():
         if not expr.has_type:
             ir.infer_type(expr)
-        if not ir.calls_any(expr, _SOURCES):
+        if not ir.calls_any(expr, FOLD_SOURCES):
             return expr  # no conv2d/dense: nothing can fold
         order = post_order(expr)
         messages = _prepare(order)

@@ -66,6 +66,12 @@ from passhost.ir import (
 from passhost.ir._gc import paused as _gc_paused
 
 from ._common import (
+    ADDSUB_OPS,
+    CONV2D,
+    DENSE,
+    FOLD_SOURCES,
+    MULTIPLY,
+    RELU_OPS,
     conv_axes,
     expand_bias_to_match_axis,
     intersect,
@@ -79,13 +85,6 @@ from ._common import (
 __all__ = ["forward_fold_scale_axis"]
 
 _NAME = "ForwardFoldScaleAxis"
-_RELU = frozenset({Op.get("nn.relu"), Op.get("nn.leaky_relu")})
-_ADDSUB = frozenset({Op.get("add"), Op.get("subtract")})
-_MULTIPLY = Op.get("multiply")
-_CONV2D = Op.get("nn.conv2d")
-_DENSE = Op.get("nn.dense")
-#: only these calls start a fold (every other rule passes a message/demand on)
-_SOURCES = frozenset({_CONV2D, _DENSE})
 
 
 class _Scaled:
@@ -115,9 +114,9 @@ def _prep(call: Call, out: Optional[tuple]) -> Optional[list]:
     """``FScaleAxisForwardPrep``: the demands sent to the arguments, or ``None`` for an
     operator without a rule (every argument then gets "nothing")."""
     op = call.op
-    if op in _RELU:
+    if op in RELU_OPS:
         return [None if out is None else (out[0], True)]
-    if op in _ADDSUB:
+    if op in ADDSUB_OPS:
         if out is not None:
             tl = tensor_type(call.args[0], _NAME)
             tr = tensor_type(call.args[1], _NAME)
@@ -126,10 +125,10 @@ def _prep(call: Call, out: Optional[tuple]) -> Optional[list]:
             if match_broadcast_to_left_axes(tr, tl, out[0])[0]:
                 return [None, out]
         return [None, None]
-    if op is _CONV2D:
+    if op is CONV2D:
         found = conv_axes(call, "data_layout")
         return [None if found is None else ((found[0],), False), None]
-    if op is _DENSE:
+    if op is DENSE:
         data = call.args[0]._checked_type
         ok = data is not None and len(data.shape) == 2
         return [((1,), False) if ok else None, None]
@@ -179,7 +178,7 @@ def _rewrite_call(call: Call, new_args: list, demand: Optional[tuple]) -> Option
     """``FScaleAxisForwardRewrite`` of one call: a new expression, a :class:`_Scaled`,
     or ``None`` (no rule applies: rebuild with realised arguments)."""
     op = call.op
-    if op is _MULTIPLY:
+    if op is MULTIPLY:
         if demand is None or not demand[0] or any(type(a) is _Scaled for a in new_args):
             return None
         axes, positive = demand
@@ -194,12 +193,12 @@ def _rewrite_call(call: Call, new_args: list, demand: Optional[tuple]) -> Option
         if ok and (not positive or is_all_positive_constant(lhs)):
             return _Scaled(rhs, axes, s, shape)
         return None
-    if op in _RELU:
+    if op in RELU_OPS:
         x = new_args[0]
         if type(x) is not _Scaled:
             return None
         return _Scaled(Call(op, [x.value], call.attrs), x.axes, x.scale, x.shape)
-    if op in _ADDSUB:
+    if op in ADDSUB_OPS:
         sl, sr = new_args
         if (type(sl) is _Scaled) == (type(sr) is _Scaled):
             return None
@@ -214,11 +213,11 @@ def _rewrite_call(call: Call, new_args: list, demand: Optional[tuple]) -> Option
             return None
         other = ir.divide(sl, reshape_or_expand_to_match_axis(sr.scale, tr.shape, sr.axes))
         return _Scaled(Call(op, [other, sr.value], call.attrs), sr.axes, sr.scale, sr.shape)
-    if op is _CONV2D or op is _DENSE:
+    if op is CONV2D or op is DENSE:
         data, weight = new_args
         if type(data) is not _Scaled or type(weight) is _Scaled:
             return None
-        if op is _DENSE:
+        if op is DENSE:
             return Call(op, [data.value, ir.multiply(weight, data.scale)], call.attrs)
         found = conv_axes(call, "data_layout")
         if found is None:
@@ -230,7 +229,7 @@ def _rewrite_call(call: Call, new_args: list, demand: Optional[tuple]) -> Option
     return None
 
 
-_RULE_OPS = _RELU | _ADDSUB | {_MULTIPLY, _CONV2D, _DENSE}
+_RULE_OPS = RELU_OPS | ADDSUB_OPS | {MULTIPLY, CONV2D, DENSE}
 
 
 def forward_fold_scale_axis(expr: Expr) -> Expr:
@@ -242,7 +241,7 @@ def forward_fold_scale_axis(expr: Expr) -> Expr:
     with _gc_paused():
         if not expr.has_type:
             ir.infer_type(expr)
-        if not ir.calls_any(expr, _SOURCES):
+        if not ir.calls_any(expr, FOLD_SOURCES):
             return expr  # no conv2d/dense: nothing can fold
         order = post_order(expr)
         demands = _prepare(order, expr)
