@@ -257,16 +257,7 @@ def _rewrite(func: Function, graph: DataflowGraph, part: Partition, link_params:
                             continue
                         p = by_arg.get(na)
                         if p is None:
-                            # _GroupInfo.param_for inline
-                            params = info.params
-                            k = len(params)
-                            ty = a.checked_type
-                            p = _Var(names[k] if k < max_name else f"p{k}", ty)
-                            params.append(p)
-                            info.args.append(na)
-                            by_arg[na] = p
-                            if type(ty) is not _TensorType:
-                                info.reshape_only = False
+                            p = info.param_for(na, a.checked_type)
                         append(p)
                     call = node.with_args(tuple(out), False)
                     info.has_call = True
