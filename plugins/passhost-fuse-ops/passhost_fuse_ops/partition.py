@@ -161,14 +161,14 @@ class Partition:
             if phase == 2:
                 if gpat > INJECTIVE:
                     continue
-                droot = gparent[d]
-                if droot < 0:
-                    droot = d
-                elif gparent[droot] >= 0:
-                    droot = find(d)
-                if pattern[droot] == TUPLE:
+                rd = gparent[d]
+                if rd < 0:
+                    rd = d
+                elif gparent[rd] >= 0:
+                    rd = find(d)
+                if pattern[rd] == TUPLE:
                     continue
-                if pattern[d] != TUPLE or pattern[droot] > INJECTIVE:
+                if pattern[d] != TUPLE or pattern[rd] > INJECTIVE:
                     continue
                 cond = _le_injective
             else:
@@ -202,15 +202,11 @@ class Partition:
                     rd = find(d)
                 if rn == rd:
                     continue
+            # rd: d's group, found once above (no merge since)
             outs = outputs[nid]
-            rd = gparent[d]
-            if rd < 0:
-                rd = d
-            elif gparent[rd] >= 0:
-                rd = find(d)
             total = num[rd] + num[nid]
             if len(outs) == 1 and outs[0][0] == d:
-                # the common case, a direct edge: the three helpers' fast paths inline
+                # the common case, a direct edge: nothing lies between nid and d
                 if total <= max_depth and cond(pattern[rd], True):
                     merge(nid, d)
                 continue
