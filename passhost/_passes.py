@@ -9,16 +9,12 @@ the pass manager's hot path.
 from __future__ import annotations
 
 from gc import disable as _gc_disable
-from gc import enable as _gc_enable
-from gc import freeze as _gc_freeze
-from gc import get_count as _gc_get_count
-from gc import get_freeze_count as _gc_get_freeze_count
 from gc import isenabled as _gc_isenabled
-from gc import unfreeze as _gc_unfreeze
 from typing import Any, Callable, Optional, Sequence
 
 from ._context import PassContext, current_context
 from .errors import PassError, PasshostError, PassNotFound
+from .ir._gc import resume as _resume_gc
 from .ir.expr import Function
 from .ir.module import IRModule
 
@@ -238,29 +234,6 @@ def _run_immutable(body: Callable, mod: IRModule, ctx: PassContext, name: str) -
     return out
 
 
-#: tracked allocations during a paused pass run above which the survivors are promoted
-#: straight to the oldest generation when the collector resumes (see _resume_gc)
-_PROMOTE_AFTER = 100_000
-
-
-def _resume_gc() -> None:
-    """Re-enable the cyclic collector after a paused pass run.
-
-    A run that built a large graph leaves millions of new objects in the youngest
-    generation; the first allocation after re-enabling would make the collector
-    traverse them all (about 0.7 s per million nodes) to find cycles IR graphs never
-    have. When the run allocated more than ``_PROMOTE_AFTER`` tracked objects and
-    nobody froze objects (``gc.get_freeze_count() == 0``), the survivors are moved to
-    the oldest generation instead (``gc.freeze(); gc.unfreeze()``): they are traversed
-    only by the next full collection, as long-lived objects are. Cyclic garbage made
-    during the run is then freed by that full collection rather than a young one.
-    """
-    if _gc_get_count()[0] > _PROMOTE_AFTER and _gc_get_freeze_count() == 0:
-        _gc_freeze()
-        _gc_unfreeze()
-    _gc_enable()
-
-
 def _invoke(p: "Pass", mod: IRModule, ctx: PassContext) -> IRModule:
     """Run ``p`` once on ``mod`` under ``ctx`` with the instrument protocol."""
     _d, required, _l, should_run, before, after, immutable, plain = ctx._plan
@@ -357,8 +330,8 @@ class Pass:
         Python's cyclic garbage collector is paused while the outermost pass runs (a
         whole pipeline, for a Sequential) and restored when it returns: IR graphs hold
         no cycles, and collections between the passes of a pipeline would traverse
-        every node of every live graph again and again (see :func:`_resume_gc` for
-        how it resumes). Nothing changes if the collector was already disabled.
+        every node of every live graph again and again (see
+        :func:`passhost.ir._gc.resume` for how it resumes). Nothing changes if the collector was already disabled.
         """
         if ctx is None:
             ctx = current_context()

@@ -193,3 +193,20 @@ def test_constructors_still_validate_their_fields():
     assert (ite.true_branch, ite.false_branch) == (x, x)
     for node in (call, let, ite, item, Function([x], x)):
         assert not node.has_type
+
+
+def test_whole_graph_functions_promote_a_large_graph_when_the_gc_resumes():
+    import gc
+
+    from passhost.ir import _gc
+    from passhost.testing import chain
+
+    @_gc.gc_paused
+    def build(n):
+        return ir.infer_type(chain(n))
+
+    gc.collect()
+    mod = build(60_000)  # well over PROMOTE_AFTER tracked objects
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert gc.get_count()[0] < 1_000  # survivors promoted, no huge young generation pending
+    assert mod["main"].has_type
