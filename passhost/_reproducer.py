@@ -1,4 +1,5 @@
-"""Crash reproducers for ``passhost run`` (private; used by :mod:`passhost.cli`).
+"""Crash reproducers for ``passhost run`` (private; the command-line side is
+:mod:`passhost.cli.reproduce`).
 
 When a pass raises during ``passhost run``, the command writes a directory that replays
 the failure with ``passhost run --reproduce DIR``:
@@ -228,60 +229,3 @@ def remaining_pipeline(seq: Any, start: int) -> str:
     if spec is not None:
         return ",".join(str(p) for p in spec.passes[start:])
     return ",".join(p.info.name for p in seq.passes[start:])
-
-
-# -- the command-line side (called by passhost.cli) ------------------------------------------
-def apply_reproduce(args: Any) -> Optional[Reproducer]:
-    """For ``passhost run --reproduce DIR``: load DIR and take the pipeline, opt_level,
-    disabled/required passes and instruments from it. Also settles ``-O``'s default (2).
-
-    :raises ReproducerError: DIR is unreadable, or options that DIR fixes were given too
-    """
-    if args.reproduce is None:
-        if args.input is None and args.example is None:
-            from .cli import CommandError
-
-            raise CommandError("one of the arguments INPUT --example is required (or --reproduce DIR) "
-                               "(see `passhost run --help`)")
-        if args.opt_level is None:
-            args.opt_level = 2
-        return None
-    given = [opt for opt, value in (("-p", args.pipeline), ("-O", args.opt_level), ("--disable", args.disable),
-                                    ("--require", args.require), ("--config", args.config),
-                                    ("--instrument", args.instrument), ("--params", args.params))
-             if value not in (None, [])]
-    if given:
-        raise ReproducerError(f"--reproduce takes the pipeline and its settings from {args.reproduce!r}; "
-                              f"drop {', '.join(given)} (or edit the files there)")
-    repro = load_reproducer(args.reproduce)
-    args.pipeline = repro.pipeline
-    args.opt_level = repro.opt_level
-    args.disable = repro.disabled
-    args.require = repro.required
-    args.instrument = repro.instruments
-    return repro
-
-
-def wants_reproducer(args: Any) -> bool:
-    """Whether a failing pass should leave a reproducer (not when replaying one, unless
-    ``--crash-dir`` names where)."""
-    if args.no_crash_dir:
-        return False
-    return args.reproduce is None or args.crash_dir is not None
-
-
-def save_after_failure(args: Any, tracker: CrashTracker, seq: Any, ctx: PassContext, registry: Any,
-                       err: BaseException, message: str) -> str:
-    """Write the reproducer of a failed run; returns the text to append to the error line."""
-    from .transform import failed_pass
-
-    path = args.crash_dir or default_crash_dir()
-    try:
-        write_reproducer(path, module=tracker.module, pipeline=remaining_pipeline(seq, tracker.next_index),
-                         ctx=ctx, instruments=list(args.instrument), registry=registry,
-                         failed_pass=failed_pass(err), error=message)
-    except PasshostError as why:
-        return f" (no reproducer written: {why})"
-    except Exception as why:  # e.g. the module cannot be printed
-        return f" (no reproducer written: {type(why).__name__}: {' '.join(str(why).split())})"
-    return f" (reproducer written to {path}; replay with: passhost run --reproduce {path})"

@@ -19,6 +19,7 @@ __all__ = [
     "PluginLoadError",
     "ConfigError",
     "PipelineError",
+    "UsageError",
 ]
 
 
@@ -98,6 +99,11 @@ class PluginLoadError(PasshostError):
 
 class ConfigError(PasshostError, AttributeError):
     """Unknown or badly typed PassContext config option."""
+
+
+class UsageError(PasshostError):
+    """Bad command-line usage or unreadable input (exit 2): a missing file, a bad
+    option value, an ``.npz`` without the arrays asked for."""
 
 
 class PipelineError(PasshostError, ValueError):

@@ -372,3 +372,13 @@ def test_python_dash_m_passhost(tmp_path):
     result = subprocess.run([sys.executable, "-m", "passhost", "--help"], capture_output=True, text=True,
                             env=env, cwd=tmp_path)
     assert result.returncode == 0 and "list" in result.stdout and "run" in result.stdout
+
+
+def test_the_bisect_and_reproducer_libraries_do_not_import_the_cli():
+    # the library functions take plain arguments; the command-line side lives in passhost.cli
+    import subprocess
+    import sys
+
+    code = ("import sys, passhost._bisect, passhost._reproducer; "
+            "sys.exit(1 if any(m == 'passhost.cli' or m.startswith('passhost.cli.') for m in sys.modules) else 0)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0

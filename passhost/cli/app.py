@@ -1,0 +1,58 @@
+"""The ``passhost`` command's parser and entry point: it assembles the sub-commands
+(:mod:`.listing`, :mod:`.run`, :mod:`.bisect`) and turns every error into one line on
+stderr with the exit status of :class:`~passhost.cli.common.ExitCode`."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Optional, Sequence
+
+from ..errors import PasshostError
+from . import bisect, listing, run
+from .common import ArgumentParser, CommandError, ExitCode, one_line
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``passhost`` (also used to render docs/cli.md)."""
+    parser = ArgumentParser(prog="passhost", description="Relay-style graph passes, every pass a plugin.")
+    parser.add_argument("--strict-plugins", action="store_true",
+                        help="fail when any plugin is broken or two plugins clash, instead of listing them")
+    parser.add_argument("--traceback", action="store_true", help="show the Python traceback of an error")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    listing.add_parsers(sub)
+    run.add_parser(sub)
+    bisect.add_parser(sub)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the ``passhost`` command; returns the exit status."""
+    parser = build_parser()
+    traceback = argv is not None and "--traceback" in argv or argv is None and "--traceback" in sys.argv
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            raise CommandError("choose a command: list, info, run or bisect (see `passhost --help`)")
+        return int(args.func(args))
+    except PasshostError as err:
+        if traceback:
+            raise
+        print(f"passhost: error: {one_line(err)}", file=sys.stderr)
+        return int(err.exit_code)
+    except BrokenPipeError:
+        # the reader went away (e.g. `passhost list | head`); exit quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return ExitCode.PASS_FAILED
+    except KeyboardInterrupt:
+        print("passhost: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # a bug in passhost or a plugin outside any pass
+        if traceback:
+            raise
+        print(f"passhost: error: internal error {type(err).__name__}: {one_line(err)} "
+              "(rerun with --traceback and report it)", file=sys.stderr)
+        return ExitCode.PASS_FAILED

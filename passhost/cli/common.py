@@ -1,0 +1,130 @@
+"""What the ``passhost`` sub-commands share: exit codes, the usage error, reading the
+input module, binding parameters, ``--config`` values and writing output files."""
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from enum import IntEnum
+from typing import Any, Sequence
+
+from .. import ir
+from ..errors import ParseError, PluginConflict, PluginLoadError, UsageError
+from ..io import write_text_atomic
+
+__all__ = ["EXAMPLES", "ExitCode", "CommandError", "ArgumentParser", "registry", "one_line", "dash",
+           "example", "load_input", "bind_params", "parse_config", "write_atomic"]
+
+#: the built-in workloads ``--example`` accepts
+EXAMPLES = ("tutorial", "resnet18", "resnet50")
+
+
+class ExitCode(IntEnum):
+    """Exit status of the ``passhost`` command."""
+
+    OK = 0
+    PASS_FAILED = 1
+    USAGE_ERROR = 2
+
+
+class CommandError(UsageError):
+    """Bad command-line usage or unreadable input (exit 2)."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with its usage errors raised as :class:`CommandError` (one line, exit 2)
+    instead of printed by argparse itself."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise CommandError(f"{message} (see `{self.prog} --help`)")
+
+
+def registry(args: argparse.Namespace) -> Any:
+    """The plugin registry; with ``--strict-plugins`` a broken or clashing plugin is an error."""
+    from ..registry import get_registry
+
+    reg = get_registry()
+    if getattr(args, "strict_plugins", False):
+        if reg.broken:
+            raise PluginLoadError(reg.broken[0].message + " (--strict-plugins)")
+        if reg.conflicts:
+            raise PluginConflict(reg.conflicts[0].message + " (--strict-plugins)")
+    return reg
+
+
+def one_line(err: BaseException) -> str:
+    """The error as one line (a parse error as ``file:line:col: error: message``)."""
+    if isinstance(err, ParseError) and err.line:
+        return f"{err.source_name}:{err.line}:{err.column}: error: {err.message}"
+    text = " ".join(str(err).split())
+    return text or type(err).__name__
+
+
+def dash(value: Any) -> str:
+    """``-`` for an empty table cell."""
+    return "-" if value in (None, "", ()) else str(value)
+
+
+def example(name: str) -> ir.IRModule:
+    """The built-in workload ``name`` (one of :data:`EXAMPLES`), parameters bound."""
+    from .. import testing
+
+    if name == "tutorial":
+        return ir.IRModule.from_expr(testing.example())
+    mod, params = testing.resnet(int(name[len("resnet"):]))
+    out = mod.copy()
+    out["main"] = ir.bind_params_by_name(mod["main"], params)
+    return out
+
+
+def load_input(path: str) -> ir.IRModule:
+    """Read a text-format module from ``path`` (``-``: stdin)."""
+    try:
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+    except (OSError, UnicodeDecodeError) as err:
+        raise CommandError(f"cannot read INPUT {path!r}: {getattr(err, 'strerror', None) or err}") from None
+    return ir.parse(text, source_name="<stdin>" if path == "-" else path)
+
+
+def bind_params(mod: ir.IRModule, path: str) -> ir.IRModule:
+    """``mod`` with the arrays of the ``.npz`` at ``path`` bound to ``@main``'s parameters by name."""
+    from ..numerics import load_npz
+
+    params = load_npz(path, "--params", CommandError)
+    if "main" not in {gv.name_hint for gv in mod.functions}:
+        raise CommandError("--params binds parameters of @main, but the module has no @main")
+    known = {p.name_hint for p in mod["main"].params}
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise CommandError(f"--params {path!r}: @main has no parameter named {', '.join(unknown)} "
+                           f"(its parameters: {', '.join(sorted(known)) or 'none'})")
+    out = mod.copy()
+    out["main"] = ir.bind_params_by_name(mod["main"], params)
+    return out
+
+
+def parse_config(items: Sequence[str]) -> dict:
+    """``--config KEY=VALUE`` items as a dict; VALUE is a Python literal, or else a string."""
+    config = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise CommandError(f"--config needs KEY=VALUE, got {item!r}")
+        try:
+            value = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            value = text
+        config[key.strip()] = value
+    return config
+
+
+def write_atomic(path: str, text: str) -> None:
+    """:func:`passhost.io.write_text_atomic`, with a failure as a :class:`CommandError`."""
+    try:
+        write_text_atomic(path, text)
+    except OSError as err:
+        raise CommandError(f"cannot write {path!r}: {err.strerror or err}") from None

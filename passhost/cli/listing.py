@@ -1,0 +1,92 @@
+"""``passhost list`` and ``passhost info``: what is installed, and one entry in detail."""
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+from typing import Any
+
+from .common import ExitCode, dash, registry
+
+__all__ = ["add_parsers", "cmd_list", "cmd_info"]
+
+
+def add_parsers(sub: Any) -> None:
+    """Add the ``list`` and ``info`` sub-commands."""
+    p = sub.add_parser("list", help="list installed passes, instruments and broken plugins")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("info", help="describe one pass or instrument")
+    p.add_argument("name", metavar="NAME")
+    p.set_defaults(func=cmd_info)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """Print every installed pass and instrument (a table, or JSON with ``--json``)."""
+    reg = registry(args)
+    passes = reg.pass_records()
+    instruments = reg.instrument_records()
+    if args.json:
+        doc = {
+            "passes": [r.as_dict() for r in passes],
+            "instruments": [r.as_dict() for r in instruments],
+            "configs": [r.as_dict() for r in reg.config_records()],
+            "broken": [b.as_dict() for b in reg.broken],
+            "conflicts": [c.as_dict() for c in reg.conflicts],
+            "disabled": [s.as_dict() for s in reg.disabled],
+        }
+        print(json.dumps(doc, indent=2))
+        return ExitCode.OK
+    rows = [("NAME", "KIND", "OPT", "REQUIRED", "DISTRIBUTION", "SUMMARY")]
+    for r in passes:
+        rows.append((r.name, "pass", str(r.opt_level), dash(",".join(r.required)), r.source.requirement, r.summary))
+    for r in instruments:
+        rows.append((r.name, "instrument", "-", "-", r.source.requirement, r.summary))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[5])
+    if len(rows) == 1:
+        print("(no passes or instruments installed: pip install a passhost plugin, "
+              "e.g. passhost-fold-constant)")
+    for title, items in (("broken plugins", [b.message for b in reg.broken]),
+                         ("conflicts", [c.message for c in reg.conflicts]),
+                         ("disabled plugins", [f"{s.describe()} (PASSHOST_DISABLE_PLUGINS)" for s in reg.disabled])):
+        if items:
+            print(f"\n{title}:")
+            for line in items:
+                print(f"  {line}")
+    if not reg.autoload:
+        print("\nplugin autoloading is disabled (PASSHOST_DISABLE_PLUGIN_AUTOLOAD)")
+    return ExitCode.OK
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    """Describe one pass or instrument: its record and its documentation."""
+    from ..errors import InstrumentNotFound, PassNotFound
+
+    reg = registry(args)
+    try:
+        record = reg.pass_record(args.name)
+    except PassNotFound as pass_err:
+        try:
+            record = reg.instrument_record(args.name)
+        except InstrumentNotFound:
+            raise pass_err from None
+    fields = [("name", record.name), ("kind", record.kind)]
+    if record.kind == "pass":
+        entry = record.entry
+        fields += [("opt_level", record.opt_level), ("required", ", ".join(record.required)),
+                   ("default pipeline", "yes" if entry.default else "no"),
+                   ("after", ", ".join(entry.after)), ("before", ", ".join(entry.before))]
+    fields += [("distribution", record.source.requirement), ("plugin", record.source.name),
+               ("summary", record.summary)]
+    for key, value in fields:
+        print(f"{key + ':':<18}{dash(value)}")
+    doc = getattr(record.entry.factory, "__doc__", None)
+    if not (isinstance(doc, str) and doc.strip()) and record.kind == "pass":
+        doc = getattr(getattr(record.build(), "pass_func", None), "__doc__", None)
+    if isinstance(doc, str) and doc.strip():
+        print()
+        print(inspect.cleandoc(doc))
+    return ExitCode.OK
