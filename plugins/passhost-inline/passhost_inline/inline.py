@@ -1,13 +1,19 @@
 """Inline: inline the global functions marked ``Inline=1`` (TVM's ``inline.cc``, ``InlineGlobals``).
 
 A global function can be inlined when it is marked ``Inline`` (non-zero), is not
-recursive (not on a cycle of the call graph), is not ``Primitive`` and has no
-``Compiler`` attribute, and -- after its own callees have been inlined into it -- calls
-no other global function. Functions are processed callees first, so chains of inline
-functions collapse completely. At a call site ``@f(a, b)`` the call is replaced by the
-body of ``@f`` with its parameters replaced by the arguments (variables bound inside
-the body are renamed per copy, so a body inlined twice binds distinct variables); a
-reference to ``@f`` that is not a call becomes the function itself. Afterwards an
+recursive (not on a cycle of the call graph), and -- after its own callees have been
+inlined into it -- calls no other global function (TVM's ``CanInline``). Functions are
+processed callees first, so chains of inline functions collapse completely. At a call
+site ``@f(a, b)``:
+
+* usually the call is replaced by the body of ``@f`` with its parameters replaced by
+  the arguments (variables bound inside the body are renamed per copy, so a body
+  inlined twice binds distinct variables);
+* when ``@f`` carries a ``Compiler`` attribute (a function for an external codegen) or
+  a non-zero ``Extern``, its body must stay packed: the call becomes a call of the
+  function literal, ``fn (...) { ... }(a, b)`` (TVM's ``MakeNewExpr``).
+
+A reference to ``@f`` that is not a call becomes the function itself. Afterwards an
 inline function that was referenced before and no longer is, is removed from the
 module; unreferenced entry functions (``main``) always stay.
 
@@ -117,8 +123,12 @@ def inline_call(func: Function, args: Any) -> Any:
 
 
 def _inlinable(func: Any) -> bool:
-    return (type(func) is Function and bool(func.attrs.get("Inline", 0))
-            and not func.attrs.get("Primitive", 0) and not func.attrs.get("Compiler"))
+    return type(func) is Function and bool(func.attrs.get("Inline", 0))
+
+
+def _keeps_body_packed(func: Function) -> bool:
+    """A function for an external codegen: calls become calls of the function literal."""
+    return bool(func.attrs.get("Compiler")) or bool(func.attrs.get("Extern", 0))
 
 
 def inline(mod: IRModule) -> IRModule:
@@ -151,12 +161,13 @@ def inline(mod: IRModule) -> IRModule:
         candidate_funcs: set = set()
         for name in order:
             func = current[name]
-            if type(func) is not Function or func.attrs.get("Primitive", 0) or func.attrs.get("Compiler"):
+            if type(func) is not Function:
                 continue
 
             def rewrite(node: Any) -> Any:
                 # a candidate's GlobalVar is replaced first (a child), so a call to it
-                # arrives here with the candidate function itself as callee
+                # arrives here with the candidate function itself as callee (and stays
+                # a call of the function literal when the candidate keeps its body packed)
                 if type(node) is Call and node.op in candidate_funcs:
                     return inline_call(node.op, node.args)
                 if type(node) is GlobalVar and node.name_hint in candidates:
@@ -171,7 +182,8 @@ def inline(mod: IRModule) -> IRModule:
             remaining = [r for r in graph[name] if r not in candidates]
             if _inlinable(new_func) and name not in recursive and not remaining:
                 candidates.add(name)
-                candidate_funcs.add(new_func)
+                if not _keeps_body_packed(new_func):
+                    candidate_funcs.add(new_func)
         # remove inlined functions nobody references any more (entries always stay)
         still: set = set()
         for func in out.functions.values():

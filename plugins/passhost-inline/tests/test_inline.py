@@ -114,3 +114,57 @@ def test_inlining_a_random_program_gives_it_back(seed):
     out = assert_semantics_preserved(Inline(), mod, seed=seed)
     assert len(out) == 1
     assert ir.structural_equal(out["main"].body, src.body, map_free_vars=True)
+
+
+def test_compiler_function_calls_become_calls_of_the_function_literal():
+    # TVM's MakeNewExpr: a function for an external codegen keeps its body packed, so each
+    # call becomes a call of the function literal, and the global is removed
+    mod = ir.IRModule()
+    x, y = ir.var("x", T), ir.var("y", T)
+    ext = ir.Function([y], ir.multiply(y, y), attrs={"Inline": 1, "Compiler": "ccompiler",
+                                                     "global_symbol": "ext"})
+    mod["ext"] = ext
+    gv = _gv(mod, "ext")
+    mod["main"] = ir.Function([x], ir.add(ir.Call(gv, [x]), ir.Call(gv, [ir.negative(x)])))
+    out = assert_semantics_preserved(Inline(), mod, [np.array([0.5, -1.0, 2.0], "float32")])
+    assert [g.name_hint for g in out] == ["main"]
+    body = out["main"].body
+    first, second = body.args
+    assert first.op is ext and second.op is ext and first.args[0] is x
+    expected = ir.IRModule({"main": ir.Function([x], ir.add(ir.Call(ext, [x]),
+                                                             ir.Call(ext, [ir.negative(x)])))})
+    assert ir.structural_equal(ir.infer_type(out), ir.infer_type(expected))
+    # printable and re-parsable, with the packed function kept whole
+    text = out.astext(show_meta_data=True)
+    assert 'Compiler="ccompiler"' in text
+    assert ir.structural_equal(ir.parse(text), out)
+    ir.well_formed(out)
+
+
+def test_extern_function_reference_and_calls_keep_the_function():
+    mod = ir.IRModule()
+    x, y = ir.var("x", T), ir.var("y", T)
+    ext = ir.Function([y], ir.negative(y), attrs={"Inline": 1, "Extern": 1})
+    mod["ext"] = ext
+    gv = _gv(mod, "ext")
+    mod["main"] = ir.Function([x], ir.Tuple([ir.Call(gv, [x]), gv]))
+    out = inline(mod)
+    call, ref = out["main"].body.fields
+    assert call.op is ext and ref is ext and "ext" not in out
+
+
+def test_compiler_function_without_inline_stays_a_global():
+    mod = ir.IRModule()
+    x, y = ir.var("x", T), ir.var("y", T)
+    mod["ext"] = ir.Function([y], ir.negative(y), attrs={"Compiler": "ccompiler"})
+    mod["main"] = ir.Function([x], ir.Call(_gv(mod, "ext"), [x]))
+    check_pass(Inline(), mod, mod, infer=False)
+
+
+def test_primitive_inline_function_is_inlined_like_any_other():
+    # TVM's CanInline looks at Inline (and recursion, callees) only, not at Primitive
+    mod = ir.IRModule()
+    x, y = ir.var("x", T), ir.var("y", T)
+    mod["p"] = ir.Function([y], ir.negative(y), attrs={"Inline": 1, "Primitive": 1})
+    mod["main"] = ir.Function([x], ir.Call(_gv(mod, "p"), [x]))
+    check_pass(Inline(), mod, ir.IRModule({"main": ir.Function([x], ir.negative(x))}))
