@@ -14,7 +14,7 @@ from .expr import Call, Expr, TupleGetItem
 
 __all__ = [
     "conv2d", "relu", "leaky_relu", "batch_norm", "layer_norm", "instance_norm", "dense", "bias_add",
-    "max_pool2d", "avg_pool2d", "global_avg_pool2d", "batch_flatten", "softmax", "dropout",
+    "max_pool2d", "avg_pool2d", "global_avg_pool2d", "batch_flatten", "softmax", "dropout", "lrn",
 ]
 
 
@@ -146,3 +146,10 @@ def softmax(data: Expr, axis: int = -1) -> Call:
 def dropout(data: Expr, rate: float = 0.5) -> TupleGetItem:
     """``nn.dropout(data).0`` — the op yields (output, mask) and is stateful."""
     return TupleGetItem(Call(_op("nn.dropout"), (data,), {"rate": float(rate)}), 0)
+
+
+def lrn(data: Expr, size: int = 5, axis: int = 1, bias: float = 2.0, alpha: float = 1e-4,
+        beta: float = 0.75) -> Call:
+    """``nn.lrn``: ``data / (bias + alpha / size * sum of squares over size channels) ^ beta``."""
+    return _call("nn.lrn", (data,), {"size": int(size), "axis": int(axis), "bias": float(bias),
+                                     "alpha": float(alpha), "beta": float(beta)})
