@@ -1,0 +1,32 @@
+"""Small builders the converters share: an op call by name, constants, static reshapes."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from passhost import ir
+
+__all__ = ["call", "const", "reshape", "flatten_2d"]
+
+
+def call(name: str, *args: ir.Expr, **attrs: Any) -> ir.Call:
+    """``name(*args)`` with ``attrs`` (the operator's defaults fill the rest)."""
+    return ir.Call(ir.Op.get(name), list(args), attrs)
+
+
+def const(value: Any, dtype: str) -> ir.Constant:
+    return ir.Constant(np.asarray(value, dtype=dtype))
+
+
+def reshape(x: ir.Expr, shape: Sequence[int]) -> ir.Call:
+    return call("reshape", x, newshape=tuple(int(d) for d in shape))
+
+
+def flatten_2d(x: ir.Expr, shape: Sequence[int], axis: int) -> ir.Expr:
+    """ONNX's Flatten: ``[prod(shape[:axis]), prod(shape[axis:])]``."""
+    rows = int(np.prod(shape[:axis], dtype=np.int64)) if axis else 1
+    cols = int(np.prod(shape[axis:], dtype=np.int64))
+    if tuple(shape) == (rows, cols):
+        return x
+    return reshape(x, (rows, cols))

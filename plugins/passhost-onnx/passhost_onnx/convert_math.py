@@ -1,0 +1,141 @@
+"""Converters of element-wise and reduction operators."""
+from __future__ import annotations
+
+import numpy as np
+
+from .build import call, const
+from .table import converter
+
+_BINARY = {"Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide", "Pow": "power",
+           "Equal": "equal", "Less": "less", "Greater": "greater", "LessOrEqual": "less_equal",
+           "GreaterOrEqual": "greater_equal"}
+_UNARY = {"Relu": "nn.relu", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Neg": "negative", "Sigmoid": "sigmoid",
+          "Tanh": "tanh"}
+
+
+def _binary(name: str):
+    def convert(node):
+        a, b = node.inputs[0], node.inputs[1]
+        if name == "power" and node.dtype(0) != node.dtype(1):
+            b = call("cast", b, dtype=node.dtype(0))
+        return call(name, a, b)
+    return convert
+
+
+for _onnx, _ours in _BINARY.items():
+    converter(_onnx, 7)(_binary(_ours))
+
+
+def _unary(name: str):
+    def convert(node):
+        return call(name, node.inputs[0])
+    return convert
+
+
+for _onnx, _ours in _UNARY.items():
+    converter(_onnx, 6)(_unary(_ours))
+
+
+@converter("Reciprocal", 6)
+def _reciprocal(node):
+    return call("divide", const(1, node.dtype(0)), node.inputs[0])
+
+
+@converter("Not", 1)
+def _not(node):
+    return call("equal", node.inputs[0], const(False, "bool"))
+
+
+@converter("Identity", 1)
+def _identity(node):
+    return node.inputs[0]
+
+
+@converter("LeakyRelu", 6)
+def _leaky_relu(node):
+    return call("nn.leaky_relu", node.inputs[0], alpha=float(node.attr("alpha", 0.01)))
+
+
+@converter("Clip", 6)
+def _clip_attrs(node):
+    lo = float(node.attr("min", -np.inf))
+    hi = float(node.attr("max", np.inf))
+    return call("clip", node.inputs[0], a_min=lo, a_max=hi)
+
+
+@converter("Clip", 11)
+def _clip_inputs(node):
+    x = node.inputs[0]
+    lo, hi = node.input(1), node.input(2)
+    lo_v, hi_v = node.const(1), node.const(2)
+    if (lo is None or lo_v is not None) and (hi is None or hi_v is not None):
+        info = np.finfo if node.dtype(0).startswith("float") else np.iinfo
+        lim = info(node.dtype(0))
+        return call("clip", x, a_min=float(lo_v) if lo is not None else float(lim.min),
+                    a_max=float(hi_v) if hi is not None else float(lim.max))
+    out = x
+    if lo is not None:
+        out = call("maximum", out, lo)
+    if hi is not None:
+        out = call("minimum", out, hi)
+    return out
+
+
+def _variadic(name: str):
+    def convert(node):
+        args = [x for x in node.inputs if x is not None]
+        out = args[0]
+        for x in args[1:]:
+            out = call(name, out, x)
+        return out
+    return convert
+
+
+converter("Sum", 6)(_variadic("add"))
+converter("Max", 6)(_variadic("maximum"))
+converter("Min", 6)(_variadic("minimum"))
+
+
+@converter("Mean", 6)
+def _mean(node):
+    total = _variadic("add")(node)
+    return call("divide", total, const(len([x for x in node.inputs if x is not None]), node.dtype(0)))
+
+
+@converter("Where", 9)
+def _where(node):
+    return call("where", *node.inputs[:3])
+
+
+@converter("Cast", 6)
+def _cast(node):
+    from .dtypes import to_dtype
+
+    return call("cast", node.inputs[0], dtype=to_dtype(int(node.attr("to")), repr(node)))
+
+
+_REDUCE = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min"}
+
+
+def _reduce(name: str, axes_input: bool):
+    def convert(node):
+        if axes_input:
+            axes = node.const(1) if node.input(1) is not None else None
+            if node.input(1) is not None and axes is None:
+                raise node.error("the axes input must be known at import time")
+        else:
+            axes = node.attr("axes")
+        keepdims = bool(node.attr("keepdims", 1))
+        if axes is None or len(axes) == 0:
+            if axes_input and node.attr("noop_with_empty_axes", 0):
+                return node.inputs[0]
+            axis = None
+        else:
+            axis = tuple(int(a) for a in np.asarray(axes).reshape(-1))
+        return call(name, node.inputs[0], axis=axis, keepdims=keepdims)
+    return convert
+
+
+for _onnx, _ours in _REDUCE.items():
+    converter(_onnx, 1)(_reduce(_ours, False))
+    converter(_onnx, 13 if _onnx == "ReduceSum" else 18)(_reduce(_ours, True))

@@ -1,0 +1,207 @@
+"""Converters of neural-network operators: convolution, pooling, normalisation, Gemm,
+MatMul, Softmax, LRN, Dropout, Flatten."""
+from __future__ import annotations
+
+import numpy as np
+
+from .build import call, const, flatten_2d, reshape
+from .table import converter
+
+
+def _spatial(node, what: str) -> int:
+    nd = node.ndim(0) - 2
+    if nd != 2:
+        raise node.error(f"{what} on {nd}-D spatial data is not supported (passhost has 2-D {what} only)")
+    return nd
+
+
+def _auto_pads(node, in_hw, kernel, strides, dilations) -> tuple:
+    """pads (top, left, bottom, right) for the node's auto_pad / pads attributes."""
+    auto = node.attr("auto_pad", "NOTSET")
+    if auto in ("NOTSET", b"NOTSET"):
+        pads = node.attr("pads", [0, 0, 0, 0])
+        return tuple(int(p) for p in pads)
+    if auto == "VALID":
+        return (0, 0, 0, 0)
+    if auto not in ("SAME_UPPER", "SAME_LOWER"):
+        raise node.error(f"auto_pad {auto!r} is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER")
+    begin, end = [], []
+    for size, k, s, d in zip(in_hw, kernel, strides, dilations):
+        out = -(-size // s)
+        total = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
+        small, big = total // 2, total - total // 2
+        begin.append(small if auto == "SAME_UPPER" else big)
+        end.append(big if auto == "SAME_UPPER" else small)
+    return tuple(begin + end)
+
+
+@converter("Conv", 1)
+def _conv(node):
+    _spatial(node, "Conv")
+    w_shape = node.shape(1)
+    kernel = tuple(int(k) for k in node.attr("kernel_shape", w_shape[2:]))
+    strides = tuple(int(s) for s in node.attr("strides", (1, 1)))
+    dilations = tuple(int(d) for d in node.attr("dilations", (1, 1)))
+    pads = _auto_pads(node, node.shape(0)[2:], kernel, strides, dilations)
+    group = int(node.attr("group", 1))
+    out = call("nn.conv2d", node.inputs[0], node.inputs[1], strides=strides, padding=pads, dilation=dilations,
+               groups=group, channels=int(w_shape[0]), kernel_size=kernel)
+    if node.input(2) is not None:
+        out = call("nn.bias_add", out, node.inputs[2], axis=1)
+    return out
+
+
+def _pool_common(node):
+    _spatial(node, node.op_type)
+    kernel = tuple(int(k) for k in node.attr("kernel_shape"))
+    strides = tuple(int(s) for s in node.attr("strides", (1, 1)))
+    dilations = tuple(int(d) for d in node.attr("dilations", (1, 1)))
+    pads = _auto_pads(node, node.shape(0)[2:], kernel, strides, dilations)
+    return kernel, strides, dilations, pads, bool(node.attr("ceil_mode", 0))
+
+
+@converter("MaxPool", 1)
+def _max_pool(node):
+    if len(node.outputs) > 1 and node.outputs[1]:
+        raise node.error("the Indices output of MaxPool is not supported")
+    kernel, strides, dilations, pads, ceil = _pool_common(node)
+    if int(node.attr("storage_order", 0)):
+        raise node.error("storage_order=1 is not supported")
+    return call("nn.max_pool2d", node.inputs[0], pool_size=kernel, strides=strides, dilation=dilations,
+                padding=pads, ceil_mode=ceil)
+
+
+@converter("AveragePool", 1)
+def _avg_pool(node):
+    kernel, strides, dilations, pads, ceil = _pool_common(node)
+    return call("nn.avg_pool2d", node.inputs[0], pool_size=kernel, strides=strides, dilation=dilations,
+                padding=pads, ceil_mode=ceil, count_include_pad=bool(node.attr("count_include_pad", 0)))
+
+
+@converter("GlobalAveragePool", 1)
+def _global_avg_pool(node):
+    _spatial(node, "GlobalAveragePool")
+    return call("nn.global_avg_pool2d", node.inputs[0])
+
+
+@converter("BatchNormalization", 1)
+def _batch_norm(node):
+    if node.opset < 9 and not int(node.attr("spatial", 1)):
+        raise node.error("spatial=0 is not supported")
+    if int(node.attr("training_mode", 0)) or len([o for o in node.outputs if o]) > 1:
+        raise node.error("training mode (running statistics outputs) is not supported; export for inference")
+    bn = call("nn.batch_norm", *node.inputs[:5], axis=1, epsilon=float(node.attr("epsilon", 1e-5)))
+    from passhost import ir
+
+    return ir.TupleGetItem(bn, 0)
+
+
+@converter("LRN", 1)
+def _lrn(node):
+    return call("nn.lrn", node.inputs[0], size=int(node.attr("size")), axis=1,
+                bias=float(node.attr("bias", 1.0)), alpha=float(node.attr("alpha", 1e-4)),
+                beta=float(node.attr("beta", 0.75)))
+
+
+@converter("Dropout", 1)
+def _dropout(node):
+    x = node.inputs[0]
+    if len(node.outputs) > 1 and node.outputs[1]:
+        mask = np.ones(node.shape(0), dtype="bool")
+        return x, const(mask, "bool")
+    return x
+
+
+@converter("Flatten", 1)
+def _flatten(node):
+    axis = int(node.attr("axis", 1))
+    nd = node.ndim(0)
+    if not -nd <= axis <= nd:
+        raise node.error(f"axis {axis} is out of range for a {nd}-D input")
+    return flatten_2d(node.inputs[0], node.shape(0), axis % (nd + 1) if axis < 0 else axis)
+
+
+def _softmax_2d(node, name: str):
+    """Opset < 13: the input is coerced to 2-D at ``axis`` and normalised over the second dim."""
+    shape = node.shape(0)
+    nd = len(shape)
+    axis = int(node.attr("axis", 1))
+    axis = axis + nd if axis < 0 else axis
+    if axis == nd - 1 or nd <= 1:
+        return call(name, node.inputs[0], axis=-1)
+    flat = flatten_2d(node.inputs[0], shape, axis)
+    return reshape(call(name, flat, axis=-1), shape)
+
+
+@converter("Softmax", 1)
+def _softmax_old(node):
+    return _softmax_2d(node, "nn.softmax")
+
+
+@converter("Softmax", 13)
+def _softmax(node):
+    return call("nn.softmax", node.inputs[0], axis=int(node.attr("axis", -1)))
+
+
+@converter("Gemm", 1)
+def _gemm(node):
+    a, b = node.inputs[0], node.inputs[1]
+    if node.ndim(0) != 2:  # Caffe2-era models feed 4-D activations; Gemm reads them as 2-D
+        a = flatten_2d(a, node.shape(0), 1)
+    if int(node.attr("transA", 0)):
+        a = call("transpose", a, axes=(1, 0))
+    if not int(node.attr("transB", 0)):
+        b = call("transpose", b, axes=(1, 0))
+    dtype = node.dtype(0)
+    out = call("nn.dense", a, b)
+    alpha = float(node.attr("alpha", 1.0))
+    beta = float(node.attr("beta", 1.0))
+    if alpha != 1.0:
+        out = call("multiply", out, const(alpha, dtype))
+    c = node.input(2)
+    if c is not None and beta != 0.0:
+        if beta != 1.0:
+            c = call("multiply", c, const(beta, dtype))
+        if node.ndim(2) == 1:
+            out = call("nn.bias_add", out, c, axis=1) if node.shape(2)[0] != 1 else call("add", out, c)
+        else:
+            out = call("add", out, c)
+    return out
+
+
+@converter("MatMul", 1)
+def _matmul(node):
+    a, b = node.inputs[0], node.inputs[1]
+    sa, sb = node.shape(0), node.shape(1)
+    if len(sa) == 2 and len(sb) == 2:
+        return call("nn.dense", a, call("transpose", b, axes=(1, 0)))
+    if len(sb) == 2 and len(sa) > 2:  # [..., k] x [k, n]: a dense over the flattened batch
+        flat = reshape(a, (-1, sa[-1]))
+        out = call("nn.dense", flat, call("transpose", b, axes=(1, 0)))
+        return reshape(out, tuple(sa[:-1]) + (sb[-1],))
+    if len(sa) >= 2 and len(sb) >= 2 and _has_batch_matmul():
+        return _batch_matmul(node, a, b, sa, sb)
+    raise node.error(f"MatMul of shapes {sa} and {sb} is not supported")
+
+
+def _has_batch_matmul() -> bool:
+    from passhost import ir
+
+    try:
+        ir.Op.get("nn.batch_matmul")
+    except Exception:
+        return False
+    return True
+
+
+def _batch_matmul(node, a, b, sa, sb):
+    batch = np.broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2]))
+    n = int(np.prod(batch, dtype=np.int64)) if batch else 1
+    if tuple(sa[:-2]) != batch:
+        a = call("broadcast_to", a, shape=tuple(batch) + tuple(sa[-2:]))
+    if tuple(sb[:-2]) != batch:
+        b = call("broadcast_to", b, shape=tuple(batch) + tuple(sb[-2:]))
+    a3 = reshape(a, (n,) + tuple(sa[-2:]))
+    b3 = reshape(b, (n,) + tuple(sb[-2:]))
+    out = call("nn.batch_matmul", a3, b3, transpose_a=False, transpose_b=False)
+    return reshape(out, tuple(batch) + (sa[-2], sb[-1]))

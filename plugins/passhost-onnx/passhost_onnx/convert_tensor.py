@@ -1,0 +1,165 @@
+"""Converters of shape and data-movement operators: Constant, ConstantOfShape, Shape,
+Reshape, Transpose, Concat, Unsqueeze, Squeeze, Split."""
+from __future__ import annotations
+
+import numpy as np
+
+from passhost import ir
+
+from .build import call, reshape
+from .table import converter
+
+
+@converter("Constant", 1)
+def _constant(node):
+    for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
+        if key in node.attrs:
+            value = node.attrs[key]
+            if key in ("value_float", "value_floats"):
+                return ir.Constant(np.asarray(value, dtype="float32"))
+            if key in ("value_int", "value_ints"):
+                return ir.Constant(np.asarray(value, dtype="int64"))
+            return ir.Constant(np.asarray(value))
+    raise node.error(f"attributes {sorted(node.attrs)} are not supported (sparse or string constants)")
+
+
+@converter("ConstantOfShape", 9)
+def _constant_of_shape(node):
+    shape = tuple(int(d) for d in node.need_const(0, "the shape"))
+    value = node.attr("value")
+    fill = np.zeros(1, dtype="float32") if value is None else np.asarray(value).reshape(-1)
+    return ir.Constant(np.full(shape, fill[0], dtype=fill.dtype))
+
+
+@converter("Shape", 1)
+def _shape(node):
+    shape = np.asarray(node.shape(0), dtype="int64")
+    if node.opset >= 15:
+        start = int(node.attr("start", 0))
+        end = node.attr("end")
+        shape = shape[start:None if end is None else int(end)]
+    return ir.Constant(shape)
+
+
+@converter("Size", 1)
+def _size(node):
+    return ir.Constant(np.asarray(int(np.prod(node.shape(0), dtype=np.int64)), dtype="int64"))
+
+
+def _onnx_reshape_shape(node, in_shape, target, allowzero: bool) -> tuple:
+    out = []
+    for i, d in enumerate(int(t) for t in target):
+        if d == 0 and not allowzero:
+            if i >= len(in_shape):
+                raise node.error(f"shape {list(target)} copies dimension {i} of a {len(in_shape)}-D input")
+            out.append(int(in_shape[i]))
+        else:
+            out.append(d)
+    if out.count(-1) > 1:
+        raise node.error(f"shape {list(target)} has more than one -1")
+    total = int(np.prod(in_shape, dtype=np.int64))
+    if -1 in out:
+        known = int(np.prod([d for d in out if d != -1], dtype=np.int64))
+        if known == 0 or total % known:
+            raise node.error(f"cannot reshape {tuple(in_shape)} to {list(target)}")
+        out[out.index(-1)] = total // known
+    if int(np.prod(out, dtype=np.int64)) != total:
+        raise node.error(f"cannot reshape {tuple(in_shape)} to {list(target)}")
+    return tuple(out)
+
+
+@converter("Reshape", 1)
+def _reshape_attr(node):
+    return reshape(node.inputs[0], _onnx_reshape_shape(node, node.shape(0), node.attr("shape"), False))
+
+
+@converter("Reshape", 5)
+def _reshape(node):
+    target = node.need_const(1, "the shape")
+    shape = _onnx_reshape_shape(node, node.shape(0), target, bool(node.attr("allowzero", 0)))
+    return reshape(node.inputs[0], shape)
+
+
+@converter("Transpose", 1)
+def _transpose(node):
+    perm = node.attr("perm")
+    axes = tuple(int(p) for p in perm) if perm is not None else tuple(reversed(range(node.ndim(0))))
+    return call("transpose", node.inputs[0], axes=axes)
+
+
+@converter("Concat", 1)
+def _concat(node):
+    args = [x for x in node.inputs if x is not None]
+    return call("concatenate", ir.Tuple(args), axis=int(node.attr("axis", 1)))
+
+
+def _unsqueeze(node, axes):
+    shape = list(node.shape(0))
+    rank = len(shape) + len(axes)
+    norm = sorted(int(a) % rank if int(a) < 0 else int(a) for a in axes)
+    if len(set(norm)) != len(norm) or any(a >= rank for a in norm):
+        raise node.error(f"axes {list(axes)} are invalid for an output of rank {rank}")
+    for a in norm:
+        shape.insert(a, 1)
+    return reshape(node.inputs[0], shape)
+
+
+@converter("Unsqueeze", 1)
+def _unsqueeze_attr(node):
+    return _unsqueeze(node, node.attr("axes"))
+
+
+@converter("Unsqueeze", 13)
+def _unsqueeze_input(node):
+    return _unsqueeze(node, node.need_const(1, "the axes").reshape(-1))
+
+
+def _squeeze(node, axes):
+    shape = node.shape(0)
+    nd = len(shape)
+    if axes is None:
+        keep = [d for d in shape if d != 1]
+    else:
+        drop = {int(a) % nd for a in axes}
+        for a in drop:
+            if shape[a] != 1:
+                raise node.error(f"cannot squeeze axis {a} of size {shape[a]}")
+        keep = [d for i, d in enumerate(shape) if i not in drop]
+    return reshape(node.inputs[0], keep)
+
+
+@converter("Squeeze", 1)
+def _squeeze_attr(node):
+    return _squeeze(node, node.attr("axes"))
+
+
+@converter("Squeeze", 13)
+def _squeeze_input(node):
+    return _squeeze(node, None if node.input(1) is None else node.need_const(1, "the axes").reshape(-1))
+
+
+def _split(node, sizes):
+    shape = node.shape(0)
+    axis = int(node.attr("axis", 0)) % len(shape)
+    n_out = len(node.outputs)
+    if sizes is None:
+        num = node.attr("num_outputs", n_out)
+        dim = shape[axis]
+        size = -(-dim // int(num))
+        sizes = [size] * (int(num) - 1) + [dim - size * (int(num) - 1)]
+    sizes = [int(s) for s in sizes]
+    if sum(sizes) != shape[axis] or len(sizes) != n_out:
+        raise node.error(f"split sizes {sizes} do not cover axis {axis} of {tuple(shape)} in {n_out} parts")
+    indices = tuple(int(i) for i in np.cumsum(sizes)[:-1])
+    parts = call("split", node.inputs[0], indices_or_sections=indices, axis=axis)
+    return tuple(ir.TupleGetItem(parts, i) for i in range(n_out))
+
+
+@converter("Split", 1)
+def _split_attr(node):
+    return _split(node, node.attr("split"))
+
+
+@converter("Split", 13)
+def _split_input(node):
+    return _split(node, None if node.input(1) is None else node.need_const(1, "the split sizes").reshape(-1))

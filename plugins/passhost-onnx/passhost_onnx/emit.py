@@ -1,0 +1,280 @@
+"""One ONNX emitter per passhost operator: ``fn(em, call, args) -> output name(s)``.
+
+``args`` are the names of the call's arguments (a tuple of names for a tuple argument);
+``call.checked_type`` gives static output shapes, so reshapes are written with concrete
+target shapes.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from passhost import ir
+from passhost.errors import FormatError
+
+from .dtypes import to_onnx_type
+
+__all__ = ["EMITTERS", "emitter"]
+
+EMITTERS: dict = {}
+
+
+def emitter(*names: str) -> Callable:
+    def register(fn: Callable) -> Callable:
+        for n in names:
+            EMITTERS[n] = fn
+        return fn
+    return register
+
+
+def _simple(onnx_op: str):
+    def emit(em, call, args):
+        return em.one(onnx_op, list(args))
+    return emit
+
+
+for _ours, _theirs in {
+    "add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "Div", "power": "Pow", "maximum": "Max",
+    "minimum": "Min", "equal": "Equal", "less": "Less", "greater": "Greater", "less_equal": "LessOrEqual",
+    "greater_equal": "GreaterOrEqual", "negative": "Neg", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
+    "sigmoid": "Sigmoid", "tanh": "Tanh", "nn.relu": "Relu", "where": "Where", "erf": "Erf", "floor": "Floor",
+    "ceil": "Ceil", "abs": "Abs", "sign": "Sign", "sin": "Sin", "cos": "Cos", "round": "Round",
+}.items():
+    EMITTERS[_ours] = _simple(_theirs)
+
+
+def _tensor(call: ir.Call, i: int) -> ir.TensorType:
+    return call.args[i].checked_type
+
+
+def _out_shape(call: ir.Call) -> tuple:
+    return tuple(call.checked_type.shape)
+
+
+@emitter("not_equal")
+def _not_equal(em, call, args):
+    return em.one("Not", [em.one("Equal", list(args))])
+
+
+@emitter("rsqrt")
+def _rsqrt(em, call, args):
+    return em.one("Reciprocal", [em.one("Sqrt", list(args))])
+
+
+@emitter("cast")
+def _cast(em, call, args):
+    return em.one("Cast", list(args), to=to_onnx_type(call.attrs.dtype))
+
+
+@emitter("clip")
+def _clip(em, call, args):
+    dtype = _tensor(call, 0).dtype
+    lo = em.const(np.asarray(call.attrs.a_min).astype(dtype))
+    hi = em.const(np.asarray(call.attrs.a_max).astype(dtype))
+    return em.one("Clip", [args[0], lo, hi])
+
+
+@emitter("nn.leaky_relu")
+def _leaky_relu(em, call, args):
+    return em.one("LeakyRelu", list(args), alpha=float(call.attrs.alpha))
+
+
+def _check_layout(call: ir.Call, **want: str) -> None:
+    for attr, value in want.items():
+        got = getattr(call.attrs, attr)
+        if got not in ("", value):
+            raise FormatError(f"{call.op.name} with {attr}={got!r} cannot be exported to ONNX (it needs {value})")
+
+
+def _pads(padding) -> list:
+    p = tuple(int(x) for x in padding)
+    if len(p) == 1:
+        p = p * 4
+    elif len(p) == 2:
+        p = p + p
+    return list(p)
+
+
+@emitter("nn.conv2d")
+def _conv2d(em, call, args):
+    _check_layout(call, data_layout="NCHW", kernel_layout="OIHW", out_layout="NCHW")
+    a = call.attrs
+    kshape = _tensor(call, 1).shape
+    return em.one("Conv", list(args), kernel_shape=list(kshape[2:]), strides=list(a.strides),
+                  pads=_pads(a.padding), dilations=list(a.dilation), group=int(a.groups))
+
+
+@emitter("nn.bias_add")
+def _bias_add(em, call, args):
+    nd = len(_tensor(call, 0).shape)
+    axis = call.attrs.axis % nd
+    bias = args[1]
+    tail = nd - axis - 1
+    if tail:
+        value = em.values.get(bias)
+        if value is not None:
+            bias = em.const(value.reshape((-1,) + (1,) * tail))
+        else:
+            bias = em.one("Reshape", [bias, em.ints([-1] + [1] * tail)])
+    return em.one("Add", [args[0], bias])
+
+
+def _pool(onnx_op: str, call: ir.Call, em, args, **extra):
+    _check_layout(call, layout="NCHW", out_layout="NCHW")
+    a = call.attrs
+    kw = dict(kernel_shape=list(a.pool_size), strides=list(a.strides), pads=_pads(a.padding),
+              ceil_mode=int(bool(a.ceil_mode)), **extra)
+    if tuple(a.dilation) != (1, 1):
+        kw["dilations"] = list(a.dilation)
+    return em.one(onnx_op, [args[0]], **kw)
+
+
+@emitter("nn.max_pool2d")
+def _max_pool(em, call, args):
+    return _pool("MaxPool", call, em, args)
+
+
+@emitter("nn.avg_pool2d")
+def _avg_pool(em, call, args):
+    return _pool("AveragePool", call, em, args, count_include_pad=int(bool(call.attrs.count_include_pad)))
+
+
+@emitter("nn.global_avg_pool2d")
+def _gap(em, call, args):
+    _check_layout(call, layout="NCHW", out_layout="NCHW")
+    return em.one("GlobalAveragePool", list(args))
+
+
+@emitter("nn.global_max_pool2d")
+def _gmp(em, call, args):
+    _check_layout(call, layout="NCHW", out_layout="NCHW")
+    return em.one("GlobalMaxPool", list(args))
+
+
+@emitter("nn.batch_norm")
+def _batch_norm(em, call, args):
+    if call.attrs.axis != 1 or not call.attrs.center or not call.attrs.scale:
+        raise FormatError("nn.batch_norm exports with axis=1, center and scale only")
+    y = em.one("BatchNormalization", list(args), epsilon=float(call.attrs.epsilon))
+    return (y, args[3], args[4])
+
+
+@emitter("nn.lrn")
+def _lrn(em, call, args):
+    if call.attrs.axis != 1:
+        raise FormatError("nn.lrn exports with axis=1 only")
+    a = call.attrs
+    return em.one("LRN", list(args), size=int(a.size), alpha=float(a.alpha), beta=float(a.beta), bias=float(a.bias))
+
+
+@emitter("nn.dense")
+def _dense(em, call, args):
+    x = _tensor(call, 0)
+    if len(x.shape) == 2:
+        return em.one("Gemm", list(args), transB=1)
+    w = em.values.get(args[1])
+    wt = em.const(np.ascontiguousarray(w.T)) if w is not None else em.one("Transpose", [args[1]], perm=[1, 0])
+    return em.one("MatMul", [args[0], wt])
+
+
+@emitter("nn.batch_matmul")
+def _batch_matmul(em, call, args):
+    a, b = args
+    if call.attrs.transpose_a:
+        a = em.one("Transpose", [a], perm=[0, 2, 1])
+    if call.attrs.transpose_b:
+        b = em.one("Transpose", [b], perm=[0, 2, 1])
+    return em.one("MatMul", [a, b])
+
+
+@emitter("nn.matmul")
+def _matmul(em, call, args):
+    a, b = args
+    nd_a, nd_b = len(_tensor(call, 0).shape), len(_tensor(call, 1).shape)
+    if call.attrs.transpose_a:
+        a = em.one("Transpose", [a], perm=list(range(nd_a - 2)) + [nd_a - 1, nd_a - 2])
+    if call.attrs.transpose_b:
+        b = em.one("Transpose", [b], perm=list(range(nd_b - 2)) + [nd_b - 1, nd_b - 2])
+    return em.one("MatMul", [a, b])
+
+
+@emitter("nn.batch_flatten")
+def _batch_flatten(em, call, args):
+    return em.one("Flatten", list(args), axis=1)
+
+
+@emitter("nn.softmax")
+def _softmax(em, call, args):
+    return em.one("Softmax", list(args), axis=int(call.attrs.axis))
+
+
+@emitter("nn.dropout")
+def _dropout(em, call, args):
+    return (args[0], em.const(np.ones(_tensor(call, 0).shape, dtype="bool")))
+
+
+@emitter("nn.layer_norm")
+def _layer_norm(em, call, args):
+    if em.opset < 17:
+        raise FormatError("nn.layer_norm exports as LayerNormalization, which needs opset 17 or newer")
+    a = call.attrs
+    if not a.center or not a.scale:
+        raise FormatError("nn.layer_norm exports with center and scale only")
+    return em.one("LayerNormalization", list(args), axis=int(a.axis), epsilon=float(a.epsilon))
+
+
+@emitter("reshape", "squeeze", "expand_dims", "nn.batch_flatten_static")
+def _reshape(em, call, args):
+    return em.one("Reshape", [args[0], em.ints(_out_shape(call))])
+
+
+@emitter("transpose")
+def _transpose(em, call, args):
+    nd = len(_tensor(call, 0).shape)
+    axes = call.attrs.axes
+    perm = [int(a) % nd for a in axes] if axes is not None else list(reversed(range(nd)))
+    return em.one("Transpose", list(args), perm=perm)
+
+
+@emitter("concatenate")
+def _concat(em, call, args):
+    fields = args[0] if isinstance(args[0], tuple) else (args[0],)
+    return em.one("Concat", list(fields), axis=int(call.attrs.axis))
+
+
+@emitter("split")
+def _split(em, call, args):
+    ty = _tensor(call, 0)
+    axis = call.attrs.axis % len(ty.shape)
+    sizes = [t.shape[axis] for t in call.checked_type.fields]
+    return tuple(em.node("Split", [args[0], em.ints(sizes)], len(sizes), axis=axis))
+
+
+def _reduce(onnx_op: str, since_input: int):
+    def emit(em, call, args):
+        nd = len(_tensor(call, 0).shape)
+        axis = call.attrs.axis
+        axes = list(range(nd)) if axis is None else [int(a) % nd for a in
+                                                      (axis if isinstance(axis, (tuple, list)) else (axis,))]
+        if call.attrs.exclude:
+            axes = [i for i in range(nd) if i not in axes]
+        keep = int(bool(call.attrs.keepdims))
+        if not axes:
+            return em.one("Identity", [args[0]])
+        if em.opset >= since_input:
+            return em.one(onnx_op, [args[0], em.ints(axes)], keepdims=keep)
+        return em.one(onnx_op, [args[0]], axes=axes, keepdims=keep)
+    return emit
+
+
+EMITTERS["sum"] = _reduce("ReduceSum", 13)
+EMITTERS["mean"] = _reduce("ReduceMean", 18)
+EMITTERS["max"] = _reduce("ReduceMax", 18)
+EMITTERS["min"] = _reduce("ReduceMin", 18)
+EMITTERS["prod"] = _reduce("ReduceProd", 18)
+
+
+@emitter("annotation.stop_fusion")
+def _identity(em, call, args):
+    return em.one("Identity", list(args))

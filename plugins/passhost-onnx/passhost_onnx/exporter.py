@@ -1,0 +1,280 @@
+"""passhost -> ONNX: ``to_onnx(mod, opset=17)`` writes ``@main`` as one ONNX graph.
+
+::
+
+    def @main(%x: Tensor[(1, 3), float32]) { add(nn.relu(%x), meta[Constant][0]) }
+    ->
+    graph(x: float[1, 3]) { t0 = Relu(x); y = Add(t0, const_0) }   # const_0 an initializer
+
+Constants become initializers. The functions FuseOps makes (``Primitive=1``) and calls
+of other global functions are inlined back into the graph: ONNX runtimes optimise a flat
+graph best. Inputs keep ``@main``'s parameter names and outputs the names of the model the
+module was imported from (``mod.attrs["onnx.outputs"]``), else ``output_0``, ``output_1``...
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from passhost import ir
+from passhost.errors import FormatError
+
+from .dtypes import to_onnx_type
+from .emit import EMITTERS
+from .opaque import OPAQUE
+
+__all__ = ["to_onnx", "MIN_OPSET", "MAX_OPSET"]
+
+MIN_OPSET = 13
+MAX_OPSET = 21
+
+
+class Emitter:
+    """Collects the nodes and initializers of one graph; emitters call :meth:`node`."""
+
+    def __init__(self, opset: int) -> None:
+        self.opset = opset
+        self.nodes: list = []
+        self.inits: list = []
+        self._const_names: dict = {}
+        self._count = 0
+        self.domains: dict = {}
+        #: initializer name -> its array (emitters reshape constant arguments at export)
+        self.values: dict = {}
+        #: initializers a peephole made unused
+        self.dropped: set = set()
+
+    def fresh(self, hint: str = "t") -> str:
+        self._count += 1
+        return f"{hint}{self._count}"
+
+    def node(self, op_type: str, inputs: list, n_out: int = 1, domain: str = "", **attrs: Any) -> list:
+        """Add an ONNX node; returns its output names."""
+        outs = [self.fresh() for _ in range(n_out)]
+        self.nodes.append(helper.make_node(op_type, inputs, outs, domain=domain or None,
+                                           **{k: v for k, v in attrs.items() if v is not None}))
+        return outs
+
+    def one(self, op_type: str, inputs: list, **attrs: Any) -> str:
+        return self.node(op_type, inputs, 1, **attrs)[0]
+
+    def const(self, value: Any, dtype: Optional[str] = None, key: Any = None) -> str:
+        """An initializer holding ``value`` (one per distinct ``key``, e.g. a Constant node)."""
+        if key is not None and key in self._const_names:
+            return self._const_names[key]
+        arr = np.asarray(value, dtype=dtype)
+        name = self.fresh("const")
+        self.inits.append((name, arr))
+        self.values[name] = arr
+        if key is not None:
+            self._const_names[key] = name
+        return name
+
+    def ints(self, values: Any) -> str:
+        return self.const(np.asarray(list(values), dtype="int64"))
+
+
+def _value_info(name: str, ty: ir.Type) -> onnx.ValueInfoProto:
+    if not isinstance(ty, ir.TensorType):
+        raise FormatError(f"ONNX graph inputs and outputs are tensors; {name!r} is {ty}")
+    return helper.make_tensor_value_info(name, to_onnx_type(ty.dtype), list(ty.shape))
+
+
+def _is_function(e: ir.Expr) -> bool:
+    return type(e) is ir.Function
+
+
+def _emit_body(em: Emitter, mod: ir.IRModule, body: ir.Expr, env: dict) -> Any:
+    """Emit every node ``body`` needs; returns its value (a name, or a tuple of values)."""
+    vals: dict = dict(env)
+    for e in ir.post_order(body, skip=_is_function):
+        if e in vals:
+            continue
+        t = type(e)
+        if t is ir.Var:
+            raise FormatError(f"variable %{e.name_hint} is free in @main; bind it or make it a parameter")
+        if t is ir.Constant:
+            vals[e] = em.const(e.data, key=e)
+        elif t is ir.Tuple:
+            vals[e] = tuple(vals[f] for f in e.fields)
+        elif t is ir.TupleGetItem:
+            tup = vals[e.tuple_value]
+            if not isinstance(tup, tuple):
+                raise FormatError(f"tuple access .{e.index} of a tensor")
+            vals[e] = tup[e.index]
+        elif t is ir.Call:
+            args = [vals[a] for a in e.args]
+            op = e.op
+            if type(op) is ir.Op:
+                vals[e] = _emit_call(em, e, args)
+            elif type(op) is ir.Function:
+                vals[e] = _emit_body(em, mod, op.body, dict(zip(op.params, args)))
+            elif type(op) is ir.GlobalVar:
+                fn = mod[op]
+                vals[e] = _emit_body(em, mod, fn.body, dict(zip(fn.params, args)))
+            else:
+                raise FormatError(f"a call of {type(op).__name__} cannot be exported to ONNX")
+        elif t in (ir.Function, ir.Op, ir.GlobalVar):
+            vals[e] = None  # only ever called, never a value of the graph
+        else:
+            raise FormatError(f"{t.__name__} (let/if) cannot be exported to ONNX; run ToGraphNormalForm first")
+    return vals[body]
+
+
+def _emit_call(em: Emitter, call: ir.Call, args: list) -> Any:
+    name = call.op.name
+    if name == OPAQUE:
+        return _emit_opaque(em, call, args)
+    fn = EMITTERS.get(name)
+    if fn is None:
+        raise FormatError(f"operator {name} has no ONNX export; supported: {', '.join(sorted(EMITTERS))}")
+    return fn(em, call, args)
+
+
+def _emit_opaque(em: Emitter, call: ir.Call, args: list) -> Any:
+    node = onnx.NodeProto()
+    node.ParseFromString(bytes.fromhex(call.attrs.node))
+    outs = [em.fresh() for _ in call.attrs.out_shapes]
+    node.input.extend(args)
+    node.output.extend(outs)
+    em.nodes.append(node)
+    if node.domain:
+        em.domains.setdefault(node.domain, 1)
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _flat(val: Any) -> list:
+    out, stack = [], [val]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, tuple):
+            stack.extend(reversed(v))
+        else:
+            out.append(v)
+    return out
+
+
+def to_onnx(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passhost",
+            custom_opsets: Optional[dict] = None) -> onnx.ModelProto:
+    """Export ``mod``'s ``@main`` to an ONNX model at ``opset`` (13 to 21)."""
+    if isinstance(opset, bool) or not isinstance(opset, int) or not MIN_OPSET <= opset <= MAX_OPSET:
+        raise FormatError(f"opset {opset!r}: passhost exports ONNX opsets {MIN_OPSET} to {MAX_OPSET}")
+    if "main" not in {gv.name_hint for gv in mod.functions}:
+        raise FormatError("the module has no @main to export")
+    mod = ir.infer_type(mod)
+    main = mod["main"]
+    em = Emitter(opset)
+    env = {p: p.name_hint for p in main.params}
+    if len(set(env.values())) != len(env):
+        raise FormatError("@main has two parameters with one name; ONNX input names must be unique")
+    result = _emit_body(em, mod, main.body, env)
+    out_types = _flat_types(main.body.checked_type)
+    values = _flat(result)
+    names = list(mod.attrs.get("onnx.outputs", ()))
+    if len(names) != len(values):
+        names = [f"output_{i}" for i in range(len(values))]
+    produced = {o for n in em.nodes for o in n.output}
+    rename: dict = {}
+    for value, want in zip(values, names):
+        if value in produced and value not in rename and want not in env.values():
+            rename[value] = want
+        else:
+            em.nodes.append(helper.make_node("Identity", [value], [want]))
+    if rename:
+        for n in em.nodes:
+            for i, x in enumerate(n.input):
+                if x in rename:
+                    n.input[i] = rename[x]
+            for i, x in enumerate(n.output):
+                if x in rename:
+                    n.output[i] = rename[x]
+    _fuse_conv_bias(em)
+    graph = helper.make_graph(em.nodes, graph_name,
+                              [_value_info(p.name_hint, p.checked_type) for p in main.params],
+                              [_value_info(n, t) for n, t in zip(names, out_types)])
+    for name, arr in em.inits:  # straight into the graph: one copy of the weights, not three
+        if name in em.dropped:
+            continue
+        t = graph.initializer.add()
+        t.name = name
+        t.data_type = to_onnx_type(str(arr.dtype))
+        t.dims.extend(arr.shape)
+        if arr.dtype == np.bool_ or arr.dtype.byteorder == ">":
+            t.CopyFrom(numpy_helper.from_array(arr, name))
+        else:
+            t.raw_data = np.ascontiguousarray(arr).tobytes()
+    opsets = [helper.make_opsetid("", opset)]
+    for domain, version in sorted({**em.domains, **(custom_opsets or {})}.items()):
+        opsets.append(helper.make_opsetid(domain, version))
+    model = helper.make_model(graph, opset_imports=opsets, producer_name="passhost")
+    model.ir_version = min(model.ir_version, _ir_version_for(opset))
+    return model
+
+
+def _ir_version_for(opset: int) -> int:
+    try:
+        return helper.find_min_ir_version_for([helper.make_opsetid("", opset)])
+    except Exception:
+        return 8
+
+
+def _flat_types(ty: ir.Type) -> list:
+    out, stack = [], [ty]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, ir.TupleType):
+            stack.extend(reversed(t.fields))
+        else:
+            out.append(t)
+    return out
+
+
+def _fuse_conv_bias(em: Emitter) -> None:
+    """``Add(Conv(x, w), b)`` with a per-channel constant ``b`` becomes ``Conv(x, w, b)``, and
+    ``Add(Gemm(x, w), b)`` becomes ``Gemm(x, w, b)``: the bias add that conv2d/dense +
+    bias_add (or a folded batch norm) leaves is the ONNX operator's own input."""
+    inits = {name: arr for name, arr in em.inits}
+    uses: dict = {}
+    producer: dict = {}
+    for i, n in enumerate(em.nodes):
+        for x in n.input:
+            uses[x] = uses.get(x, 0) + 1
+        for o in n.output:
+            producer[o] = i
+    drop = set()
+    for n in em.nodes:
+        if n.op_type != "Add" or len(n.input) != 2:
+            continue
+        for data, bias in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
+            j = producer.get(data)
+            b = inits.get(bias)
+            if j is None or b is None or uses.get(data) != 1:
+                continue
+            conv = em.nodes[j]
+            if conv.op_type not in ("Conv", "Gemm") or len(conv.input) != 2:
+                continue
+            w = inits.get(conv.input[1])
+            if w is None or b.dtype != w.dtype:
+                continue
+            if conv.op_type == "Gemm":  # Gemm(x, w, transB=1) + b: b of shape (N,) or (1, N)
+                attrs = {a.name: a for a in conv.attribute}
+                if "transB" not in attrs or attrs["transB"].i != 1 or len(attrs) != 1:
+                    continue
+                shapes = ((w.shape[0],), (1, w.shape[0]))
+            else:
+                c = w.shape[0]
+                shapes = ((c,), (c, 1, 1), (1, c, 1, 1))
+            if b.shape not in shapes:
+                continue
+            conv.input.append(em.const(b.reshape(-1)))
+            conv.output[0] = n.output[0]
+            drop.add(id(n))
+            uses[bias] -= 1
+            break
+    if drop:
+        em.nodes[:] = [n for n in em.nodes if id(n) not in drop]
+        live = {x for n in em.nodes for x in n.input}
+        em.dropped.update(name for name, _ in em.inits if name not in live)

@@ -1,0 +1,110 @@
+"""Reading and writing ``.onnx`` files: the ``onnx`` format's load and save."""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Any, Mapping, Optional
+
+import onnx
+
+from passhost.errors import FormatError, UsageError
+from passhost.io import write_bytes_atomic
+
+from .exporter import to_onnx
+from .importer import from_onnx
+
+__all__ = ["load", "save", "TWO_GB"]
+
+#: protobuf's limit on one message: above it, weights must go to external data
+TWO_GB = 2 ** 31 - 1
+
+
+def _extra_converters() -> list:
+    from passhost.registry import get_registry
+
+    reg = get_registry()
+    records = getattr(reg, "converter_records", None)
+    if records is None:
+        return []
+    return [(r.entry.domain, r.entry.op_type, r.entry.since, r.entry.convert) for r in records("onnx")]
+
+
+def load(path: str, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False) -> Any:
+    """Read ``path`` (external data next to it is loaded too) and import it."""
+    try:
+        model = onnx.load(path)
+    except FileNotFoundError:
+        raise UsageError(f"cannot read {path!r}: No such file or directory") from None
+    except OSError as err:
+        raise UsageError(f"cannot read {path!r}: {err.strerror or err}") from None
+    except Exception as err:  # protobuf's DecodeError & co.: not an ONNX model
+        raise FormatError(f"cannot read {path!r}: it is not a valid ONNX model ({type(err).__name__}: "
+                          f"{' '.join(str(err).split()) or 'malformed protobuf'})") from None
+    if not model.graph.node and not model.graph.output:
+        raise FormatError(f"cannot read {path!r}: it holds no ONNX graph (empty or not an ONNX model)")
+    try:
+        return from_onnx(model, input_shapes=input_shapes, keep_params=keep_params,
+                         extra_converters=_extra_converters())
+    except FormatError as err:
+        raise FormatError(f"{path}: {err}") from None
+
+
+def save(mod: Any, path: str, *, opset: int = 17, external_data: bool = False, check: bool = True) -> None:
+    """Export ``mod`` and write it to ``path`` atomically.
+
+    :param opset: the ONNX opset (13 to 21)
+    :param external_data: weights go to ``<path>.data`` beside the model; done anyway when
+        the model would pass protobuf's 2 GB limit
+    :param check: run ``onnx.checker.check_model`` before anything is written
+    """
+    model = to_onnx(mod, opset=opset)
+    size = model.ByteSize()
+    if not external_data and size < TWO_GB:
+        data = model.SerializeToString()
+        if check:
+            _check(data, path)
+        try:
+            write_bytes_atomic(path, data)
+        except OSError as err:
+            raise UsageError(f"cannot write {path!r}: {err.strerror or err}") from None
+        return
+    _save_external(model, path, check)
+
+
+def _check(model: Any, path: str) -> None:
+    try:
+        onnx.checker.check_model(model, full_check=False)
+    except onnx.checker.ValidationError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else "invalid model"
+        raise FormatError(f"the exported model for {path!r} fails onnx.checker: {first}") from None
+
+
+def _save_external(model: Any, path: str, check: bool) -> None:
+    """Model and ``<name>.data`` written in a temporary directory beside ``path``, checked
+    there, then moved into place (the data first: a reader never sees a model whose data is
+    missing)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    base = os.path.basename(path)
+    location = base + ".data"
+    try:
+        tmp = tempfile.mkdtemp(prefix=f".{base}.", dir=directory)
+    except OSError as err:
+        raise UsageError(f"cannot write {path!r}: {err.strerror or err}") from None
+    try:
+        tmp_model = os.path.join(tmp, base)
+        onnx.save_model(model, tmp_model, save_as_external_data=True, all_tensors_to_one_file=True,
+                        location=location, size_threshold=1024)
+        if check:
+            try:
+                onnx.checker.check_model(tmp_model)
+            except onnx.checker.ValidationError as err:
+                raise FormatError(f"the exported model for {path!r} fails onnx.checker: "
+                                  f"{str(err).strip().splitlines()[0]}") from None
+        if os.path.exists(os.path.join(tmp, location)):
+            os.replace(os.path.join(tmp, location), os.path.join(directory, location))
+        os.replace(tmp_model, path)
+    except OSError as err:
+        raise UsageError(f"cannot write {path!r}: {err.strerror or err}") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,256 @@
+"""ONNX -> passhost: ``from_onnx(model)`` builds ``@main`` node by node.
+
+::
+
+    graph(x: float[1, 3]) { y = Relu(x); z = Add(y, c) }     # c an initializer
+    ->
+    def @main(%x: Tensor[(1, 3), float32]) { add(nn.relu(%x), meta[Constant][0]) }
+
+Every node is converted by the converter for its operator and opset (:mod:`.table`), and
+each new call is typed at once, so converters see static shapes. A node whose inputs are
+all constants is evaluated at import (shape arithmetic, ``ConstantOfShape`` weights), as
+TVM's importer folds them. Operators nobody converts are all reported in one message; an
+operator of a custom domain becomes :data:`~.opaque.OPAQUE`.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Mapping, Optional
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from passhost import ir
+from passhost.errors import FormatError, PasshostError
+
+from . import convert_math, convert_nn, convert_tensor  # noqa: F401  (register the converters)
+from .dtypes import to_dtype
+from .node import Node
+from .opaque import OPAQUE
+from .table import lookup, merged
+
+__all__ = ["from_onnx", "ShapeWarning", "STANDARD_DOMAINS"]
+
+STANDARD_DOMAINS = ("", "ai.onnx")
+
+
+class ShapeWarning(UserWarning):
+    """A symbolic input dimension was bound to 1 because no shape was given for it."""
+
+
+def _attr_value(attr: onnx.AttributeProto) -> Any:
+    kind = attr.type
+    A = onnx.AttributeProto
+    if kind == A.FLOAT:
+        return float(attr.f)
+    if kind == A.INT:
+        return int(attr.i)
+    if kind == A.STRING:
+        return attr.s.decode("utf-8", "replace")
+    if kind == A.TENSOR:
+        return numpy_helper.to_array(attr.t)
+    if kind == A.FLOATS:
+        return [float(v) for v in attr.floats]
+    if kind == A.INTS:
+        return [int(v) for v in attr.ints]
+    if kind == A.STRINGS:
+        return [s.decode("utf-8", "replace") for s in attr.strings]
+    if kind in (A.GRAPH, A.GRAPHS):
+        return attr  # converters of control flow read the subgraph themselves
+    return onnx.helper.get_attribute_value(attr)
+
+
+def _domain(d: str) -> str:
+    return "" if d in STANDARD_DOMAINS else d
+
+
+def _tensor_shape(vi: onnx.ValueInfoProto) -> Optional[tuple]:
+    t = vi.type.tensor_type
+    if not t.HasField("shape"):
+        return None
+    return tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in t.shape.dim)
+
+
+def _input_type(vi: onnx.ValueInfoProto, shapes: Mapping, bound: list) -> ir.TensorType:
+    name = vi.name
+    if not vi.type.HasField("tensor_type"):
+        raise FormatError(f"input {name!r} is not a tensor (sequences, maps and optionals are not supported)")
+    dtype = to_dtype(vi.type.tensor_type.elem_type, f"input {name!r}")
+    dims = _tensor_shape(vi)
+    if name in shapes:
+        given = tuple(shapes[name])
+        if dims is not None and len(dims) != len(given):
+            raise FormatError(f"--input-shape {name}={','.join(map(str, given))} has {len(given)} dimensions, "
+                              f"but input {name!r} has {len(dims)}: {list(dims)}")
+        for axis, (want, got) in enumerate(zip(dims or (), given)):
+            if isinstance(want, int) and want and want != got:
+                raise FormatError(f"--input-shape gives input {name!r} size {got} on axis {axis}, "
+                                  f"but the model fixes it to {want}")
+        return ir.TensorType(given, dtype)
+    if dims is None:
+        raise FormatError(f"input {name!r} has no shape in the model; give one with --input-shape {name}=D1,D2,...")
+    out = []
+    for axis, d in enumerate(dims):
+        if isinstance(d, int):
+            out.append(d)
+        else:
+            bound.append(f"{name}[{axis}] ({d if isinstance(d, str) else '?'})")
+            out.append(1)
+    return ir.TensorType(tuple(out), dtype)
+
+
+def _unsupported(graph: onnx.GraphProto, table: dict, opsets: dict) -> None:
+    missing: dict = {}
+    for n in graph.node:
+        domain = _domain(n.domain)
+        if domain and lookup(table, domain, n.op_type, opsets.get(domain, 1)) is None:
+            continue  # a custom-domain operator: kept opaque
+        if lookup(table, domain, n.op_type, opsets.get(domain, 1)) is None:
+            key = n.op_type if not domain else f"{domain}.{n.op_type}"
+            missing[key] = missing.get(key, 0) + 1
+    if missing:
+        items = ", ".join(f"{k} (x{v})" for k, v in sorted(missing.items(), key=lambda kv: (-kv[1], kv[0])))
+        raise FormatError(f"{len(missing)} unsupported ONNX operator(s) at opset {opsets.get('', '?')}: {items}; "
+                          "a plugin can add converters (see docs/onnx.md)")
+
+
+def _opaque_types(model: onnx.ModelProto, nodes: list) -> dict:
+    """name -> ValueInfoProto for outputs of custom-domain nodes (value_info, else shape inference)."""
+    known = {vi.name: vi for vi in (*model.graph.value_info, *model.graph.output)}
+    wanted = [o for n in nodes for o in n.output if o]
+    if all(o in known for o in wanted):
+        return known
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # onnx cannot type it either: the error below names the tensor
+        return known
+    known.update({vi.name: vi for vi in (*inferred.graph.value_info, *inferred.graph.output)})
+    return known
+
+
+def _opaque(n: onnx.NodeProto, inputs: list, types: dict) -> Any:
+    shapes, dtypes = [], []
+    for o in n.output:
+        vi = types.get(o)
+        dims = _tensor_shape(vi) if vi is not None else None
+        if dims is None or not all(isinstance(d, int) and d > 0 or d == 0 for d in dims) or \
+                any(isinstance(d, str) for d in dims):
+            raise FormatError(f"custom operator {n.domain}.{n.op_type} (node {n.name or o!r}): the type of its "
+                              f"output {o!r} is unknown; add it to the model's value_info or register a converter")
+        shapes.append(tuple(int(d) for d in dims))
+        dtypes.append(to_dtype(vi.type.tensor_type.elem_type, f"output {o!r}"))
+    bare = onnx.NodeProto()
+    bare.CopyFrom(n)
+    del bare.input[:]
+    del bare.output[:]
+    call = ir.Call(ir.Op.get(OPAQUE), [x for x in inputs if x is not None],
+                   {"domain": n.domain, "op_type": n.op_type, "node": bare.SerializeToString().hex(),
+                    "out_shapes": tuple(shapes), "out_dtypes": tuple(dtypes)})
+    if len(shapes) == 1:
+        return (call,)
+    return tuple(ir.TupleGetItem(call, i) for i in range(len(shapes)))
+
+
+def _fold(expr: ir.Expr) -> ir.Expr:
+    """``expr`` (built from constants only) evaluated to a constant, if it can be."""
+    if isinstance(expr, ir.Constant):
+        return expr
+    try:
+        value = ir.evaluate(expr)
+    except PasshostError:
+        return expr
+    return ir.infer_type(ir.Constant(np.asarray(value))) if isinstance(value, np.ndarray) else expr
+
+
+def from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False,
+              extra_converters: Optional[list] = None) -> Any:
+    """Import ``model``: an :class:`~passhost.ir.IRModule` (with ``keep_params``: and a params dict).
+
+    :param input_shapes: input name -> concrete shape; other symbolic dimensions become 1
+        (a :class:`ShapeWarning` names each)
+    :param keep_params: floating-point initializers become parameters of ``@main`` (after
+        the inputs) and are returned by name; integer ones (shapes, axes) stay constants
+    :param extra_converters: ``[(domain, op_type, since, fn)]`` on top of the built-in ones
+    :raises FormatError: unsupported operators (all of them, with counts), bad shapes, ...
+    """
+    graph = model.graph
+    opsets = {}
+    for imp in model.opset_import:
+        opsets[_domain(imp.domain)] = int(imp.version)
+    opsets.setdefault("", 1)
+    table = merged(extra_converters or [])
+    _unsupported(graph, table, opsets)
+    shapes = dict(input_shapes or {})
+    inits = {t.name: t for t in graph.initializer}
+    names = [vi.name for vi in graph.input if vi.name not in inits]
+    unknown = sorted(set(shapes) - set(names))
+    if unknown:
+        raise FormatError(f"--input-shape names {', '.join(map(repr, unknown))}, which the model does not have "
+                          f"as an input (its inputs: {', '.join(map(repr, names)) or 'none'})")
+    env: dict = {}
+    params, bound = [], []
+    for vi in graph.input:
+        if vi.name in inits:
+            continue
+        v = ir.infer_type(ir.var(vi.name, _input_type(vi, shapes, bound)))
+        env[vi.name] = v
+        params.append(v)
+    if bound:
+        warnings.warn("symbolic input dimension(s) bound to 1: " + ", ".join(bound)
+                      + "; give concrete shapes with --input-shape NAME=D1,D2,... (input_shapes=)",
+                      ShapeWarning, stacklevel=3)
+    weights: dict = {}
+    for name, tensor in inits.items():
+        data = numpy_helper.to_array(tensor)
+        to_dtype(tensor.data_type, f"initializer {name!r}")
+        if keep_params and data.dtype.kind == "f":
+            v = ir.infer_type(ir.var(name, shape=data.shape, dtype=str(data.dtype)))
+            env[name] = v
+            weights[name] = data
+        else:
+            env[name] = ir.infer_type(ir.Constant(np.ascontiguousarray(data)))
+    weight_vars = [env[n] for n in weights]
+    customs = [n for n in graph.node if _domain(n.domain)
+               and lookup(table, _domain(n.domain), n.op_type, opsets.get(_domain(n.domain), 1)) is None]
+    types = _opaque_types(model, customs) if customs else {}
+    for n in graph.node:
+        domain = _domain(n.domain)
+        try:
+            inputs = [env[i] if i else None for i in n.input]
+        except KeyError as err:
+            raise FormatError(f"{n.op_type} node {n.name or n.output[0]!r} reads {err.args[0]!r}, which no "
+                              "earlier node, input or initializer defines (is the graph topologically sorted?)") \
+                from None
+        fn = lookup(table, domain, n.op_type, opsets.get(domain, 1))
+        if fn is None:
+            outs = _opaque(n, inputs, types)
+        else:
+            node = Node(n.op_type, domain, n.name, inputs, {a.name: _attr_value(a) for a in n.attribute},
+                        list(n.output), opsets.get(domain, 1))
+            result = fn(node)
+            outs = result if isinstance(result, tuple) else (result,)
+            if len(outs) < len([o for o in n.output if o]):
+                raise FormatError(f"{node!r}: its converter produced {len(outs)} output(s), the node has "
+                                  f"{len(n.output)}")
+        foldable = fn is not None and all(isinstance(x, ir.Constant) for x in inputs if x is not None)
+        for name, expr in zip(n.output, outs):
+            if not name:
+                continue
+            try:
+                ir.infer_type(expr)
+            except PasshostError as err:
+                raise FormatError(f"{n.op_type} node {n.name or name!r}: {err}") from None
+            env[name] = _fold(expr) if foldable else expr
+    results = []
+    for vi in graph.output:
+        if vi.name not in env:
+            raise FormatError(f"graph output {vi.name!r} is not computed by any node")
+        results.append(env[vi.name])
+    body = results[0] if len(results) == 1 else ir.Tuple(results)
+    func = ir.Function(params + weight_vars, body)
+    mod = ir.IRModule.from_expr(func)
+    mod.attrs["onnx.outputs"] = tuple(vi.name for vi in graph.output)
+    mod.attrs["onnx.opset"] = opsets[""]
+    mod = ir.infer_type(mod)
+    return (mod, weights) if keep_params else mod

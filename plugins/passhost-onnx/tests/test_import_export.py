@@ -1,0 +1,186 @@
+"""Import and export details: opset-9 2-D coercion, unsupported operators reported at once,
+symbolic shapes, custom-domain operators kept opaque, atomic writes, bad files."""
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import passhost
+from passhost import ir, transform
+from passhost.cli import main
+from passhost.errors import FormatError
+from passhost_onnx import OPAQUE, ShapeWarning, from_onnx, to_onnx
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=17, value_info=(), extra_opsets=()):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits), value_info=list(value_info))
+    opsets = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v) for d, v in extra_opsets]
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = 7
+    return model
+
+
+def _vi(name, shape, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+@pytest.mark.parametrize("opset", [9, 11])
+def test_opset9_softmax_and_flatten_coerce_to_2d(opset, ort_run):
+    # Softmax(axis=1) on 3-D data normalises over dims 1 and 2 together before opset 13
+    model = _model([helper.make_node("Softmax", ["x"], ["s"], axis=1),
+                    helper.make_node("Flatten", ["s"], ["y"], axis=2)],
+                   [_vi("x", [2, 3, 4])], [_vi("y", [6, 4])], opset=opset)
+    x = np.random.RandomState(0).randn(2, 3, 4).astype("float32")
+    want = ort_run(model.SerializeToString(), {"x": x})[0]
+    flat = np.exp(x.reshape(2, 12) - x.reshape(2, 12).max(1, keepdims=True))
+    np.testing.assert_allclose(want, (flat / flat.sum(1, keepdims=True)).reshape(6, 4), rtol=1e-5)
+    mod = from_onnx(model)
+    np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ort_run(to_onnx(mod).SerializeToString(), {"x": x})[0], want, rtol=1e-5, atol=1e-6)
+
+
+def test_gemm_coerces_4d_input_and_applies_alpha_beta(ort_run):
+    w = numpy_helper.from_array(np.random.RandomState(1).randn(5, 12).astype("float32"), "w")
+    c = numpy_helper.from_array(np.random.RandomState(2).randn(5).astype("float32"), "c")
+    model = _model([helper.make_node("Gemm", ["x", "w", "c"], ["y"], transB=1, alpha=0.5, beta=2.0)],
+                   [_vi("x", [2, 3, 2, 2])], [_vi("y", [2, 5])], inits=[w, c], opset=9)
+    x = np.random.RandomState(0).randn(2, 3, 2, 2).astype("float32")
+    want = 0.5 * x.reshape(2, 12) @ numpy_helper.to_array(w).T + 2.0 * numpy_helper.to_array(c)
+    mod = from_onnx(model)
+    np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ort_run(to_onnx(mod).SerializeToString(), {"x": x})[0], want, rtol=1e-5, atol=1e-5)
+
+
+def test_every_unsupported_operator_is_reported_at_once_with_counts():
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Hardmax", ["a"], ["b"]),
+             helper.make_node("Hardmax", ["b"], ["c"]), helper.make_node("Det", ["c"], ["y"])]
+    model = _model(nodes, [_vi("x", [2, 2])], [_vi("y", [])])
+    with pytest.raises(FormatError) as info:
+        from_onnx(model)
+    msg = str(info.value)
+    assert "2 unsupported ONNX operator(s)" in msg and "Hardmax (x2)" in msg and "Det (x1)" in msg
+
+
+def test_symbolic_dimensions_bind_to_given_shapes_or_to_one_with_a_warning():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [x], [_vi("y", ["batch", 3])])
+    mod = from_onnx(model, input_shapes={"x": (4, 3)})
+    assert mod["main"].params[0].checked_type.shape == (4, 3)
+    with pytest.warns(ShapeWarning, match=r"x\[0\] \(batch\)"):
+        mod = from_onnx(model)
+    assert mod["main"].params[0].checked_type.shape == (1, 3)
+    with pytest.raises(FormatError, match="has 3 dimensions"):
+        from_onnx(model, input_shapes={"x": (1, 3, 3)})
+    with pytest.raises(FormatError, match="does not have as an input.*'x'"):
+        from_onnx(model, input_shapes={"nope": (1,)})
+
+
+def _custom_model():
+    nodes = [helper.make_node("Relu", ["x"], ["a"]),
+             helper.make_node("MyScale", ["a"], ["b"], domain="com.example", factor=3.0),
+             helper.make_node("Mul", ["b", "two"], ["c"]),
+             helper.make_node("Add", ["c", "zero"], ["y"])]
+    two = numpy_helper.from_array(np.array(2.0, dtype="float32"), "two")
+    zero = numpy_helper.from_array(np.array(0.0, dtype="float32"), "zero")
+    return _model(nodes, [_vi("x", [2, 3])], [_vi("y", [2, 3])], inits=[two, zero],
+                  value_info=[_vi("b", [2, 3])], extra_opsets=[("com.example", 1)])
+
+
+def test_custom_domain_operator_is_kept_opaque_and_exported_unchanged(tmp_path):
+    model = _custom_model()
+    path = str(tmp_path / "custom.onnx")
+    onnx.save(model, path)
+    mod = ir.load(path)
+    assert ir.count_ops(mod["main"])[OPAQUE] == 1
+    with transform.PassContext(opt_level=3):
+        opt = passhost.default_pipeline(3)(mod)
+    assert ir.count_ops(opt["main"]).get(OPAQUE, 0) == 1  # not folded, not dropped
+    for _, fn in opt.items():  # a fused function holding it holds nothing else
+        for node in ir.post_order(fn.body):
+            if isinstance(node, ir.Function) and node.attrs.get("Primitive"):
+                ops = ir.count_ops(node.body)
+                assert OPAQUE not in ops or ops == {OPAQUE: 1}
+    out = str(tmp_path / "out.onnx")
+    ir.save(opt, out)
+    exported = onnx.load(out)
+    custom = [n for n in exported.graph.node if n.domain == "com.example"]
+    assert len(custom) == 1 and custom[0].op_type == "MyScale"
+    assert helper.get_attribute_value(custom[0].attribute[0]) == pytest.approx(3.0)
+    assert any(o.domain == "com.example" for o in exported.opset_import)
+
+
+def test_custom_operator_without_a_type_is_named():
+    model = _custom_model()
+    del model.graph.value_info[:]
+    with pytest.raises(FormatError, match=r"com.example.MyScale.*output 'b' is unknown"):
+        from_onnx(model)
+
+
+def test_not_an_onnx_file_and_missing_file(tmp_path):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\xb2\xff\x00garbage")
+    with pytest.raises(FormatError, match="bad.onnx"):
+        ir.load(str(bad))
+    code = main(["run", str(bad), "-O3", "-o", str(tmp_path / "o.onnx")])
+    assert code == 2 and not (tmp_path / "o.onnx").exists()
+
+
+def test_a_failed_export_leaves_the_old_file(tmp_path):
+    out = tmp_path / "out.onnx"
+    out.write_bytes(b"old")
+    x = ir.var("x", shape=(1, 2, 4, 4), dtype="float32")
+    mod = ir.IRModule.from_expr(ir.Function([x], ir.layout_transform(x, "NCHW", "NHWC")))
+    with pytest.raises(FormatError, match="layout_transform has no ONNX export"):
+        ir.save(mod, str(out))
+    assert out.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.onnx"]
+
+
+def test_export_opset_range_is_checked(tmp_path):
+    x = ir.var("x", shape=(2,), dtype="float32")
+    mod = ir.IRModule.from_expr(ir.Function([x], ir.exp(x)))
+    with pytest.raises(FormatError, match="opsets 13 to 21"):
+        ir.save(mod, str(tmp_path / "o.onnx"), opset=9)
+    ir.save(mod, str(tmp_path / "o.onnx"), opset=13)
+    assert onnx.load(str(tmp_path / "o.onnx")).opset_import[0].version == 13
+
+
+def test_external_data_writes_a_side_file(tmp_path, ort_run):
+    w = np.random.RandomState(0).randn(64, 64).astype("float32")
+    x = ir.var("x", shape=(1, 64), dtype="float32")
+    mod = ir.IRModule.from_expr(ir.Function([x], ir.nn.dense(x, ir.const(w))))
+    out = str(tmp_path / "ext.onnx")
+    ir.save(mod, out, external_data=True)
+    assert os.path.exists(out + ".data") and os.path.getsize(out) < w.nbytes
+    a = np.ones((1, 64), "float32")
+    np.testing.assert_allclose(ort_run(out, {"x": a})[0], a @ w.T, rtol=1e-5, atol=1e-5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ext.onnx", "ext.onnx.data"]
+
+
+def test_cli_round_trip_with_check_and_a_batch(zoo, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(["run", zoo["squeezenet"], zoo["alexnet" if "alexnet" in zoo else "bvlc_alexnet"], "-O3",
+                 "-o", f"{out}/", "--check"])
+    table = capsys.readouterr().out
+    assert code == 0, table
+    rows = [line for line in table.splitlines() if line.endswith(" ok")]
+    assert len(rows) == 2 and all(float(r.split()[4]) < 1e-4 for r in rows)
+    assert sorted(p.name for p in out.iterdir()) == ["bvlc_alexnet.onnx", "squeezenet.onnx"]
+
+
+def test_interpreter_and_onnxruntime_on_a_program_built_in_passhost(tmp_path, ort_run):
+    x = ir.var("data", shape=(1, 3, 8, 8), dtype="float32")
+    w = ir.const(np.random.RandomState(0).randn(4, 3, 3, 3).astype("float32"))
+    body = ir.nn.relu(ir.nn.conv2d(x, w, padding=(1, 1)))
+    body = ir.nn.max_pool2d(body, pool_size=(2, 2), strides=(2, 2))
+    mod = ir.IRModule.from_expr(ir.Function([x], ir.nn.softmax(ir.nn.batch_flatten(body))))
+    out = str(tmp_path / "m.onnx")
+    ir.save(mod, out)
+    a = np.random.RandomState(1).randn(1, 3, 8, 8).astype("float32")
+    np.testing.assert_allclose(ort_run(out, {"data": a})[0], ir.evaluate(mod, a), rtol=1e-5, atol=1e-6)
+    assert [o.name for o in onnx.load(out).graph.output] == ["output_0"]
