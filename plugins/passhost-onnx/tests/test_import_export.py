@@ -3,7 +3,6 @@ symbolic shapes, custom-domain operators kept opaque, atomic writes, bad files."
 from __future__ import annotations
 
 import os
-import warnings
 
 import numpy as np
 import onnx
