@@ -24,8 +24,9 @@ __all__ = [
     "add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
     "less", "greater", "equal", "not_equal", "less_equal", "greater_equal", "where",
     "negative", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "cast", "clip",
+    "erf", "floor", "ceil", "round", "abs", "sign", "sin", "cos",
     "reshape", "transpose", "expand_dims", "squeeze", "concatenate", "split",
-    "sum", "mean", "max", "min", "variance",
+    "sum", "mean", "max", "min", "prod", "variance", "argmax", "argmin",
     "layout_transform", "shape_of", "stop_fusion",
 ]
 
@@ -148,6 +149,14 @@ sqrt = _unary("sqrt", "Square root.")
 rsqrt = _unary("rsqrt", "``1 / sqrt(x)``.")
 sigmoid = _unary("sigmoid", "``1 / (1 + exp(-x))``.")
 tanh = _unary("tanh", "Hyperbolic tangent.")
+erf = _unary("erf", "Gauss error function.")
+floor = _unary("floor", "Round towards minus infinity.")
+ceil = _unary("ceil", "Round towards plus infinity.")
+round = _unary("round", "Round to the nearest integer (halves to even, as ONNX Round).")  # noqa: A001
+abs = _unary("abs", "Absolute value.")  # noqa: A001
+sign = _unary("sign", "Sign: -1, 0 or 1.")
+sin = _unary("sin", "Sine.")
+cos = _unary("cos", "Cosine.")
 stop_fusion = _unary("annotation.stop_fusion", "``annotation.stop_fusion(x)``: a barrier for FuseOps.")
 
 
@@ -247,6 +256,24 @@ sum = _reduce("sum")  # noqa: A001  (TVM's name)
 mean = _reduce("mean")
 max = _reduce("max")  # noqa: A001
 min = _reduce("min")  # noqa: A001
+prod = _reduce("prod")
+
+
+def _arg_reduce(name: str, what: str):
+    def build(data: Expr, axis: Any = None, keepdims: bool = False, exclude: bool = False,
+              select_last_index: bool = False) -> Call:
+        return _call(name, (data,), {"axis": _axis(axis), "keepdims": bool(keepdims),
+                                     "select_last_index": bool(select_last_index),
+                                     "exclude": bool(exclude)})
+
+    build.__name__ = build.__qualname__ = name
+    build.__doc__ = (f"Index (int32) of the {what} over ``axis`` (None: all axes, flattened); "
+                     "``select_last_index`` picks the last of equal values.")
+    return build
+
+
+argmax = _arg_reduce("argmax", "maximum")
+argmin = _arg_reduce("argmin", "minimum")
 
 
 def variance(data: Expr, mean: Optional[Expr] = None, axis: Any = None, keepdims: bool = False,
