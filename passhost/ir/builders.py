@@ -26,6 +26,7 @@ __all__ = [
     "negative", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "cast", "clip",
     "erf", "floor", "ceil", "round", "abs", "sign", "sin", "cos",
     "reshape", "transpose", "expand_dims", "squeeze", "concatenate", "split",
+    "strided_slice", "take", "gather", "broadcast_to", "tile", "repeat",
     "sum", "mean", "max", "min", "prod", "variance", "argmax", "argmin",
     "layout_transform", "shape_of", "stop_fusion",
 ]
@@ -230,6 +231,50 @@ def split(data: Expr, indices_or_sections: Any, axis: int = 0) -> Call:
     else:
         ios = _ints(indices_or_sections, "split indices_or_sections")
     return _call("split", (data,), {"indices_or_sections": ios, "axis": int(axis)})
+
+
+def strided_slice(data: Expr, begin: Any, end: Any, strides: Any = None, axes: Any = None,
+                  slice_mode: str = "end") -> Call:
+    """``strided_slice``: ``data[begin:end:strides]`` per axis (``axes``: which axes the
+    lists refer to, all from 0 when None); ``slice_mode="size"`` reads ``end`` as sizes
+    (-1: to the end). ``strides`` defaults to ``[1]``, as in TVM."""
+    return _call("strided_slice", (data,), {
+        "begin": _ints(begin, "strided_slice begin"), "end": _ints(end, "strided_slice end"),
+        "strides": _ints(strides if strides is not None else (1,), "strided_slice strides"),
+        "slice_mode": slice_mode, "axes": None if axes is None else _ints(axes, "strided_slice axes")})
+
+
+def take(data: Expr, indices: Any, axis: Optional[int] = None, batch_dims: int = 0, mode: str = "clip") -> Call:
+    """``take``: elements of ``data`` at integer ``indices`` along ``axis`` (the flattened
+    data when None); ``mode`` ``clip`` clamps indices, ``wrap`` takes them modulo the
+    axis, ``fast`` uses them as they are (negative ones count from the end)."""
+    if not isinstance(indices, Expr):
+        indices = const(np.asarray(indices, dtype="int32"))
+    return _call("take", (data, indices), {"batch_dims": int(batch_dims),
+                                           "axis": None if axis is None else int(axis), "mode": mode})
+
+
+def gather(data: Expr, axis: int, indices: Any) -> Call:
+    """``gather`` (ONNX GatherElements): ``out[..i..] = data[..indices[..i..]..]`` along ``axis``;
+    the argument order is TVM's ``gather(data, axis, indices)``."""
+    if not isinstance(indices, Expr):
+        indices = const(np.asarray(indices, dtype="int32"))
+    return _call("gather", (data, indices), {"axis": int(axis)})
+
+
+def broadcast_to(data: Expr, shape: Any) -> Call:
+    """``broadcast_to``: broadcast ``data`` to ``shape`` (numpy rules)."""
+    return _call("broadcast_to", (data,), {"shape": _ints(shape, "broadcast_to shape")})
+
+
+def tile(data: Expr, reps: Any) -> Call:
+    """``tile``: repeat the tensor ``reps[i]`` times along each axis (numpy.tile)."""
+    return _call("tile", (data,), {"reps": _ints(reps, "tile reps")})
+
+
+def repeat(data: Expr, repeats: int, axis: int) -> Call:
+    """``repeat``: repeat each element ``repeats`` times along ``axis`` (numpy.repeat)."""
+    return _call("repeat", (data,), {"repeats": int(repeats), "axis": int(axis)})
 
 
 def layout_transform(data: Expr, src_layout: str, dst_layout: str) -> Call:
