@@ -27,6 +27,7 @@ __all__ = [
     "erf", "floor", "ceil", "round", "abs", "sign", "sin", "cos",
     "reshape", "transpose", "expand_dims", "squeeze", "concatenate", "split",
     "strided_slice", "take", "gather", "broadcast_to", "tile", "repeat",
+    "full", "zeros", "ones", "full_like", "zeros_like", "ones_like",
     "sum", "mean", "max", "min", "prod", "variance", "argmax", "argmin",
     "layout_transform", "shape_of", "stop_fusion",
 ]
@@ -275,6 +276,42 @@ def tile(data: Expr, reps: Any) -> Call:
 def repeat(data: Expr, repeats: int, axis: int) -> Call:
     """``repeat``: repeat each element ``repeats`` times along ``axis`` (numpy.repeat)."""
     return _call("repeat", (data,), {"repeats": int(repeats), "axis": int(axis)})
+
+
+def _shape(shape: Any, what: str) -> tuple:
+    return () if shape is None else _ints(shape, what)
+
+
+def full(fill_value: Any, shape: Any = (), dtype: str = "") -> Call:
+    """``full``: a tensor of ``shape`` filled with the scalar ``fill_value`` (an expression
+    or a number); ``dtype`` empty means the fill value's dtype."""
+    return _call("full", (fill_value,), {"shape": _shape(shape, "full shape"),
+                                         "dtype": check_dtype(dtype) if dtype else ""})
+
+
+def zeros(shape: Any, dtype: str = "float32") -> Call:
+    """``zeros``: a tensor of zeros (no arguments; shape and dtype are attributes)."""
+    return Call(_op("zeros"), (), {"shape": _shape(shape, "zeros shape"), "dtype": check_dtype(dtype)})
+
+
+def ones(shape: Any, dtype: str = "float32") -> Call:
+    """``ones``: a tensor of ones (no arguments; shape and dtype are attributes)."""
+    return Call(_op("ones"), (), {"shape": _shape(shape, "ones shape"), "dtype": check_dtype(dtype)})
+
+
+def full_like(data: Expr, fill_value: Any) -> Call:
+    """``full_like``: shaped and typed like ``data``, filled with the scalar ``fill_value``."""
+    return _call("full_like", (data, fill_value))
+
+
+def zeros_like(data: Expr) -> Call:
+    """``zeros_like``: zeros shaped and typed like ``data``."""
+    return _call("zeros_like", (data,))
+
+
+def ones_like(data: Expr) -> Call:
+    """``ones_like``: ones shaped and typed like ``data``."""
+    return _call("ones_like", (data,))
 
 
 def layout_transform(data: Expr, src_layout: str, dst_layout: str) -> Call:
