@@ -16,7 +16,7 @@ __all__ = [
     "conv2d", "relu", "leaky_relu", "batch_norm", "layer_norm", "instance_norm", "dense", "bias_add",
     "max_pool2d", "avg_pool2d", "global_avg_pool2d", "batch_flatten", "softmax", "dropout",
     "global_max_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "pad", "prelu",
-    "hard_sigmoid", "hard_swish", "matmul", "batch_matmul",
+    "hard_sigmoid", "hard_swish", "matmul", "batch_matmul", "conv2d_transpose",
 ]
 
 
@@ -216,3 +216,22 @@ def batch_matmul(tensor_a: Expr, tensor_b: Expr, out_dtype: str = "", transpose_
     (``y`` given as ``(B, J, K)``)."""
     return _call("nn.batch_matmul", (tensor_a, tensor_b), {
         "out_dtype": out_dtype, "transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)})
+
+
+def conv2d_transpose(data: Expr, weight: Expr, strides: Any = (1, 1), padding: Any = (0, 0),
+                     dilation: Any = (1, 1), groups: int = 1, channels: Optional[int] = None,
+                     kernel_size: Any = None, data_layout: str = "NCHW", kernel_layout: str = "IOHW",
+                     out_layout: str = "", output_padding: Any = (0, 0), out_dtype: str = "") -> Call:
+    """``nn.conv2d_transpose`` (TVM's argument order); the weight is ``IOHW``:
+    ``(in_channels, out_channels / groups, kh, kw)``."""
+    attrs = {
+        "channels": None if channels is None else int(channels),
+        "kernel_size": None if kernel_size is None else _pair(kernel_size, "conv2d_transpose kernel_size"),
+        "strides": _pair(strides, "conv2d_transpose strides"),
+        "output_padding": _pair(output_padding, "conv2d_transpose output_padding"),
+        "padding": _pad4(padding, "conv2d_transpose padding"),
+        "dilation": _pair(dilation, "conv2d_transpose dilation"),
+        "groups": int(groups), "data_layout": data_layout, "kernel_layout": kernel_layout,
+        "out_layout": out_layout, "out_dtype": out_dtype,
+    }
+    return _call("nn.conv2d_transpose", (data, weight), attrs)
