@@ -24,8 +24,11 @@ __all__ = [
     "add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
     "less", "greater", "equal", "not_equal", "less_equal", "greater_equal", "where",
     "negative", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "cast", "clip",
+    "erf", "floor", "ceil", "round", "abs", "sign", "sin", "cos",
     "reshape", "transpose", "expand_dims", "squeeze", "concatenate", "split",
-    "sum", "mean", "max", "min", "variance",
+    "strided_slice", "take", "gather", "broadcast_to", "tile", "repeat",
+    "full", "zeros", "ones", "full_like", "zeros_like", "ones_like",
+    "sum", "mean", "max", "min", "prod", "variance", "argmax", "argmin",
     "layout_transform", "shape_of", "stop_fusion",
 ]
 
@@ -148,6 +151,14 @@ sqrt = _unary("sqrt", "Square root.")
 rsqrt = _unary("rsqrt", "``1 / sqrt(x)``.")
 sigmoid = _unary("sigmoid", "``1 / (1 + exp(-x))``.")
 tanh = _unary("tanh", "Hyperbolic tangent.")
+erf = _unary("erf", "Gauss error function.")
+floor = _unary("floor", "Round towards minus infinity.")
+ceil = _unary("ceil", "Round towards plus infinity.")
+round = _unary("round", "Round to the nearest integer (halves to even, as ONNX Round).")  # noqa: A001
+abs = _unary("abs", "Absolute value.")  # noqa: A001
+sign = _unary("sign", "Sign: -1, 0 or 1.")
+sin = _unary("sin", "Sine.")
+cos = _unary("cos", "Cosine.")
 stop_fusion = _unary("annotation.stop_fusion", "``annotation.stop_fusion(x)``: a barrier for FuseOps.")
 
 
@@ -223,6 +234,86 @@ def split(data: Expr, indices_or_sections: Any, axis: int = 0) -> Call:
     return _call("split", (data,), {"indices_or_sections": ios, "axis": int(axis)})
 
 
+def strided_slice(data: Expr, begin: Any, end: Any, strides: Any = None, axes: Any = None,
+                  slice_mode: str = "end") -> Call:
+    """``strided_slice``: ``data[begin:end:strides]`` per axis (``axes``: which axes the
+    lists refer to, all from 0 when None); ``slice_mode="size"`` reads ``end`` as sizes
+    (-1: to the end). ``strides`` defaults to ``[1]``, as in TVM."""
+    return _call("strided_slice", (data,), {
+        "begin": _ints(begin, "strided_slice begin"), "end": _ints(end, "strided_slice end"),
+        "strides": _ints(strides if strides is not None else (1,), "strided_slice strides"),
+        "slice_mode": slice_mode, "axes": None if axes is None else _ints(axes, "strided_slice axes")})
+
+
+def take(data: Expr, indices: Any, axis: Optional[int] = None, batch_dims: int = 0, mode: str = "clip") -> Call:
+    """``take``: elements of ``data`` at integer ``indices`` along ``axis`` (the flattened
+    data when None); ``mode`` ``clip`` clamps indices, ``wrap`` takes them modulo the
+    axis, ``fast`` uses them as they are (negative ones count from the end)."""
+    if not isinstance(indices, Expr):
+        indices = const(np.asarray(indices, dtype="int32"))
+    return _call("take", (data, indices), {"batch_dims": int(batch_dims),
+                                           "axis": None if axis is None else int(axis), "mode": mode})
+
+
+def gather(data: Expr, axis: int, indices: Any) -> Call:
+    """``gather`` (ONNX GatherElements): ``out[..i..] = data[..indices[..i..]..]`` along ``axis``;
+    the argument order is TVM's ``gather(data, axis, indices)``."""
+    if not isinstance(indices, Expr):
+        indices = const(np.asarray(indices, dtype="int32"))
+    return _call("gather", (data, indices), {"axis": int(axis)})
+
+
+def broadcast_to(data: Expr, shape: Any) -> Call:
+    """``broadcast_to``: broadcast ``data`` to ``shape`` (numpy rules)."""
+    return _call("broadcast_to", (data,), {"shape": _ints(shape, "broadcast_to shape")})
+
+
+def tile(data: Expr, reps: Any) -> Call:
+    """``tile``: repeat the tensor ``reps[i]`` times along each axis (numpy.tile)."""
+    return _call("tile", (data,), {"reps": _ints(reps, "tile reps")})
+
+
+def repeat(data: Expr, repeats: int, axis: int) -> Call:
+    """``repeat``: repeat each element ``repeats`` times along ``axis`` (numpy.repeat)."""
+    return _call("repeat", (data,), {"repeats": int(repeats), "axis": int(axis)})
+
+
+def _shape(shape: Any, what: str) -> tuple:
+    return () if shape is None else _ints(shape, what)
+
+
+def full(fill_value: Any, shape: Any = (), dtype: str = "") -> Call:
+    """``full``: a tensor of ``shape`` filled with the scalar ``fill_value`` (an expression
+    or a number); ``dtype`` empty means the fill value's dtype."""
+    return _call("full", (fill_value,), {"shape": _shape(shape, "full shape"),
+                                         "dtype": check_dtype(dtype) if dtype else ""})
+
+
+def zeros(shape: Any, dtype: str = "float32") -> Call:
+    """``zeros``: a tensor of zeros (no arguments; shape and dtype are attributes)."""
+    return Call(_op("zeros"), (), {"shape": _shape(shape, "zeros shape"), "dtype": check_dtype(dtype)})
+
+
+def ones(shape: Any, dtype: str = "float32") -> Call:
+    """``ones``: a tensor of ones (no arguments; shape and dtype are attributes)."""
+    return Call(_op("ones"), (), {"shape": _shape(shape, "ones shape"), "dtype": check_dtype(dtype)})
+
+
+def full_like(data: Expr, fill_value: Any) -> Call:
+    """``full_like``: shaped and typed like ``data``, filled with the scalar ``fill_value``."""
+    return _call("full_like", (data, fill_value))
+
+
+def zeros_like(data: Expr) -> Call:
+    """``zeros_like``: zeros shaped and typed like ``data``."""
+    return _call("zeros_like", (data,))
+
+
+def ones_like(data: Expr) -> Call:
+    """``ones_like``: ones shaped and typed like ``data``."""
+    return _call("ones_like", (data,))
+
+
 def layout_transform(data: Expr, src_layout: str, dst_layout: str) -> Call:
     """Convert ``data`` from ``src_layout`` to ``dst_layout`` (e.g. NCHW → NHWC)."""
     return _call("layout_transform", (data,), {"src_layout": src_layout, "dst_layout": dst_layout})
@@ -247,6 +338,24 @@ sum = _reduce("sum")  # noqa: A001  (TVM's name)
 mean = _reduce("mean")
 max = _reduce("max")  # noqa: A001
 min = _reduce("min")  # noqa: A001
+prod = _reduce("prod")
+
+
+def _arg_reduce(name: str, what: str):
+    def build(data: Expr, axis: Any = None, keepdims: bool = False, exclude: bool = False,
+              select_last_index: bool = False) -> Call:
+        return _call(name, (data,), {"axis": _axis(axis), "keepdims": bool(keepdims),
+                                     "select_last_index": bool(select_last_index),
+                                     "exclude": bool(exclude)})
+
+    build.__name__ = build.__qualname__ = name
+    build.__doc__ = (f"Index (int32) of the {what} over ``axis`` (None: all axes, flattened); "
+                     "``select_last_index`` picks the last of equal values.")
+    return build
+
+
+argmax = _arg_reduce("argmax", "maximum")
+argmin = _arg_reduce("argmin", "minimum")
 
 
 def variance(data: Expr, mean: Optional[Expr] = None, axis: Any = None, keepdims: bool = False,

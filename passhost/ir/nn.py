@@ -9,12 +9,14 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..errors import IRError
-from .builders import _call, _ints, _op
+from .builders import _call, _expr, _ints, _op, add, clip, multiply
 from .expr import Call, Expr, TupleGetItem
 
 __all__ = [
     "conv2d", "relu", "leaky_relu", "batch_norm", "layer_norm", "instance_norm", "dense", "bias_add",
     "max_pool2d", "avg_pool2d", "global_avg_pool2d", "batch_flatten", "softmax", "dropout", "lrn",
+    "global_max_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "pad", "prelu",
+    "hard_sigmoid", "hard_swish", "matmul", "batch_matmul", "conv2d_transpose",
 ]
 
 
@@ -153,3 +155,90 @@ def lrn(data: Expr, size: int = 5, axis: int = 1, bias: float = 2.0, alpha: floa
     """``nn.lrn``: ``data / (bias + alpha / size * sum of squares over size channels) ^ beta``."""
     return _call("nn.lrn", (data,), {"size": int(size), "axis": int(axis), "bias": float(bias),
                                      "alpha": float(alpha), "beta": float(beta)})
+
+
+def global_max_pool2d(data: Expr, layout: str = "NCHW", out_layout: str = "") -> Call:
+    """``nn.global_max_pool2d``: (N, C, H, W) → (N, C, 1, 1)."""
+    return _call("nn.global_max_pool2d", (data,), {"layout": layout, "out_layout": out_layout})
+
+
+def _adaptive(name: str, what: str):
+    def build(data: Expr, output_size: Any = None, layout: str = "NCHW", out_layout: str = "") -> Call:
+        size = () if output_size is None else _ints(output_size, f"{name} output_size")
+        return _call(f"nn.{name}", (data,), {"output_size": size, "layout": layout, "out_layout": out_layout})
+
+    build.__name__ = build.__qualname__ = name
+    build.__doc__ = (f"``nn.{name}``: {what} over adaptive windows; ``output_size`` is one int "
+                     "(square), two, or None (keep the input size).")
+    return build
+
+
+adaptive_avg_pool2d = _adaptive("adaptive_avg_pool2d", "average")
+adaptive_max_pool2d = _adaptive("adaptive_max_pool2d", "maximum")
+
+
+def pad(data: Expr, pad_width: Any, pad_value: Any = 0, pad_mode: str = "constant") -> Call:
+    """``nn.pad``: pad each axis by a ``(before, after)`` pair; ``pad_value`` (a number or a
+    scalar expression) is the second argument, as in TVM; ``pad_mode`` is ``constant``,
+    ``edge`` or ``reflect``."""
+    try:
+        widths = tuple((int(lo), int(hi)) for lo, hi in pad_width)
+    except (TypeError, ValueError):
+        raise IRError(f"pad pad_width must be a list of (before, after) pairs, got {pad_width!r}") from None
+    return _call("nn.pad", (data, pad_value), {"pad_width": widths, "pad_mode": pad_mode})
+
+
+def prelu(data: Expr, alpha: Expr, axis: int = 1) -> Call:
+    """``nn.prelu``: x if x >= 0 else alpha * x, with a 1-D ``alpha`` along ``axis``."""
+    return _call("nn.prelu", (data, alpha), {"axis": int(axis)})
+
+
+def hard_sigmoid(data: Expr, alpha: float = 0.2, beta: float = 0.5) -> Call:
+    """ONNX ``HardSigmoid`` as TVM's importer decomposes it (Relay has no such op)::
+
+        clip(add(multiply(%x, 0.2f), 0.5f), a_min=0f, a_max=1f)
+    """
+    return clip(add(multiply(data, _expr(float(alpha), (data,))), _expr(float(beta), (data,))), 0.0, 1.0)
+
+
+def hard_swish(data: Expr) -> Call:
+    """ONNX ``HardSwish``, ``x * hard_sigmoid(x, 1/6, 0.5)``, decomposed as TVM's importer does::
+
+        multiply(%x, clip(add(multiply(%x, 0.16666667f), 0.5f), a_min=0f, a_max=1f))
+    """
+    return multiply(data, hard_sigmoid(data, 1.0 / 6.0, 0.5))
+
+
+def matmul(tensor_a: Expr, tensor_b: Expr, units: Optional[int] = None, out_dtype: str = "",
+           transpose_a: bool = False, transpose_b: bool = False) -> Call:
+    """``nn.matmul``: ``tensor_a @ tensor_b`` with a 2-D ``tensor_b`` and optional transposes."""
+    return _call("nn.matmul", (tensor_a, tensor_b), {
+        "units": None if units is None else int(units), "out_dtype": out_dtype,
+        "transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)})
+
+
+def batch_matmul(tensor_a: Expr, tensor_b: Expr, out_dtype: str = "", transpose_a: bool = False,
+                 transpose_b: bool = True) -> Call:
+    """``nn.batch_matmul`` of 3-D tensors; ``transpose_b`` defaults to True as in TVM's Python API
+    (``y`` given as ``(B, J, K)``)."""
+    return _call("nn.batch_matmul", (tensor_a, tensor_b), {
+        "out_dtype": out_dtype, "transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)})
+
+
+def conv2d_transpose(data: Expr, weight: Expr, strides: Any = (1, 1), padding: Any = (0, 0),
+                     dilation: Any = (1, 1), groups: int = 1, channels: Optional[int] = None,
+                     kernel_size: Any = None, data_layout: str = "NCHW", kernel_layout: str = "IOHW",
+                     out_layout: str = "", output_padding: Any = (0, 0), out_dtype: str = "") -> Call:
+    """``nn.conv2d_transpose`` (TVM's argument order); the weight is ``IOHW``:
+    ``(in_channels, out_channels / groups, kh, kw)``."""
+    attrs = {
+        "channels": None if channels is None else int(channels),
+        "kernel_size": None if kernel_size is None else _pair(kernel_size, "conv2d_transpose kernel_size"),
+        "strides": _pair(strides, "conv2d_transpose strides"),
+        "output_padding": _pair(output_padding, "conv2d_transpose output_padding"),
+        "padding": _pad4(padding, "conv2d_transpose padding"),
+        "dilation": _pair(dilation, "conv2d_transpose dilation"),
+        "groups": int(groups), "data_layout": data_layout, "kernel_layout": kernel_layout,
+        "out_layout": out_layout, "out_dtype": out_dtype,
+    }
+    return _call("nn.conv2d_transpose", (data, weight), attrs)

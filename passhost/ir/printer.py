@@ -424,7 +424,10 @@ class _Printer:
                 if t is Call:
                     args = ", ".join([ref(a) for a in node.args])
                     callee = ref(node.op)
-                    pending[node] = f"{callee}({args}{self.call_attrs(node)})"
+                    attrs = self.call_attrs(node)
+                    if attrs and not args:  # a call without arguments: zeros(shape=[2], ...)
+                        attrs = attrs[2:]
+                    pending[node] = f"{callee}({args}{attrs})"
                 elif t is Tuple:
                     fields = [ref(f) for f in node.fields]
                     if len(fields) == 1:

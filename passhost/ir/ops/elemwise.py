@@ -1,12 +1,15 @@
 """Element-wise and broadcasting operators.
 
-Unary: ``negative exp log sqrt rsqrt sigmoid tanh nn.relu nn.leaky_relu cast clip``
-(pattern ELEMWISE) and the opaque helpers ``annotation.stop_fusion`` and ``shape_of``.
+Unary: ``negative exp log sqrt rsqrt sigmoid tanh nn.relu nn.leaky_relu cast clip
+erf floor ceil round abs sign sin cos`` (pattern ELEMWISE; ``round`` rounds half to
+even, as ONNX ``Round`` and numpy do; ``erf`` is exact to double precision) and the opaque helpers ``annotation.stop_fusion`` and ``shape_of``.
 Binary (numpy broadcasting, equal dtypes): ``add subtract multiply divide power
 maximum minimum`` and the comparisons ``less greater equal not_equal less_equal
 greater_equal`` (bool result); ternary ``where``.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -48,6 +51,15 @@ def _relu(x):
     return np.maximum(x, np.zeros((), dtype=x.dtype))
 
 
+_ERF = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf(x):
+    if x.size == 0:
+        return x
+    return _ERF(x.astype("float64")).astype("float64")
+
+
 _UNARY = [
     ("negative", np.negative, "Numerical negative, -x."),
     ("exp", np.exp, "Exponential, e**x."),
@@ -57,6 +69,14 @@ _UNARY = [
     ("sigmoid", _sigmoid, "Logistic sigmoid, 1/(1+exp(-x))."),
     ("tanh", np.tanh, "Hyperbolic tangent."),
     ("nn.relu", _relu, "Rectified linear unit, max(x, 0)."),
+    ("erf", _erf, "Gauss error function."),
+    ("floor", np.floor, "Round towards minus infinity."),
+    ("ceil", np.ceil, "Round towards plus infinity."),
+    ("round", np.round, "Round to the nearest integer, halves to even."),
+    ("abs", np.abs, "Absolute value."),
+    ("sign", np.sign, "Sign: -1, 0 or 1."),
+    ("sin", np.sin, "Sine."),
+    ("cos", np.cos, "Cosine."),
 ]
 for _name, _fn, _doc in _UNARY:
     reg(_name, 1, _identity_rel(_name), _unary_kernel(_fn), pattern=E, summary=_doc,

@@ -1,4 +1,4 @@
-"""Neural-network operators: ``nn.conv2d nn.dense nn.bias_add nn.softmax nn.batch_norm
+"""Neural-network operators: ``nn.conv2d nn.dense nn.bias_add nn.prelu nn.softmax nn.batch_norm
 nn.dropout nn.layer_norm nn.instance_norm`` (pooling lives in :mod:`.pool`).
 
 Convolution supports any data layout that permutes ``NCHW`` (``NCHW``, ``NHWC`` ...)
@@ -203,6 +203,28 @@ def _bias_add(args: list, attrs) -> np.ndarray:
 
 reg("nn.bias_add", 2, _bias_add_rel, _bias_add, attrs=(("axis", 1),), pattern=B,
     summary="Add a 1-D bias along an axis.", extra={"channel_axis_attr": "axis"})
+
+
+# -- prelu ---------------------------------------------------------------------------
+def _prelu_rel(types: list, attrs) -> TensorType:
+    op = "nn.prelu"
+    data = tensor_arg(op, types, 0, "data")
+    axis = norm_axis(op, attrs.axis, data.ndim)
+    dim = data.shape[axis]
+    vector_type(op, types, 1, dim, data.dtype, "alpha", f"the data {data} has {dim} elements on axis {attrs.axis}")
+    return data
+
+
+@kernel
+def _prelu(args: list, attrs) -> np.ndarray:
+    x, alpha = args
+    axis = attrs.axis % x.ndim
+    return np.where(x < 0, x * _bcast(alpha, x.ndim, axis), x).astype(x.dtype, copy=False)
+
+
+reg("nn.prelu", 2, _prelu_rel, _prelu, attrs=(("axis", 1),), pattern=B,
+    summary="Parametric ReLU: x if x >= 0 else alpha[c] * x, alpha along an axis.",
+    extra={"channel_axis_attr": "axis"})
 
 
 # -- softmax -------------------------------------------------------------------------

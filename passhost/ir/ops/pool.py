@@ -1,4 +1,5 @@
-"""Pooling: ``nn.max_pool2d nn.avg_pool2d nn.global_avg_pool2d`` (pattern OUT_ELEMWISE_FUSABLE).
+"""Pooling: ``nn.max_pool2d nn.avg_pool2d nn.global_avg_pool2d nn.global_max_pool2d
+nn.adaptive_avg_pool2d nn.adaptive_max_pool2d`` (pattern OUT_ELEMWISE_FUSABLE).
 
 Layouts are permutations of ``NCHW``. With ``ceil_mode`` the output size is
 ``ceil((H + pad_top + pad_bottom - dilated_kernel) / stride) + 1`` (TVM's formula);
@@ -6,6 +7,12 @@ the windows that run past the bottom/right padding see only real or padded
 elements. ``avg_pool2d`` divides by the number of input elements in the window,
 or with ``count_include_pad`` by the number of input *and declared padding*
 elements in it (the extra ceil-mode border is never counted).
+
+Adaptive pooling splits each spatial axis of size ``H`` into ``output_size`` windows,
+window ``i`` covering ``[floor(i*H/OH), ceil((i+1)*H/OH))`` (TVM's and PyTorch's rule);
+``output_size`` has one value (square), two, or none (keep the input size)::
+
+    nn.adaptive_avg_pool2d(%x, output_size=[1, 1])   /* (1, 8, 7, 7) -> (1, 8, 1, 1) */
 """
 from __future__ import annotations
 
@@ -130,28 +137,95 @@ reg("nn.avg_pool2d", 1, _pool_rel("nn.avg_pool2d"), _avg_pool2d,
     attr_check=_check_pool("nn.avg_pool2d"), summary="2-D average pooling.", extra=_LAYOUT_EXTRA)
 
 
-def _global_rel(types: list, attrs) -> TensorType:
-    op = "nn.global_avg_pool2d"
-    data = tensor_arg(op, types, 0, "data")
-    n_, c_, h_, w_ = layout_index(attrs.layout, "NCHW", op)
-    out_layout = attrs.out_layout or attrs.layout
-    layout_index(out_layout, "NCHW", op)
-    if data.ndim != 4:
-        raise TypeInferenceError(f"{op}: data must be 4-D ({attrs.layout}), got {data}")
-    nchw = (data.shape[n_], data.shape[c_], 1, 1)
-    shape = tuple(nchw["NCHW".index(c)] for c in parse_layout(out_layout))
-    return data if shape == data.shape else TensorType(shape, data.dtype)
+def _global_rel(op: str, out_hw=None):
+    def rel(types: list, attrs) -> TensorType:
+        data = tensor_arg(op, types, 0, "data")
+        n_, c_, h_, w_ = layout_index(attrs.layout, "NCHW", op)
+        out_layout = attrs.out_layout or attrs.layout
+        layout_index(out_layout, "NCHW", op)
+        if data.ndim != 4:
+            raise TypeInferenceError(f"{op}: data must be 4-D ({attrs.layout}), got {data}")
+        oh, ow = (1, 1) if out_hw is None else out_hw(op, data.shape[h_], data.shape[w_], attrs)
+        nchw = (data.shape[n_], data.shape[c_], oh, ow)
+        shape = tuple(nchw["NCHW".index(c)] for c in parse_layout(out_layout))
+        return data if shape == data.shape else TensorType(shape, data.dtype)
+
+    rel.__name__ = f"{op.replace('.', '_')}_rel"
+    return rel
+
+
+def _nchw(x: np.ndarray, attrs) -> np.ndarray:
+    return np.transpose(x, layout_axes(attrs.layout, "NCHW"))
 
 
 @kernel
 def _global_avg_pool2d(args: list, attrs) -> np.ndarray:
-    x = args[0]
-    x = np.transpose(x, layout_axes(attrs.layout, "NCHW"))
+    x = _nchw(args[0], attrs)
     acc = "float64" if x.dtype.kind in "iub" else x.dtype
     out = x.mean(axis=(2, 3), keepdims=True, dtype=acc)
     return _finish(out, attrs, x.dtype)
 
 
-reg("nn.global_avg_pool2d", 1, _global_rel, _global_avg_pool2d,
-    attrs=(("layout", "NCHW"), ("out_layout", "")), pattern=FUSABLE,
+@kernel
+def _global_max_pool2d(args: list, attrs) -> np.ndarray:
+    x = _nchw(args[0], attrs)
+    return _finish(x.max(axis=(2, 3), keepdims=True), attrs, x.dtype)
+
+
+_GLOBAL_ATTRS = (("layout", "NCHW"), ("out_layout", ""))
+
+reg("nn.global_avg_pool2d", 1, _global_rel("nn.global_avg_pool2d"), _global_avg_pool2d,
+    attrs=_GLOBAL_ATTRS, pattern=FUSABLE,
     summary="Average over the whole spatial extent: (N, C, H, W) -> (N, C, 1, 1).", extra=_LAYOUT_EXTRA)
+reg("nn.global_max_pool2d", 1, _global_rel("nn.global_max_pool2d"), _global_max_pool2d,
+    attrs=_GLOBAL_ATTRS, pattern=FUSABLE,
+    summary="Maximum over the whole spatial extent: (N, C, H, W) -> (N, C, 1, 1).", extra=_LAYOUT_EXTRA)
+
+
+# -- adaptive pooling ------------------------------------------------------------------
+def _adaptive_hw(op: str, h: int, w: int, attrs) -> tuple:
+    size = attrs.output_size
+    if not size:
+        return h, w
+    oh, ow = (size[0], size[0]) if len(size) == 1 else size
+    if h == 0 or w == 0:
+        raise TypeInferenceError(f"{op}: cannot pool an empty {h}x{w} input")
+    return oh, ow
+
+
+def adaptive_bounds(size: int, out: int) -> list:
+    """``(start, end)`` of each of the ``out`` adaptive windows over ``size`` elements."""
+    return [((i * size) // out, -((-(i + 1) * size) // out)) for i in range(out)]
+
+
+def _adaptive_kernel(reduce_fn):
+    @kernel
+    def run(args: list, attrs) -> np.ndarray:
+        x = _nchw(args[0], attrs)
+        n, c, h, w = x.shape
+        oh, ow = _adaptive_hw("adaptive pool", h, w, attrs)
+        acc = "float64" if x.dtype.kind in "iub" or reduce_fn is np.mean else x.dtype
+        out = np.empty((n, c, oh, ow), dtype=acc)
+        for i, (h0, h1) in enumerate(adaptive_bounds(h, oh)):
+            for j, (w0, w1) in enumerate(adaptive_bounds(w, ow)):
+                out[:, :, i, j] = reduce_fn(x[:, :, h0:h1, w0:w1], axis=(2, 3))
+        return _finish(out, attrs, x.dtype)
+
+    return run
+
+
+def _check_adaptive(op: str):
+    def check(attrs) -> None:
+        v = attrs.output_size
+        if not isinstance(v, tuple) or len(v) > 2 or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in v):
+            raise IRError(f"operator {op}: attribute output_size must be 0, 1 or 2 positive ints, got {v!r}")
+
+    return check
+
+
+for _name, _fn, _what in [("nn.adaptive_avg_pool2d", np.mean, "Average"),
+                          ("nn.adaptive_max_pool2d", np.max, "Maximum")]:
+    reg(_name, 1, _global_rel(_name, _adaptive_hw), _adaptive_kernel(_fn),
+        attrs=(("output_size", ()),) + _GLOBAL_ATTRS, pattern=FUSABLE, attr_check=_check_adaptive(_name),
+        summary=f"{_what} over adaptive windows giving an output_size spatial extent.", extra=_LAYOUT_EXTRA)

@@ -1,9 +1,16 @@
-"""Reductions (pattern COMM_REDUCE): ``sum mean max min variance``.
+"""Reductions (pattern COMM_REDUCE): ``sum mean max min prod variance argmax argmin``.
 
 ``axis`` is ``None`` (all axes), an int, or a list of ints; ``exclude=True``
 reduces every axis *not* listed; ``keepdims=True`` keeps reduced axes as size 1.
 ``variance(data, mean)`` takes the mean (usually ``mean(data, axis, keepdims=True)``)
 as its second argument, as TVM's internal ``_variance`` op does.
+
+``argmax``/``argmin`` return ``int32`` indices (TVM's index dtype). Over several axes
+the index is the flat (row-major) position within the reduced axes, as TVM's topi
+computes it; ``select_last_index=True`` picks the last of equal extremes (ONNX's
+``select_last_index``), otherwise the first::
+
+    argmax(%x, axis=[1], keepdims=True)   /* %x: Tensor[(2, 5), float32] -> Tensor[(2, 1), int32] */
 """
 from __future__ import annotations
 
@@ -61,6 +68,7 @@ for _name, _fn, _doc in [
     ("mean", _mean, "Arithmetic mean over axes."),
     ("max", np.max, "Maximum over axes."),
     ("min", np.min, "Minimum over axes."),
+    ("prod", np.prod, "Product over axes."),
 ]:
     reg(_name, 1, _reduce_rel(_name), _reduce_kernel(_name, _fn), attrs=_REDUCE_ATTRS, pattern=R, summary=_doc)
 
@@ -81,3 +89,45 @@ def _variance(args: list, attrs) -> np.ndarray:
 
 reg("variance", 2, _reduce_rel("variance", 2), _variance, attrs=_REDUCE_ATTRS + (("unbiased", False),),
     pattern=R, summary="Variance over axes given the mean (unbiased divides by N-1).")
+
+
+# -- argmax / argmin -----------------------------------------------------------------
+_ARG_ATTRS = (("axis", None), ("keepdims", False), ("select_last_index", False), ("exclude", False))
+
+
+def _arg_rel(name: str):
+    def rel(types: list, attrs) -> TensorType:
+        t = tensor_arg(name, types, 0, "data")
+        axes = norm_axes(name, attrs.axis, t.ndim, bool(attrs.exclude))
+        for a in axes:
+            if t.shape[a] == 0:
+                raise TypeInferenceError(f"{name}: cannot reduce the empty axis {a} of {t}")
+        return TensorType(reduce_shape(t.shape, axes, bool(attrs.keepdims)), "int32")
+
+    rel.__name__ = f"{name}_rel"
+    return rel
+
+
+def _arg_kernel(name: str, fn):
+    @kernel
+    def run(args: list, attrs) -> np.ndarray:
+        x = args[0]
+        axes = norm_axes(name, attrs.axis, x.ndim, bool(attrs.exclude))
+        keep = [i for i in range(x.ndim) if i not in axes]
+        flat = np.transpose(x, keep + list(axes)).reshape([x.shape[i] for i in keep] + [-1])
+        if attrs.select_last_index:
+            n = flat.shape[-1]
+            idx = n - 1 - fn(flat[..., ::-1], axis=-1)
+        else:
+            idx = fn(flat, axis=-1)
+        if attrs.keepdims:
+            idx = idx.reshape(reduce_shape(x.shape, axes, True))
+        return np.asarray(idx).astype("int32")
+
+    return run
+
+
+reg("argmax", 1, _arg_rel("argmax"), _arg_kernel("argmax", np.argmax), attrs=_ARG_ATTRS, pattern=R,
+    summary="Index (int32) of the maximum over axes (first one, or the last with select_last_index).")
+reg("argmin", 1, _arg_rel("argmin"), _arg_kernel("argmin", np.argmin), attrs=_ARG_ATTRS, pattern=R,
+    summary="Index (int32) of the minimum over axes (first one, or the last with select_last_index).")

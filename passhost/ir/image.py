@@ -1,0 +1,33 @@
+"""Image builders: ``ir.image.resize2d`` (TVM's ``relay.image``)."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ..errors import IRError
+from .builders import _call, _ints
+from .expr import Call, Expr
+
+__all__ = ["resize2d"]
+
+
+def resize2d(data: Expr, size: Any, roi: Optional[Any] = None, layout: str = "NCHW", method: str = "linear",
+             coordinate_transformation_mode: str = "half_pixel", rounding_method: str = "",
+             cubic_alpha: float = -0.5, cubic_exclude: int = 0, extrapolation_value: float = 0.0,
+             out_dtype: str = "") -> Call:
+    """``image.resize2d``: resize the H and W axes of ``data`` to ``size`` (TVM's defaults:
+    ``roi`` None means ``[0, 0, 0, 0]``; an empty ``rounding_method`` means ``round`` for
+    ``align_corners`` and ``floor`` otherwise)."""
+    hw = _ints(size, "resize2d size")
+    if len(hw) == 1:
+        hw = hw * 2
+    if len(hw) != 2:
+        raise IRError(f"resize2d size must be one or two ints, got {size!r}")
+    try:
+        box = (0.0,) * 4 if roi is None else tuple(float(v) for v in roi)
+    except (TypeError, ValueError):
+        raise IRError(f"resize2d roi must be four numbers, got {roi!r}") from None
+    return _call("image.resize2d", (data,), {
+        "size": hw, "roi": box, "layout": layout, "method": method,
+        "coordinate_transformation_mode": coordinate_transformation_mode, "rounding_method": rounding_method,
+        "cubic_alpha": float(cubic_alpha), "cubic_exclude": int(cubic_exclude),
+        "extrapolation_value": float(extrapolation_value), "out_dtype": out_dtype})

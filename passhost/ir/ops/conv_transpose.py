@@ -1,0 +1,140 @@
+"""``nn.conv2d_transpose`` (pattern OUT_ELEMWISE_FUSABLE), TVM's ``Conv2DTransposeAttrs``.
+
+The weight is ``IOHW`` by default: ``(in_channels, out_channels / groups, kh, kw)``
+(any permutation works through ``kernel_layout``; the data layout is any permutation of
+``NCHW``). The output size per spatial axis is
+``(in - 1) * stride + (k - 1) * dilation + 1 - pad_before - pad_after + output_padding``
+(ONNX ``ConvTranspose``'s formula); ``padding`` holds 1, 2 or 4 values
+``(top, left, bottom, right)``, ``output_padding`` adds rows/columns at the bottom/right::
+
+    nn.conv2d_transpose(%x, %w, strides=[2, 2], padding=[1, 1, 1, 1], output_padding=[1, 1])
+    /* (1, 8, 4, 4) with w (8, 3, 3, 3) -> (1, 3, 8, 8) */
+
+The kernel scatters each weight tap: for tap ``(i, j)`` the contribution of input pixel
+``(h, w)`` lands on output ``(h * sh + i * dh - pad_top, w * sw + j * dw - pad_left)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import IRError, TypeInferenceError
+from ..op import OpPattern
+from ..types import TensorType
+from ._util import check_int_pair, check_pad, kernel, pad4, reg, tensor_arg
+from .layout import layout_axes, layout_index, parse_layout
+
+OP = "nn.conv2d_transpose"
+
+
+def transpose_out_dim(size: int, k: int, stride: int, dilation: int, lo: int, hi: int, extra: int) -> int:
+    return (size - 1) * stride + (k - 1) * dilation + 1 - lo - hi + extra
+
+
+def _rel(types: list, attrs) -> TensorType:
+    data = tensor_arg(OP, types, 0, "data")
+    n_, c_, h_, w_ = layout_index(attrs.data_layout, "NCHW", OP)
+    i_, o_, kh_, kw_ = layout_index(attrs.kernel_layout, "IOHW", OP)
+    out_layout = attrs.out_layout or attrs.data_layout
+    layout_index(out_layout, "NCHW", OP)
+    if data.ndim != 4:
+        raise TypeInferenceError(f"{OP}: data must be 4-D ({attrs.data_layout}), got {data}")
+    groups = attrs.groups
+    in_ch = data.shape[c_]
+    if in_ch % groups:
+        raise TypeInferenceError(f"{OP}: data has {in_ch} input channels, not divisible by groups={groups}")
+    if types[1] is None:
+        if attrs.channels is None or attrs.kernel_size is None:
+            raise TypeInferenceError(f"{OP}: the weight's type is unknown; give the weight a type annotation "
+                                     "or set channels and kernel_size")
+        if attrs.channels % groups:
+            raise TypeInferenceError(f"{OP}: channels={attrs.channels} is not divisible by groups={groups}")
+        dims = [0, 0, 0, 0]
+        dims[i_], dims[o_] = in_ch, attrs.channels // groups
+        dims[kh_], dims[kw_] = attrs.kernel_size
+        types[1] = TensorType(dims, data.dtype)
+    weight = tensor_arg(OP, types, 1, "the weight")
+    if weight.ndim != 4:
+        raise TypeInferenceError(f"{OP}: the weight must be 4-D ({attrs.kernel_layout}), got {weight}")
+    if weight.dtype != data.dtype:
+        raise TypeInferenceError(f"{OP}: dtype mismatch between the data {data} and the weight {weight}")
+    ws = weight.shape
+    if ws[i_] != in_ch:
+        raise TypeInferenceError(f"{OP}: data has {in_ch} input channels but the weight {weight} "
+                                 f"(layout {attrs.kernel_layout}) has {ws[i_]}")
+    out_ch = ws[o_] * groups
+    if attrs.channels is not None and attrs.channels != out_ch:
+        raise TypeInferenceError(f"{OP}: channels={attrs.channels} but the weight {weight} gives "
+                                 f"{out_ch} output channels (groups={groups})")
+    kh, kw = ws[kh_], ws[kw_]
+    if attrs.kernel_size is not None and tuple(attrs.kernel_size) != (kh, kw):
+        raise TypeInferenceError(f"{OP}: kernel_size={list(attrs.kernel_size)} but the weight {weight} is {kh}x{kw}")
+    pt, pl, pb, pr = pad4(attrs.padding)
+    (sh, sw), (dh, dw), (oph, opw) = attrs.strides, attrs.dilation, attrs.output_padding
+    oh = transpose_out_dim(data.shape[h_], kh, sh, dh, pt, pb, oph)
+    ow = transpose_out_dim(data.shape[w_], kw, sw, dw, pl, pr, opw)
+    if oh <= 0 or ow <= 0:
+        raise TypeInferenceError(f"{OP}: padding {list(attrs.padding)} leaves no output for {data}")
+    nchw = (data.shape[n_], out_ch, oh, ow)
+    shape = tuple(nchw["NCHW".index(c)] for c in parse_layout(out_layout))
+    return TensorType(shape, attrs.out_dtype or data.dtype)
+
+
+@kernel
+def _conv2d_transpose(args: list, attrs) -> np.ndarray:
+    x, w = args
+    out_dtype = attrs.out_dtype or x.dtype
+    x = np.transpose(x, layout_axes(attrs.data_layout, "NCHW"))
+    w = np.transpose(w, layout_axes(attrs.kernel_layout, "IOHW"))
+    acc = "float64" if np.dtype(out_dtype).kind in "iub" else out_dtype
+    x, w = x.astype(acc, copy=False), w.astype(acc, copy=False)
+    n, c, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    g = attrs.groups
+    pt, pl, pb, pr = pad4(attrs.padding)
+    (sh, sw), (dh, dw), (oph, opw) = attrs.strides, attrs.dilation, attrs.output_padding
+    oh = transpose_out_dim(h, kh, sh, dh, pt, pb, oph)
+    ow = transpose_out_dim(wd, kw, sw, dw, pl, pr, opw)
+    full_h = max((h - 1) * sh + (kh - 1) * dh + 1, pt + oh)
+    full_w = max((wd - 1) * sw + (kw - 1) * dw + 1, pl + ow)
+    buf = np.zeros((n, g * og, full_h, full_w), dtype=acc)
+    xg = x.reshape(n, g, c // g, h, wd)
+    wg = w.reshape(g, c // g, og, kh, kw)
+    for i in range(kh):
+        for j in range(kw):
+            tap = np.einsum("ngchw,gco->ngohw", xg, wg[:, :, :, i, j], optimize=True).reshape(n, g * og, h, wd)
+            buf[:, :, i * dh: i * dh + (h - 1) * sh + 1: sh, j * dw: j * dw + (wd - 1) * sw + 1: sw] += tap
+    out = buf[:, :, pt: pt + oh, pl: pl + ow]
+    out = np.transpose(out, layout_axes("NCHW", attrs.out_layout or attrs.data_layout))
+    return np.ascontiguousarray(out).astype(out_dtype, copy=False)
+
+
+def _check(attrs) -> None:
+    check_int_pair(OP, attrs, "strides")
+    check_int_pair(OP, attrs, "dilation")
+    check_int_pair(OP, attrs, "output_padding", positive=False)
+    check_int_pair(OP, attrs, "kernel_size", allow_none=True)
+    check_pad(OP, attrs)
+    g = attrs.groups
+    if isinstance(g, bool) or not isinstance(g, int) or g < 1:
+        raise IRError(f"operator {OP}: attribute groups must be a positive int, got {g!r}")
+    ch = attrs.channels
+    if ch is not None and (isinstance(ch, bool) or not isinstance(ch, int) or ch < 1):
+        raise IRError(f"operator {OP}: attribute channels must be a positive int or None, got {ch!r}")
+    for key in ("data_layout", "kernel_layout", "out_layout"):
+        v = attrs[key]
+        if key == "out_layout" and v == "":
+            continue
+        try:
+            parse_layout(v)
+        except IRError as err:
+            raise IRError(f"operator {OP}: attribute {key}: {err}") from None
+
+
+reg(OP, 2, _rel, _conv2d_transpose,
+    attrs=(("channels", None), ("kernel_size", None), ("strides", (1, 1)), ("output_padding", (0, 0)),
+           ("padding", (0, 0)), ("dilation", (1, 1)), ("groups", 1), ("data_layout", "NCHW"),
+           ("kernel_layout", "IOHW"), ("out_layout", ""), ("out_dtype", "")),
+    pattern=OpPattern.OUT_ELEMWISE_FUSABLE, attr_check=_check,
+    summary="Transposed 2-D convolution (deconvolution); IOHW weights by default.",
+    extra={"data_layout_attr": "data_layout", "kernel_layout_attr": "kernel_layout",
+           "out_layout_attr": "out_layout"})
