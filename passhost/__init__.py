@@ -20,6 +20,7 @@ from typing import Any
 
 from . import instrument, ir, transform
 from . import instruments, passes
+from . import formats as _formats  # noqa: F401  (installs ir.load/ir.save's dispatcher)
 from .hookspecs import hookimpl
 from .pipeline import default_pipeline, pipeline
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final, Mapping
 
-__all__ = ["PASSES", "INSTRUMENTS", "distribution_for"]
+__all__ = ["PASSES", "INSTRUMENTS", "FORMATS", "SUFFIXES", "distribution_for"]
 
 #: pass name -> distribution
 PASSES: Final[Mapping[str, str]] = {
@@ -39,6 +39,17 @@ INSTRUMENTS: Final[Mapping[str, str]] = {
     "timing": "passhost-timing",
     "trace": "passhost-trace",
     "verify-numerics": "passhost-verify-numerics",
+}
+
+
+#: format name -> distribution
+FORMATS: Final[Mapping[str, str]] = {
+    "onnx": "passhost-onnx",
+}
+
+#: file suffix -> the first-party format that reads it
+SUFFIXES: Final[Mapping[str, str]] = {
+    ".onnx": "onnx",
 }
 
 

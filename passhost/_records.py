@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from .errors import PipelineError
-from .hookspecs import ConfigEntry, InstrumentEntry, PassEntry
+from .hookspecs import ConfigEntry, FormatEntry, InstrumentEntry, PassEntry
 
-__all__ = ["PluginSource", "BrokenPlugin", "PassRecord", "InstrumentRecord", "ConfigRecord", "Conflict"]
+__all__ = ["PluginSource", "BrokenPlugin", "PassRecord", "InstrumentRecord", "ConfigRecord", "FormatRecord",
+           "Conflict"]
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,33 @@ class InstrumentRecord(_EntryRecord):
 
     def as_dict(self) -> dict:
         return {"name": self.name, "kind": self.kind, **self.source.as_dict(), "summary": self.summary}
+
+
+@dataclass(frozen=True)
+class FormatRecord(_EntryRecord):
+    """One registered model file format."""
+
+    entry: FormatEntry
+    source: PluginSource
+
+    kind = "format"
+
+    @property
+    def suffixes(self) -> tuple:
+        return self.entry.suffixes
+
+    @property
+    def summary(self) -> str:
+        return self.entry.summary
+
+    @property
+    def modes(self) -> str:
+        """``read``, ``write`` or ``read/write``."""
+        return "/".join(m for m, f in (("read", self.entry.load), ("write", self.entry.save)) if f)
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "suffixes": list(self.suffixes), "modes": self.modes,
+                **self.source.as_dict(), "summary": self.summary}
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ __all__ = [
     "ConfigError",
     "PipelineError",
     "UsageError",
+    "FormatError",
 ]
 
 
@@ -108,3 +109,7 @@ class UsageError(PasshostError):
 
 class PipelineError(PasshostError, ValueError):
     """A pipeline text could not be parsed or assembled."""
+
+
+class FormatError(PasshostError):
+    """A model file no installed format reads or writes, or a malformed model (exit 2)."""

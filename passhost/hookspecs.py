@@ -12,6 +12,7 @@ hook                                record
 ``passhost_register_instruments``   :class:`InstrumentEntry`
 ``passhost_register_ops``           :class:`OpEntry`
 ``passhost_register_configs``       :class:`ConfigEntry`
+``passhost_register_formats``       :class:`FormatEntry`
 ==================================  =====================
 
 The records are declarations, not actions: the registry collects them, checks them
@@ -23,7 +24,7 @@ keeps working.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Optional
 
 import pluggy
 
@@ -38,10 +39,12 @@ __all__ = [
     "InstrumentEntry",
     "ConfigEntry",
     "OpEntry",
+    "FormatEntry",
     "passhost_register_passes",
     "passhost_register_instruments",
     "passhost_register_ops",
     "passhost_register_configs",
+    "passhost_register_formats",
 ]
 
 #: the pluggy project name and the entry-point group
@@ -152,6 +155,59 @@ class ConfigEntry:
             raise PluginLoadError(f"ConfigEntry {self.key!r}: type must be a class, got {self.type!r}")
         if not isinstance(self.doc, str):
             raise PluginLoadError(f"ConfigEntry {self.key!r}: doc must be a string, got {self.doc!r}")
+
+
+def _suffixes(label: str, value: Any) -> tuple:
+    if isinstance(value, str) or not isinstance(value, (tuple, list)):
+        raise PluginLoadError(f"{label}: suffixes must be a tuple or list like ('.onnx',), got {value!r}")
+    out = []
+    for item in value:
+        if not isinstance(item, str) or not item.startswith(".") or len(item) < 2 or "/" in item:
+            raise PluginLoadError(f"{label}: a suffix is a string like '.onnx', got {item!r}")
+        out.append(item.lower())
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class FormatEntry:
+    """One model file format a plugin reads and/or writes.
+
+    :param name: the format name, lower-case (``onnx``); ``--from``/``--to`` and the
+        ``format=`` argument of :func:`passhost.ir.load`/:func:`passhost.ir.save` take it
+    :param suffixes: the file suffixes that select this format (``(".onnx",)``)
+    :param load: ``load(path, *, input_shapes=None, keep_params=False)`` returns an
+        :class:`~passhost.ir.IRModule` (with ``keep_params``: ``(IRModule, params)``,
+        params a dict name -> ndarray); bad input raises
+        :class:`~passhost.errors.PasshostError` with one clear line
+    :param save: ``save(mod, path, **options)`` writes ``mod`` to ``path`` atomically
+        (:func:`passhost.io.write_bytes_atomic`); an unknown option raises
+        :class:`~passhost.errors.UsageError`
+    :param summary: one line for ``passhost list``
+
+    A format needs ``load``, ``save`` or both. The host's own text format (``text``:
+    ``.txt``, ``.relay``) is built in.
+    """
+
+    name: str
+    suffixes: tuple
+    load: Optional[Callable[..., Any]] = None
+    save: Optional[Callable[..., Any]] = None
+    summary: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name or self.name != self.name.lower() \
+                or not self.name.replace("-", "").replace("_", "").isalnum():
+            raise PluginLoadError(f"FormatEntry: name must be a lower-case word like 'onnx', got {self.name!r}")
+        label = f"FormatEntry {self.name!r}"
+        object.__setattr__(self, "suffixes", _suffixes(label, self.suffixes))
+        for field_name in ("load", "save"):
+            value = getattr(self, field_name)
+            if value is not None and not callable(value):
+                raise PluginLoadError(f"{label}: {field_name} must be callable or None, got {value!r}")
+        if self.load is None and self.save is None:
+            raise PluginLoadError(f"{label}: give load, save or both")
+        if not isinstance(self.summary, str):
+            raise PluginLoadError(f"{label}: summary must be a string, got {self.summary!r}")
 
 
 # --------------------------------------------------------------------------------------
@@ -279,4 +335,33 @@ def passhost_register_configs() -> Iterable[ConfigEntry]:
         @hookimpl
         def passhost_register_configs():
             yield ConfigEntry("relay.MyPass.max_depth", int, 16, doc="deepest chain MyPass rewrites")
+    """
+
+
+@hookspec
+def passhost_register_formats() -> Iterable[FormatEntry]:
+    """Register model file formats.
+
+    Called once per plugin when the registry is first used. Return or yield one
+    :class:`FormatEntry` per format; its suffixes then select it in
+    :func:`passhost.ir.load`, :func:`passhost.ir.save` and ``passhost run``.
+
+    Example:
+
+    .. code-block:: python
+
+        import json
+
+        from passhost import hookimpl, ir
+        from passhost.hookspecs import FormatEntry
+        from passhost.io import write_text_atomic
+
+
+        def save_json(mod, path, **options):
+            write_text_atomic(path, json.dumps({"text": ir.astext(mod)}))
+
+
+        @hookimpl
+        def passhost_register_formats():
+            yield FormatEntry("relay-json", (".rjson",), save=save_json, summary="text in JSON")
     """

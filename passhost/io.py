@@ -2,7 +2,8 @@
 
 :func:`write_text_atomic` is the one way passhost writes a result file (``passhost run
 --output/--report``, ``passhost bisect``'s ``before.txt``/``after.txt``, the ``trace`` and
-``print-ir`` instruments): a reader never sees a half-written file, and a failed write
+``print-ir`` instruments); :func:`write_bytes_atomic` is its binary twin, which format
+plugins use to write models (``passhost-onnx``). A reader never sees a half-written file, and a failed write
 leaves the old file (if any) in place.
 """
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 
-__all__ = ["write_text_atomic"]
+__all__ = ["write_text_atomic", "write_bytes_atomic"]
 
 _TRIES = 100
 
@@ -42,6 +43,11 @@ def write_text_atomic(path: str, text: str, *, fsync: bool = True) -> None:
     :raises OSError: the directory is missing or not writable, or the write failed;
         callers turn it into their own :class:`~passhost.errors.PasshostError`
     """
+    write_bytes_atomic(path, text.encode("utf-8"), fsync=fsync)
+
+
+def write_bytes_atomic(path: str, data: bytes, *, fsync: bool = True) -> None:
+    """Write ``data`` to ``path`` atomically (see :func:`write_text_atomic`)."""
     directory = os.path.dirname(os.path.abspath(path))
     try:
         mode: int | None = os.stat(path).st_mode & 0o777
@@ -49,8 +55,8 @@ def write_text_atomic(path: str, text: str, *, fsync: bool = True) -> None:
         mode = None
     fd, tmp = _create_temp(directory, os.path.basename(path))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             if fsync:
                 f.flush()
                 os.fsync(f.fileno())

@@ -34,15 +34,17 @@ from typing import Any, Iterator, Optional
 import pluggy
 
 from . import _catalog, hookspecs, transform
-from ._records import BrokenPlugin, ConfigRecord, Conflict, InstrumentRecord, PassRecord, PluginSource
-from .errors import (InstrumentNotFound, IRError, PassNotFound, PasshostError, PipelineError,
+from ._records import (BrokenPlugin, ConfigRecord, Conflict, FormatRecord, InstrumentRecord, PassRecord,
+                       PluginSource)
+from .errors import (FormatError, InstrumentNotFound, IRError, PassNotFound, PasshostError, PipelineError,
                      PluginConflict, PluginLoadError)
-from .hookspecs import PROJECT, ConfigEntry, InstrumentEntry, OpEntry, PassEntry
+from .hookspecs import PROJECT, ConfigEntry, FormatEntry, InstrumentEntry, OpEntry, PassEntry
 from .ir import Op, register_op
+from .ir.serialize import load_text, save_text
 
 __all__ = [
     "Registry", "get_registry", "use_registry", "reset_registry",
-    "PluginSource", "BrokenPlugin", "PassRecord", "InstrumentRecord", "ConfigRecord", "Conflict",
+    "PluginSource", "BrokenPlugin", "PassRecord", "InstrumentRecord", "ConfigRecord", "FormatRecord", "Conflict",
     "DISABLE_PLUGINS_ENV", "DISABLE_AUTOLOAD_ENV",
 ]
 
@@ -55,6 +57,7 @@ _RECORD_TYPES = {
     "passhost_register_instruments": InstrumentEntry,
     "passhost_register_ops": OpEntry,
     "passhost_register_configs": ConfigEntry,
+    "passhost_register_formats": FormatEntry,
 }
 
 
@@ -103,6 +106,7 @@ class Registry:
         self._passes: dict = {}
         self._instruments: dict = {}
         self._configs: dict = {}
+        self._formats: dict = {}
         self._ops: dict = {}
         self._conflicts: dict = {}
         self._conflict_records: dict = {}
@@ -244,7 +248,16 @@ class Registry:
                 raise _RejectPlugin(f"operator {entry.name!r} is already defined by passhost; pick another name")
             ops.append(entry)
         configs = [ConfigRecord(entry, source) for entry in records["passhost_register_configs"]]
-        return {"passes": passes, "instruments": instruments, "ops": ops, "configs": configs}
+        formats = []
+        seen = set()
+        for entry in records["passhost_register_formats"]:
+            if entry.name in seen:
+                raise _RejectPlugin(f"registers format {entry.name!r} twice")
+            if entry.name == TEXT_FORMAT.name:
+                raise _RejectPlugin(f"format {entry.name!r} is passhost's built-in text format; pick another name")
+            seen.add(entry.name)
+            formats.append(FormatRecord(entry, source))
+        return {"passes": passes, "instruments": instruments, "ops": ops, "configs": configs, "formats": formats}
 
     def _pass_record(self, entry: PassEntry, source: PluginSource) -> PassRecord:
         label = f"PassEntry {entry.name!r}"
@@ -289,6 +302,8 @@ class Registry:
             self._claim("pass", self._passes, record.name, record, source)
         for record in staged["instruments"]:
             self._claim("instrument", self._instruments, record.name, record, source)
+        for record in staged["formats"]:
+            self._claim("format", self._formats, record.name, record, source)
 
     def _claim(self, kind: str, table: dict, name: str, record: Any, source: PluginSource) -> bool:
         """Add ``record`` under ``name`` unless another plugin has it (then: a conflict)."""
@@ -331,6 +346,48 @@ class Registry:
 
     def instrument_records(self) -> list:
         return [self._instruments[n] for n in sorted(self._instruments)]
+
+    def format_records(self) -> list:
+        """Every usable format, the built-in ``text`` first, then by name."""
+        return [_TEXT_RECORD] + [self._formats[n] for n in sorted(self._formats)]
+
+    def format_record(self, name: str) -> FormatRecord:
+        """The record of format ``name``.
+
+        :raises FormatError: naming the installed formats, or the distribution to install
+        :raises PluginConflict: if two plugins register ``name``
+        """
+        if name == TEXT_FORMAT.name:
+            return _TEXT_RECORD
+        try:
+            return self._formats[name]
+        except (KeyError, TypeError):
+            pass
+        conflict = self._conflicts.get(("format", name))
+        if conflict is not None:
+            raise PluginConflict(conflict.message)
+        dist = _catalog.FORMATS.get(name)
+        if dist is not None:
+            raise FormatError(self._why_missing("format", name, dist))
+        raise FormatError(f"unknown format {name!r}; installed formats: {self.describe_formats()}")
+
+    def format_for_suffix(self, suffix: str) -> Optional[FormatRecord]:
+        """The format whose suffixes hold ``suffix`` (lower-cased), or ``None``.
+
+        :raises PluginConflict: if two formats claim the suffix
+        """
+        suffix = suffix.lower()
+        found = [r for r in self.format_records() if suffix in r.suffixes]
+        if len(found) > 1:
+            raise PluginConflict(
+                f"suffix {suffix!r} is claimed by {len(found)} formats: "
+                + " and ".join(f"{r.name!r} ({r.source.describe()})" for r in found)
+                + "; choose one with --from/--to (format=...) or uninstall one of them")
+        return found[0] if found else None
+
+    def describe_formats(self) -> str:
+        """``text (.txt, .relay), onnx (.onnx)``: for messages."""
+        return ", ".join(f"{r.name} ({', '.join(r.suffixes)})" for r in self.format_records())
 
     def config_records(self) -> list:
         return [self._configs[k] for k in sorted(self._configs)]
@@ -394,6 +451,19 @@ class Registry:
             return f"{head}: plugin loading is disabled by {DISABLE_AUTOLOAD_ENV}; unset it"
         return (f"{kind} {name!r} is not installed; it is provided by the distribution {dist!r} "
                 f"(pip install {dist})")
+
+
+def _host_version() -> str:
+    try:
+        return metadata.version("passhost")
+    except metadata.PackageNotFoundError:  # a source tree that was never installed
+        return "0.0.0+unknown"
+
+
+#: the host's own text format, always available
+TEXT_FORMAT = FormatEntry("text", (".txt", ".relay"), load=load_text, save=save_text,
+                          summary="passhost's text format (TVM Relay's): def @main(%x: Tensor[...]) { ... }")
+_TEXT_RECORD = FormatRecord(TEXT_FORMAT, PluginSource("passhost", "passhost", _host_version()))
 
 
 def _same_dist(a: Optional[str], b: str) -> bool:

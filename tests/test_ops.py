@@ -674,7 +674,7 @@ PATTERNS = {
                           "layout_transform"],
     OpPattern.COMM_REDUCE: ["sum", "mean", "max", "min", "variance"],
     OpPattern.OUT_ELEMWISE_FUSABLE: ["nn.conv2d", "nn.dense", "nn.max_pool2d", "nn.avg_pool2d",
-                                     "nn.global_avg_pool2d", "nn.softmax", "nn.batch_norm"],
+                                     "nn.global_avg_pool2d", "nn.softmax", "nn.batch_norm", "nn.lrn"],
     OpPattern.OPAQUE: ["nn.dropout", "shape_of", "annotation.stop_fusion", "nn.layer_norm", "nn.instance_norm"],
 }
 
@@ -743,3 +743,18 @@ def test_conv2d_random_configurations(groups, ipg, opg, kh, kw, sh, sw, dh, dw, 
     got = run(call, nchw_to_nhwc(x), oihw_to_hwio(w)) if nhwc else run(call, x, w)
     got = nhwc_to_nchw(got) if nhwc else got
     np.testing.assert_allclose(got, naive_conv2d(x, w, (sh, sw), pad, (dh, dw), groups), rtol=1e-4, atol=1e-4)
+
+
+def test_lrn_matches_the_channel_window_definition():
+    x = ir.var("x", shape=(2, 6, 3, 3), dtype="float32")
+    call = ir.nn.lrn(x, size=4, bias=1.5, alpha=0.3, beta=0.6)
+    data = np.random.RandomState(0).randn(2, 6, 3, 3).astype("float32")
+    got = ir.evaluate(ir.Function([x], call), data)
+    want = np.empty_like(data)
+    for c in range(6):  # window: (size - 1) // 2 = 1 channel before, 2 after
+        sq = (data[:, max(0, c - 1):c + 3] ** 2).sum(axis=1)
+        want[:, c] = data[:, c] / (1.5 + 0.3 / 4 * sq) ** 0.6
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert ir.infer_type(call).checked_type == ir.TensorType((2, 6, 3, 3), "float32")
+    with pytest.raises(ir.TypeInferenceError, match="nn.lrn: size must be a positive int"):
+        ir.infer_type(ir.nn.lrn(x, size=0))

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 import sys
 from enum import IntEnum
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from .. import ir
 from ..errors import ParseError, PluginConflict, PluginLoadError, UsageError
 from ..io import write_text_atomic
 
 __all__ = ["EXAMPLES", "ExitCode", "CommandError", "ArgumentParser", "registry", "one_line", "dash",
-           "example", "load_input", "bind_params", "parse_config", "write_atomic"]
+           "example", "load_input", "parse_input_shapes", "bind_params", "parse_config", "write_atomic"]
 
 #: the built-in workloads ``--example`` accepts
 EXAMPLES = ("tutorial", "resnet18", "resnet50")
@@ -77,17 +78,42 @@ def example(name: str) -> ir.IRModule:
     return out
 
 
-def load_input(path: str) -> ir.IRModule:
-    """Read a text-format module from ``path`` (``-``: stdin)."""
-    try:
-        if path == "-":
+def load_input(path: str, fmt: Optional[str] = None, input_shapes: Optional[dict] = None) -> ir.IRModule:
+    """Read the module in ``path`` (``-``: text on stdin) in the format its suffix or
+    ``fmt`` (``--from``) names."""
+    if path == "-":
+        if fmt not in (None, "text"):
+            raise CommandError(f"stdin ('-') holds a text-format module; --from {fmt} needs a file")
+        try:
             text = sys.stdin.read()
-        else:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-    except (OSError, UnicodeDecodeError) as err:
-        raise CommandError(f"cannot read INPUT {path!r}: {getattr(err, 'strerror', None) or err}") from None
-    return ir.parse(text, source_name="<stdin>" if path == "-" else path)
+        except (OSError, UnicodeDecodeError) as err:
+            raise CommandError(f"cannot read stdin: {getattr(err, 'strerror', None) or err}") from None
+        return ir.parse(text, source_name="<stdin>")
+    if not os.path.exists(path):
+        raise CommandError(f"cannot read INPUT {path!r}: No such file or directory")
+    if os.path.isdir(path):
+        raise CommandError(f"cannot read INPUT {path!r}: it is a directory")
+    return ir.load(path, format=fmt, input_shapes=input_shapes)
+
+
+def parse_input_shapes(items: Sequence[str]) -> dict:
+    """``--input-shape NAME=1,3,224,224`` (repeatable) as ``{NAME: (1, 3, 224, 224)}``."""
+    shapes: dict = {}
+    for item in items:
+        name, eq, dims = item.rpartition("=")
+        try:
+            if not eq or not name:
+                raise ValueError
+            shape = tuple(int(d) for d in dims.split(",")) if dims.strip() else ()
+            if any(d < 0 for d in shape):
+                raise ValueError
+        except ValueError:
+            raise CommandError(f"--input-shape {item!r}: expected NAME=D1,D2,... with non-negative integers, "
+                               "e.g. --input-shape data=1,3,224,224") from None
+        if name in shapes:
+            raise CommandError(f"--input-shape gives {name!r} twice")
+        shapes[name] = shape
+    return shapes
 
 
 def bind_params(mod: ir.IRModule, path: str) -> ir.IRModule:

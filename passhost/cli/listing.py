@@ -13,7 +13,7 @@ __all__ = ["add_parsers", "cmd_list", "cmd_info"]
 
 def add_parsers(sub: Any) -> None:
     """Add the ``list`` and ``info`` sub-commands."""
-    p = sub.add_parser("list", help="list installed passes, instruments and broken plugins")
+    p = sub.add_parser("list", help="list installed passes, instruments, formats and broken plugins")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_list)
 
@@ -27,10 +27,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     reg = registry(args)
     passes = reg.pass_records()
     instruments = reg.instrument_records()
+    formats = reg.format_records()
     if args.json:
         doc = {
             "passes": [r.as_dict() for r in passes],
             "instruments": [r.as_dict() for r in instruments],
+            "formats": [r.as_dict() for r in formats],
             "configs": [r.as_dict() for r in reg.config_records()],
             "broken": [b.as_dict() for b in reg.broken],
             "conflicts": [c.as_dict() for c in reg.conflicts],
@@ -43,10 +45,12 @@ def cmd_list(args: argparse.Namespace) -> int:
         rows.append((r.name, "pass", str(r.opt_level), dash(",".join(r.required)), r.source.requirement, r.summary))
     for r in instruments:
         rows.append((r.name, "instrument", "-", "-", r.source.requirement, r.summary))
+    for r in formats:  # OPT/REQUIRED hold the suffixes and read/write for a format
+        rows.append((r.name, "format", r.modes, " ".join(r.suffixes), r.source.requirement, r.summary))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[5])
-    if len(rows) == 1:
+    if len(rows) == 1 + len(formats):
         print("(no passes or instruments installed: pip install a passhost plugin, "
               "e.g. passhost-fold-constant)")
     for title, items in (("broken plugins", [b.message for b in reg.broken]),

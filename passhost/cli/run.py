@@ -5,23 +5,28 @@ import argparse
 import json
 import os
 import sys
+import time
 from typing import Any
 
 from .. import ir, transform
 from .._reproducer import CrashTracker
 from ..errors import PasshostError, PassNotFound
 from . import reproduce
+from .batch import count_module_ops
 from .common import EXAMPLES, CommandError, ExitCode, bind_params, example, load_input, one_line, parse_config, \
-    registry, write_atomic
+    parse_input_shapes, registry, write_atomic
 
 __all__ = ["add_parser", "cmd_run", "run_failure"]
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Add the ``run`` sub-command."""
-    p = sub.add_parser("run", help="run a pipeline over a text-format module and print the result")
+    p = sub.add_parser("run", help="run a pipeline over a module or model file and print or write the result")
     src = p.add_mutually_exclusive_group()  # one is required: checked by reproduce.apply_reproduce
-    src.add_argument("input", nargs="?", metavar="INPUT", help="text-format module file ('-' for stdin)")
+    # INPUT stays outside the group: argparse rejects an empty nargs="*" beside --example there
+    p.add_argument("input", nargs="*", default=None, metavar="INPUT",
+                     help="module or model file(s): text format ('-' for stdin), .onnx with passhost-onnx, ...; "
+                          "several inputs need -o DIR/")
     src.add_argument("--example", choices=EXAMPLES, help="a built-in workload instead of INPUT")
     src.add_argument("--reproduce", metavar="DIR",
                      help="replay a crash reproducer directory written by a failed run")
@@ -41,7 +46,20 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--print-pipeline", action="store_true", help="print the pipeline text and exit")
     p.add_argument("--no-meta-data", dest="meta_data", action="store_false",
                    help="omit the #[metadata] section (constant data) from the output")
-    p.add_argument("-o", "--output", metavar="OUT", help="write the result here (atomically) instead of stdout")
+    p.add_argument("-o", "--output", metavar="OUT",
+                   help="write the result here (atomically; the format by suffix) instead of stdout; "
+                        "a directory (DIR/) takes one output per INPUT")
+    p.add_argument("--from", dest="from_format", metavar="FORMAT", help="read INPUT in this format (default: by suffix)")
+    p.add_argument("--to", dest="to_format", metavar="FORMAT", help="write OUT in this format (default: by suffix)")
+    p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D1,D2,...",
+                   help="a concrete shape for a model input with symbolic dimensions (repeatable)")
+    p.add_argument("--opset", type=int, metavar="N", help="ONNX opset of the written model (default 17)")
+    p.add_argument("--external-data", action="store_true",
+                   help="write ONNX weights to a side file OUT.data (needed above 2 GB; automatic there)")
+    p.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="run several INPUTs in N processes")
+    p.add_argument("--check", action="store_true",
+                   help="compare the outputs of the result with the original's on random inputs "
+                        "(onnxruntime for ONNX files when installed, else passhost's interpreter)")
     p.add_argument("--report", metavar="OUT.json",
                    help="write a JSON report of every scheduled pass (needs the passhost-report plugin)")
     p.add_argument("--crash-dir", metavar="DIR",
@@ -69,12 +87,66 @@ def run_failure(err: BaseException) -> tuple:
     return ExitCode.PASS_FAILED, f"the pipeline failed: {detail}"
 
 
+def save_options(args: argparse.Namespace, path: str) -> dict:
+    """The options ``ir.save`` gets for ``path`` from ``--no-meta-data``, ``--opset``, ``--external-data``."""
+    from ..formats import format_for
+
+    fmt = format_for(path, args.to_format, "save").name
+    if fmt == "text":
+        given = [o for o, v in (("--opset", args.opset), ("--external-data", args.external_data)) if v]
+        if given:
+            raise CommandError(f"{', '.join(given)} apply to ONNX output; {path!r} is written as text")
+        return {"show_meta_data": args.meta_data}
+    options: dict = {}
+    if args.opset is not None:
+        options["opset"] = args.opset
+    if args.external_data:
+        options["external_data"] = True
+    return options
+
+
+def _is_batch(args: argparse.Namespace, inputs: list) -> bool:
+    out = args.output
+    return len(inputs) > 1 or bool(inputs and out and (out.endswith(("/", os.sep)) or os.path.isdir(out)))
+
+
+def cmd_batch(args: argparse.Namespace, inputs: list, seq: Any) -> int:
+    """``passhost run A.onnx B.onnx -o DIR/ [-j N]``: one job per input and a summary table."""
+    from ..formats import format_for
+    from .batch import Job, batch_exit, check_batch_args, format_table, output_paths, run_batch
+
+    check_batch_args(args)
+    if args.jobs < 1:
+        raise CommandError(f"-j {args.jobs}: give at least 1 process")
+    if "-" in inputs:
+        raise CommandError("stdin ('-') cannot be one of several inputs")
+    suffix = None
+    if args.to_format is not None:
+        suffix = format_for("x", args.to_format, "save").suffixes[0]
+    outputs = output_paths(inputs, args.output, suffix)
+    shapes = parse_input_shapes(args.input_shape)
+    config = parse_config(args.config)
+    jobs = []
+    for src, dst in zip(inputs, outputs):
+        jobs.append(Job(src, dst, seq.spec, args.opt_level, tuple(args.disable), tuple(args.require), config,
+                        args.from_format, args.to_format, shapes,
+                        save_options(args, dst) if dst else {}, args.check))
+    rows = run_batch(jobs, args.jobs)
+    print(format_table(rows))
+    return batch_exit(rows)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Run ``passhost run``; returns the exit status."""
     from .. import instruments as instruments_facade
     from ..pipeline import default_pipeline, parse_element, pipeline
 
     reg = registry(args)
+    inputs = list(args.input or [])
+    args.input = inputs[0] if inputs else None
+    for flag, value in (("--example", args.example), ("--reproduce", args.reproduce)):
+        if inputs and value is not None:
+            raise CommandError(f"argument INPUT: not allowed with argument {flag} (see `passhost run --help`)")
     repro = reproduce.apply_reproduce(args)  # --reproduce DIR fills the pipeline and settings
     if args.pipeline is not None:
         seq = pipeline(args.pipeline)
@@ -83,6 +155,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.print_pipeline:
         print(seq.spec)
         return ExitCode.OK
+    if _is_batch(args, inputs):
+        return cmd_batch(args, inputs, seq)
+    if args.jobs != 1:
+        raise CommandError("-j runs several INPUTs in parallel; give more than one INPUT and -o DIR/")
+    if args.to_format not in (None, "text") and not args.output:
+        raise CommandError(f"--to {args.to_format} writes a file: give -o OUT")
+    out_options = save_options(args, args.output) if args.output else None
     insts = []
     for text in args.instrument:
         try:
@@ -104,11 +183,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     if repro is not None:
         mod = repro.module
     else:
-        mod = example(args.example) if args.example else load_input(args.input)
+        shapes = parse_input_shapes(args.input_shape)
+        if args.example:
+            if shapes or args.from_format:
+                raise CommandError("--input-shape and --from apply to INPUT files, not --example")
+            mod = example(args.example)
+        else:
+            mod = load_input(args.input, args.from_format, shapes or None)
     if args.params:
         mod = bind_params(mod, args.params)
     if tracker is not None:
         tracker.module = mod
+    start = time.perf_counter()
     try:
         with ctx:
             out = seq(mod)
@@ -130,12 +216,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     for rendered in reports:
         if rendered:
             print(rendered.rstrip("\n"), file=sys.stderr)
-    text = ir.astext(out, show_meta_data=args.meta_data)
-    if not text.endswith("\n"):
-        text += "\n"
     if args.output:
-        write_atomic(args.output, text)
+        ir.save(out, args.output, format=args.to_format, **out_options)
     else:
-        sys.stdout.write(text)
+        text = ir.astext(out, show_meta_data=args.meta_data)
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.flush()
+    if args.check:
+        from .batch import format_table
+        from .check import max_difference
+
+        row = {"model": args.input or args.example, "ops_before": count_module_ops(mod),
+               "ops_after": count_module_ops(out), "seconds": time.perf_counter() - start, "error": None,
+               "max_diff": max_difference(args.input or "", mod, args.output, out)}
+        print(format_table([row]), file=sys.stderr)
     return ExitCode.OK

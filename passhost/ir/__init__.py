@@ -35,6 +35,7 @@ from .type_infer import infer_type
 from .interpreter import evaluate
 from .well_formed import well_formed
 from .params import bind_params_by_name
+from .serialize import load, save
 
 __all__ = [
     # errors
@@ -52,7 +53,7 @@ __all__ = [
     # structure, text, types, evaluation
     "structural_equal", "structural_hash", "assert_structural_equal",
     "pretty_print", "astext", "parse", "parse_expr", "fromtext",
-    "infer_type", "evaluate", "well_formed", "bind_params_by_name",
+    "infer_type", "evaluate", "well_formed", "bind_params_by_name", "load", "save",
     # operators
     "nn", "image", *_builders_all,
 ]

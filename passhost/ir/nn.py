@@ -14,7 +14,7 @@ from .expr import Call, Expr, TupleGetItem
 
 __all__ = [
     "conv2d", "relu", "leaky_relu", "batch_norm", "layer_norm", "instance_norm", "dense", "bias_add",
-    "max_pool2d", "avg_pool2d", "global_avg_pool2d", "batch_flatten", "softmax", "dropout",
+    "max_pool2d", "avg_pool2d", "global_avg_pool2d", "batch_flatten", "softmax", "dropout", "lrn",
     "global_max_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "pad", "prelu",
     "hard_sigmoid", "hard_swish", "matmul", "batch_matmul", "conv2d_transpose",
 ]
@@ -235,3 +235,10 @@ def conv2d_transpose(data: Expr, weight: Expr, strides: Any = (1, 1), padding: A
         "out_layout": out_layout, "out_dtype": out_dtype,
     }
     return _call("nn.conv2d_transpose", (data, weight), attrs)
+
+
+def lrn(data: Expr, size: int = 5, axis: int = 1, bias: float = 2.0, alpha: float = 1e-4,
+        beta: float = 0.75) -> Call:
+    """``nn.lrn``: ``data / (bias + alpha / size * sum of squares over size channels) ^ beta``."""
+    return _call("nn.lrn", (data,), {"size": int(size), "axis": int(axis), "bias": float(bias),
+                                     "alpha": float(alpha), "beta": float(beta)})

@@ -245,6 +245,37 @@ reg("nn.softmax", 1, _softmax_rel, _softmax, attrs=(("axis", -1),), pattern=FUSA
     summary="Softmax along an axis.", extra={"channel_axis_attr": "axis"})
 
 
+# -- local response normalisation ----------------------------------------------------------
+def _lrn_rel(types: list, attrs) -> TensorType:
+    data = tensor_arg("nn.lrn", types, 0, "data")
+    norm_axis("nn.lrn", attrs.axis, data.ndim)
+    if isinstance(attrs.size, bool) or not isinstance(attrs.size, int) or attrs.size < 1:
+        raise TypeInferenceError(f"nn.lrn: size must be a positive int, got {attrs.size!r}")
+    return data
+
+
+@kernel
+def _lrn(args: list, attrs) -> np.ndarray:
+    """``x / (bias + alpha / size * sum(x^2 over size neighbours on axis)) ^ beta``;
+    the window holds ``(size - 1) // 2`` channels before and the rest after (TVM's and
+    ONNX's LRN)."""
+    x = args[0]
+    axis = attrs.axis % x.ndim
+    sq = np.moveaxis(x.astype(np.float64) ** 2, axis, 0)
+    before = (attrs.size - 1) // 2
+    after = attrs.size - 1 - before
+    padded = np.concatenate([np.zeros((before,) + sq.shape[1:]), sq, np.zeros((after,) + sq.shape[1:])])
+    csum = np.concatenate([np.zeros((1,) + sq.shape[1:]), np.cumsum(padded, axis=0)])
+    window = csum[attrs.size:] - csum[:-attrs.size]
+    scale = np.moveaxis((attrs.bias + attrs.alpha / attrs.size * window) ** attrs.beta, 0, axis)
+    return (x / scale).astype(x.dtype, copy=False)
+
+
+reg("nn.lrn", 1, _lrn_rel, _lrn,
+    attrs=(("size", 5), ("axis", 1), ("bias", 2.0), ("alpha", 1e-4), ("beta", 0.75)), pattern=FUSABLE,
+    summary="Local response normalisation across the channels of an axis.", extra={"channel_axis_attr": "axis"})
+
+
 # -- normalisations --------------------------------------------------------------------
 def _norm_rel(op: str, nparams: int, tuple_out: bool):
     names = ("gamma", "beta", "moving_mean", "moving_var")[:nparams]
