@@ -674,8 +674,9 @@ PATTERNS = {
                           "layout_transform"],
     OpPattern.COMM_REDUCE: ["sum", "mean", "max", "min", "variance"],
     OpPattern.OUT_ELEMWISE_FUSABLE: ["nn.conv2d", "nn.dense", "nn.max_pool2d", "nn.avg_pool2d",
-                                     "nn.global_avg_pool2d", "nn.softmax", "nn.batch_norm", "nn.lrn"],
-    OpPattern.OPAQUE: ["nn.dropout", "shape_of", "annotation.stop_fusion", "nn.layer_norm", "nn.instance_norm"],
+                                     "nn.global_avg_pool2d", "nn.softmax", "nn.batch_norm"],
+    OpPattern.OPAQUE: ["nn.dropout", "shape_of", "annotation.stop_fusion", "nn.layer_norm", "nn.instance_norm",
+                     "nn.lrn"],
 }
 
 

@@ -150,13 +150,6 @@ def dropout(data: Expr, rate: float = 0.5) -> TupleGetItem:
     return TupleGetItem(Call(_op("nn.dropout"), (data,), {"rate": float(rate)}), 0)
 
 
-def lrn(data: Expr, size: int = 5, axis: int = 1, bias: float = 2.0, alpha: float = 1e-4,
-        beta: float = 0.75) -> Call:
-    """``nn.lrn``: ``data / (bias + alpha / size * sum of squares over size channels) ^ beta``."""
-    return _call("nn.lrn", (data,), {"size": int(size), "axis": int(axis), "bias": float(bias),
-                                     "alpha": float(alpha), "beta": float(beta)})
-
-
 def global_max_pool2d(data: Expr, layout: str = "NCHW", out_layout: str = "") -> Call:
     """``nn.global_max_pool2d``: (N, C, H, W) → (N, C, 1, 1)."""
     return _call("nn.global_max_pool2d", (data,), {"layout": layout, "out_layout": out_layout})
@@ -242,3 +235,10 @@ def conv2d_transpose(data: Expr, weight: Expr, strides: Any = (1, 1), padding: A
         "out_layout": out_layout, "out_dtype": out_dtype,
     }
     return _call("nn.conv2d_transpose", (data, weight), attrs)
+
+
+def lrn(data: Expr, size: int = 5, axis: int = 1, bias: float = 2.0, alpha: float = 1e-4,
+        beta: float = 0.75) -> Call:
+    """``nn.lrn``: ``data / (bias + alpha / size * sum of squares over size channels) ^ beta``."""
+    return _call("nn.lrn", (data,), {"size": int(size), "axis": int(axis), "bias": float(bias),
+                                     "alpha": float(alpha), "beta": float(beta)})

@@ -272,7 +272,7 @@ def _lrn(args: list, attrs) -> np.ndarray:
 
 
 reg("nn.lrn", 1, _lrn_rel, _lrn,
-    attrs=(("size", 5), ("axis", 1), ("bias", 2.0), ("alpha", 1e-4), ("beta", 0.75)), pattern=FUSABLE,
+    attrs=(("size", 5), ("axis", 1), ("bias", 2.0), ("alpha", 1e-4), ("beta", 0.75)), pattern=OpPattern.OPAQUE,
     summary="Local response normalisation across the channels of an axis.", extra={"channel_axis_attr": "axis"})
 
 
