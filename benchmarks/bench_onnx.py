@@ -24,10 +24,10 @@ The tools alternate within each repetition (the order rotates from one repetitio
 the next), so every tool sees the same machine load. After one untimed warm-up per
 tool, each is run ``--repeat`` times; the table gives the median wall time (and CPU
 time: onnxruntime inside onnxsim may use threads) with the load, optimise and save
-phases. Memory: one more run per tool, in-process, after ``gc.collect()``: the peak
-resident set size (``VmHWM``, reset through ``/proc/self/clear_refs``) minus the RSS
-just before the run (an RSS delta, not tracemalloc: the peers allocate in C++ where
-tracemalloc sees nothing); it is set against the model's weight bytes (the sum of its
+phases. Memory: one more run per tool, each in a fresh child process after its imports:
+the peak resident set size (``VmHWM``, reset through ``/proc/self/clear_refs``) minus
+the RSS just before the run (an RSS delta, not tracemalloc: the peers allocate in C++
+where tracemalloc sees nothing); it is set against the model's weight bytes (the sum of its
 initializers' sizes). Each output is checked against onnxruntime on the original model
 (``ORT_DISABLE_ALL``, a seeded input in [-1, 1]): the max absolute difference, beside
 the node count of the output graph. A tool that is not installed gets a row saying so.
@@ -46,6 +46,7 @@ import json
 import logging
 import os
 import pstats
+import subprocess
 import sys
 import tempfile
 import time
@@ -202,8 +203,23 @@ def timed_run(tool: str, src: str, dst: str) -> dict:
     return {"wall": wall, "cpu": cpu, "phases": phases}
 
 
-def memory_run(tool: str, src: str, dst: str) -> Optional[float]:
-    """Peak RSS above the RSS before one run of ``tool``, in bytes (``None`` without /proc)."""
+def _warm_imports(tool: str) -> None:
+    """Import what ``tool`` runs (and build passhost's pipeline: plugin discovery) so a
+    memory baseline taken afterwards holds the code and only the run is measured."""
+    import onnx  # noqa: F401
+
+    importlib.import_module(NEEDS[tool])
+    if tool.startswith("passhost"):
+        import passhost
+        from passhost.transform import PassContext
+
+        with PassContext(opt_level=3):
+            passhost.default_pipeline(3)
+
+
+def _memory_child(tool: str, src: str, dst: str) -> Optional[float]:
+    """In a fresh process: peak RSS above the RSS before one run, in bytes."""
+    _warm_imports(tool)
     gc.collect()
     before = current_rss_mb()
     if not before or not reset_peak_rss():
@@ -211,6 +227,17 @@ def memory_run(tool: str, src: str, dst: str) -> Optional[float]:
     with _quiet():
         run_tool(tool, src, dst)
     return (peak_rss_mb() - before) * 2**20
+
+
+def memory_run(tool: str, src: str, dst: str, timeout: float = 600.0) -> Optional[float]:
+    """Peak RSS of one run of ``tool`` above the RSS before it, in bytes, measured in a fresh
+    child process (in this one, memory freed by earlier runs would be reused and hide the
+    peak); ``None`` where /proc is missing."""
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--memory-child", tool, src, dst],
+                          capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"memory run of {tool} failed: {proc.stderr.strip()[-500:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 # ------------------------------------------------------------------------------- checks
@@ -399,7 +426,11 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="SqueezeNet, one run, no warm-up (the smoke test)")
     ap.add_argument("--profile", metavar="MODEL", help="cProfile passhost end to end on MODEL and exit")
     ap.add_argument("--json", metavar="PATH", help="also write the rows, machine and versions as JSON")
+    ap.add_argument("--memory-child", nargs=3, metavar=("TOOL", "SRC", "DST"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.memory_child:
+        print(json.dumps(_memory_child(*args.memory_child)))
+        return 0
     if not onnx_available():
         print("bench_onnx: skipped: onnx and passhost-onnx are needed (bash scripts/dev-install.sh)")
         if args.json:
