@@ -27,7 +27,8 @@ def _extra_converters() -> list:
     records = getattr(reg, "converter_records", None)
     if records is None:
         return []
-    return [(r.entry.domain, r.entry.op_type, r.entry.since, r.entry.convert) for r in records("onnx")]
+    return [("" if r.entry.domain == "ai.onnx" else r.entry.domain, r.entry.op_type, r.entry.since, r.entry.convert)
+            for r in records("onnx")]
 
 
 def load(path: str, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False) -> Any:
