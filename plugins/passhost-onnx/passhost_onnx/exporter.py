@@ -195,6 +195,12 @@ def to_onnx(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passhost",
     graph = helper.make_graph(em.nodes, graph_name,
                               [_value_info(p.name_hint, p.checked_type) for p in main.params],
                               [_value_info(n, t) for n, t in zip(names, out_types)])
+    opsets = [helper.make_opsetid("", opset)]
+    for domain, version in sorted({**em.domains, **(custom_opsets or {})}.items()):
+        opsets.append(helper.make_opsetid(domain, version))
+    model = helper.make_model(graph, opset_imports=opsets, producer_name="passhost")
+    model.ir_version = min(model.ir_version, _ir_version_for(opset))
+    graph = model.graph  # make_model copied the graph: add the weights to the copy, once
     for name, arr in em.inits:  # straight into the graph: one copy of the weights, not three
         if name in em.dropped:
             continue
@@ -206,11 +212,6 @@ def to_onnx(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passhost",
             t.CopyFrom(numpy_helper.from_array(arr, name))
         else:
             t.raw_data = np.ascontiguousarray(arr).tobytes()
-    opsets = [helper.make_opsetid("", opset)]
-    for domain, version in sorted({**em.domains, **(custom_opsets or {})}.items()):
-        opsets.append(helper.make_opsetid(domain, version))
-    model = helper.make_model(graph, opset_imports=opsets, producer_name="passhost")
-    model.ir_version = min(model.ir_version, _ir_version_for(opset))
     return model
 
 

@@ -27,7 +27,8 @@ def _extra_converters() -> list:
     records = getattr(reg, "converter_records", None)
     if records is None:
         return []
-    return [(r.entry.domain, r.entry.op_type, r.entry.since, r.entry.convert) for r in records("onnx")]
+    return [("" if r.entry.domain == "ai.onnx" else r.entry.domain, r.entry.op_type, r.entry.since, r.entry.convert)
+            for r in records("onnx")]
 
 
 def load(path: str, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False) -> Any:
@@ -59,8 +60,9 @@ def save(mod: Any, path: str, *, opset: int = 17, external_data: bool = False, c
     :param check: run ``onnx.checker.check_model`` before anything is written
     """
     model = to_onnx(mod, opset=opset)
-    size = model.ByteSize()
-    if not external_data and size < TWO_GB:
+    # the weights' bytes decide (ByteSize() would walk the whole message: ~1 s per 500 MB)
+    size = sum(len(t.raw_data) or t.ByteSize() for t in model.graph.initializer)
+    if not external_data and size < TWO_GB - (1 << 24):
         data = model.SerializeToString()
         if check:
             _check(data, path)

@@ -183,3 +183,16 @@ def test_interpreter_and_onnxruntime_on_a_program_built_in_passhost(tmp_path, or
     a = np.random.RandomState(1).randn(1, 3, 8, 8).astype("float32")
     np.testing.assert_allclose(ort_run(out, {"data": a})[0], ir.evaluate(mod, a), rtol=1e-5, atol=1e-6)
     assert [o.name for o in onnx.load(out).graph.output] == ["output_0"]
+
+
+def test_cli_warns_in_one_line_for_each_bound_dimension(tmp_path, capsys):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])
+    path = str(tmp_path / "sym.onnx")
+    onnx.save(_model([helper.make_node("Relu", ["x"], ["y"])], [x], [_vi("y", ["batch", 3])]), path)
+    assert main(["run", path, "-p", "InferType", "-o", str(tmp_path / "o.onnx")]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("passhost: warning: symbolic input dimension(s) bound to 1: x[0] (batch)")
+    assert main(["run", path, "--input-shape", "x=5,3", "-p", "InferType", "-o", str(tmp_path / "o.onnx")]) == 0
+    assert capsys.readouterr().err == ""
+    assert [d.dim_value for d in onnx.load(str(tmp_path / "o.onnx")).graph.input[0].type.tensor_type.shape.dim] \
+        == [5, 3]
