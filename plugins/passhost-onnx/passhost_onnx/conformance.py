@@ -20,7 +20,7 @@ import numpy as np
 from .importer import STANDARD_DOMAINS
 from .table import BUILTIN, lookup
 
-__all__ = ["load_cases", "select", "run_case", "import_case", "typed", "element_types", "ops_of", "CaseFailure"]
+__all__ = ["load_cases", "select", "run_case", "import_case", "typed", "element_types", "converted", "ops_of", "CaseFailure"]
 
 
 class CaseFailure(AssertionError):
@@ -52,7 +52,8 @@ def ops_of(model) -> list:
     return list(seen)
 
 
-def _supported(model, table: dict) -> bool:
+def converted(model, table: dict) -> bool:
+    """Whether every node of ``model`` has a converter in ``table`` at the model's opset."""
     opset = _opset(model)
     return all(n.domain in STANDARD_DOMAINS and lookup(table, "", n.op_type, opset) is not None
                for n in model.graph.node)
@@ -114,7 +115,7 @@ def select(cases: list, table: Optional[dict] = None, ort_check: bool = True) ->
     """The cases whose operators all have a converter, whose element types passhost's IR
     has dtypes for, and (with ``ort_check``) that onnxruntime loads."""
     table = BUILTIN if table is None else table
-    chosen = [c for c in cases if c.data_sets and _supported(c.model, table) and typed(c.model)]
+    chosen = [c for c in cases if c.data_sets and converted(c.model, table) and typed(c.model)]
     if ort_check:
         chosen = [c for c in chosen if _ort_loads(c.model)]
     return chosen
