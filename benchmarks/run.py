@@ -19,6 +19,9 @@ Benchmarks (``--only`` names):
 ``models``       ``bench_models.py`` and ``instruments``: ``bench_instruments.py``, run
                  as scripts when present
 ``peers``        :mod:`benchmarks.peers` — xDSL and TVM Relax side by side, when installed
+``onnx``         :mod:`benchmarks.bench_onnx` — ResNet-50 and DenseNet-121 file to file: passhost
+                 import + -O3 + export beside onnxscript, onnxsim and onnxoptimizer (in a
+                 child process, so its memory figures are its own)
 
 Every timed case is run ``--warmup`` times untimed, then ``--repeat`` times; the report
 gives the median, min and max of CPU time (``time.process_time``) and of wall time.
@@ -40,16 +43,17 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import bench_ir, bench_scaling, fmt_seconds, machine_info, measure, peers  # noqa: E402
+from benchmarks import bench_ir, bench_onnx, bench_scaling, fmt_seconds, machine_info, measure, peers  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-BENCHES = ("ir", "scaling", "passes", "passmgr", "models", "instruments", "peers")
+BENCHES = ("ir", "scaling", "passes", "passmgr", "models", "instruments", "peers", "onnx")
 #: scripts owned by other parts of the project, run as subprocesses
 SCRIPTS = {"passmgr": "bench_passmgr.py", "models": "bench_models.py", "instruments": "bench_instruments.py"}
 
@@ -126,6 +130,31 @@ def run_script(key: str, quick: bool, timeout: float = 1800.0) -> dict:
     return entry
 
 
+def run_onnx(quick: bool, repeat: int, warmup: int, timeout: float = 3600.0) -> dict:
+    """``bench_onnx.py`` in a child process (peak RSS of its own), its rows read back as JSON."""
+    entry: dict = {"bench": "onnx", "script": "bench_onnx.py"}
+    args = ["--quick"] if quick else ["--repeat", str(repeat), "--warmup", str(warmup)]
+    with tempfile.TemporaryDirectory(prefix="bench_onnx_json_") as tmp:
+        out = Path(tmp) / "onnx.json"
+        try:
+            proc = subprocess.run([sys.executable, str(HERE / "bench_onnx.py"), *args, "--json", str(out)],
+                                  capture_output=True, text=True, timeout=timeout, cwd=HERE.parent)
+        except subprocess.TimeoutExpired:
+            entry["error"] = f"timed out after {timeout:.0f} s"
+            return entry
+        entry.update({"args": args, "returncode": proc.returncode, "stdout": proc.stdout[-20000:]})
+        if proc.returncode != 0 or not out.exists():
+            entry["error"] = proc.stderr.strip()[-2000:] or f"exit status {proc.returncode}"
+            return entry
+        data = json.loads(out.read_text())
+    if "skipped" in data:
+        entry["skipped"] = data["skipped"]
+        return entry
+    entry.update({"versions": data["versions"], "load_before": data["load_before"], "load_after": data["load_after"],
+                  "settings": data["settings"], "rows": data["results"]})
+    return entry
+
+
 def _child_cpu() -> float:
     t = os.times()
     return t.children_user + t.children_system
@@ -181,6 +210,13 @@ def print_report(report: dict, out=sys.stdout) -> None:
     if res.get("peers"):
         print(f"\n== peers {report.get('peer_versions')}", file=out)
         peers.print_table(res["peers"], out)
+    if res.get("onnx"):
+        e = res["onnx"]
+        print(f"\n== ONNX models end to end (bench_onnx) {e.get('versions', '')}", file=out)
+        if "rows" in e:
+            bench_onnx.print_table(e["rows"], out)
+        else:
+            print(e.get("skipped") or f"ERROR: {e.get('error')}", file=out)
 
 
 def goals_1m(scaling: list) -> list:
@@ -279,6 +315,10 @@ def markdown(report: dict) -> str:
             lines.append(f"| {r['family']} | {r['size']:,} | {r['case']} | {_ms(r['passhost']['cpu']['median'])} | "
                          + " | ".join(cells) + " |")
         lines.append("")
+    if res.get("onnx", {}).get("rows"):
+        e = res["onnx"]
+        versions = ", ".join(f"{k} {v}" for k, v in e["versions"].items())
+        lines += [f"### ONNX models end to end (`bench_onnx.py`; {versions})", "", bench_onnx.markdown(e["rows"]), ""]
     return "\n".join(lines)
 
 
@@ -361,6 +401,9 @@ def main(argv=None) -> int:
             rows = peers.run((1_000, 10_000), repeat=repeat, warmup=warmup)
             rows += peers.run((100_000,), ("chain", "dupdead"), repeat=1, warmup=0)
             results["peers"] = rows
+    if "onnx" in only:
+        log("onnx")
+        results["onnx"] = run_onnx(args.quick, repeat, warmup)
     report["total_wall_s"] = time.perf_counter() - t0
     report["total_cpu_s"] = time.process_time() - c0 + _child_cpu()
     report["load_after"] = [round(x, 2) for x in os.getloadavg()]

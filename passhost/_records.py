@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from .errors import PipelineError
-from .hookspecs import ConfigEntry, FormatEntry, InstrumentEntry, PassEntry
+from .hookspecs import ConfigEntry, ConverterEntry, FormatEntry, InstrumentEntry, PassEntry
 
 __all__ = ["PluginSource", "BrokenPlugin", "PassRecord", "InstrumentRecord", "ConfigRecord", "FormatRecord",
-           "Conflict"]
+           "ConverterRecord", "Conflict"]
 
 
 @dataclass(frozen=True)
@@ -192,6 +192,25 @@ class FormatRecord(_EntryRecord):
     def as_dict(self) -> dict:
         return {"name": self.name, "kind": self.kind, "suffixes": list(self.suffixes), "modes": self.modes,
                 **self.source.as_dict(), "summary": self.summary}
+
+
+@dataclass(frozen=True)
+class ConverterRecord:
+    """One registered operator converter."""
+
+    entry: ConverterEntry
+    source: PluginSource
+
+    kind = "converter"
+
+    @property
+    def name(self) -> str:
+        return self.entry.key
+
+    def as_dict(self) -> dict:
+        e = self.entry
+        return {"name": e.key, "kind": self.kind, "format": e.format, "domain": e.domain, "op_type": e.op_type,
+                "since": e.since, **self.source.as_dict(), "summary": e.summary}
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ hook                                record
 ``passhost_register_ops``           :class:`OpEntry`
 ``passhost_register_configs``       :class:`ConfigEntry`
 ``passhost_register_formats``       :class:`FormatEntry`
+``passhost_register_converters``    :class:`ConverterEntry`
 ==================================  =====================
 
 The records are declarations, not actions: the registry collects them, checks them
@@ -40,11 +41,13 @@ __all__ = [
     "ConfigEntry",
     "OpEntry",
     "FormatEntry",
+    "ConverterEntry",
     "passhost_register_passes",
     "passhost_register_instruments",
     "passhost_register_ops",
     "passhost_register_configs",
     "passhost_register_formats",
+    "passhost_register_converters",
 ]
 
 #: the pluggy project name and the entry-point group
@@ -210,6 +213,52 @@ class FormatEntry:
             raise PluginLoadError(f"{label}: summary must be a string, got {self.summary!r}")
 
 
+@dataclass(frozen=True)
+class ConverterEntry:
+    """One operator converter for a model format's importer (e.g. ONNX ``MyOp`` -> IR).
+
+    :param format: the format whose importer uses it (``"onnx"``)
+    :param op_type: the operator name in that format (``"MyRelu"``)
+    :param convert: ``convert(node)`` returns the IR expression (or a tuple, one per
+        output); for ``onnx`` the node is a ``passhost_onnx.Node`` (inputs as typed
+        expressions, ``node.attr(name)``, ``node.const(i)``, ``node.shape(i)``)
+    :param domain: the operator's domain (``""`` for the standard ONNX domain)
+    :param since: the first opset this converter applies to; the importer picks, per
+        node, the converter with the largest ``since`` not above the model's opset
+    :param summary: one line for ``passhost list --json``
+
+    A plugin's converter replaces the format plugin's own for the same
+    ``(domain, op_type, since)``; two plugins converting the same one are a conflict.
+    """
+
+    format: str
+    op_type: str
+    convert: Callable[..., Any]
+    domain: str = ""
+    since: int = 1
+    summary: str = ""
+
+    def __post_init__(self) -> None:
+        for field_name in ("format", "op_type"):
+            value = getattr(self, field_name)
+            if not isinstance(value, str) or not value:
+                raise PluginLoadError(f"ConverterEntry: {field_name} must be a non-empty string, got {value!r}")
+        label = f"ConverterEntry {self.format}:{self.domain + '.' if self.domain else ''}{self.op_type}"
+        if not callable(self.convert):
+            raise PluginLoadError(f"{label}: convert must be callable, got {self.convert!r}")
+        if not isinstance(self.domain, str):
+            raise PluginLoadError(f"{label}: domain must be a string, got {self.domain!r}")
+        if isinstance(self.since, bool) or not isinstance(self.since, int) or self.since < 1:
+            raise PluginLoadError(f"{label}: since must be an opset number >= 1, got {self.since!r}")
+        if not isinstance(self.summary, str):
+            raise PluginLoadError(f"{label}: summary must be a string, got {self.summary!r}")
+
+    @property
+    def key(self) -> str:
+        """``onnx:com.example.MyRelu@1``: the name conflicts are reported under."""
+        return f"{self.format}:{self.domain + '.' if self.domain else ''}{self.op_type}@{self.since}"
+
+
 # --------------------------------------------------------------------------------------
 # hook specifications
 # --------------------------------------------------------------------------------------
@@ -364,4 +413,34 @@ def passhost_register_formats() -> Iterable[FormatEntry]:
         @hookimpl
         def passhost_register_formats():
             yield FormatEntry("relay-json", (".rjson",), save=save_json, summary="text in JSON")
+    """
+
+
+@hookspec
+def passhost_register_converters() -> Iterable[ConverterEntry]:
+    """Register operator converters for a format's importer.
+
+    Called once per plugin when the registry is first used. The ``onnx`` format
+    (``passhost-onnx``) asks for its converters each time it imports a model, so a
+    plugin can teach it new operators -- a custom domain's included -- without
+    touching ``passhost-onnx`` (and without importing it).
+
+    Example:
+
+    .. code-block:: python
+
+        from passhost import hookimpl, ir
+        from passhost.hookspecs import ConverterEntry
+
+
+        def my_relu(node):
+            # com.example.MyRelu(x, alpha=...) as max(x, alpha * x)
+            x = node.inputs[0]
+            alpha = ir.const(float(node.attr("alpha", 0.1)), node.dtype(0))
+            return ir.maximum(x, ir.multiply(x, alpha))
+
+
+        @hookimpl
+        def passhost_register_converters():
+            yield ConverterEntry("onnx", "MyRelu", my_relu, domain="com.example")
     """

@@ -8,10 +8,12 @@ leaves the old file (if any) in place.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+from typing import BinaryIO, Iterator
 
-__all__ = ["write_text_atomic", "write_bytes_atomic"]
+__all__ = ["write_text_atomic", "write_bytes_atomic", "atomic_writer"]
 
 _TRIES = 100
 
@@ -48,6 +50,22 @@ def write_text_atomic(path: str, text: str, *, fsync: bool = True) -> None:
 
 def write_bytes_atomic(path: str, data: bytes, *, fsync: bool = True) -> None:
     """Write ``data`` to ``path`` atomically (see :func:`write_text_atomic`)."""
+    with atomic_writer(path, fsync=fsync) as f:
+        f.write(data)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str, *, fsync: bool = True) -> Iterator[BinaryIO]:
+    """A binary file to write ``path``'s new content into, piece by piece; it replaces
+    ``path`` only when the ``with`` block ends without an error (then flushed, fsynced and
+    renamed over it, keeping an existing file's permission bits). On an error the
+    temporary file is removed and ``path`` is untouched. Format plugins stream large
+    models through it (``passhost-onnx`` writes weights straight from their arrays)::
+
+        with atomic_writer("out.onnx") as f:
+            for chunk in chunks:
+                f.write(chunk)
+    """
     directory = os.path.dirname(os.path.abspath(path))
     try:
         mode: int | None = os.stat(path).st_mode & 0o777
@@ -56,7 +74,7 @@ def write_bytes_atomic(path: str, data: bytes, *, fsync: bool = True) -> None:
     fd, tmp = _create_temp(directory, os.path.basename(path))
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f
             if fsync:
                 f.flush()
                 os.fsync(f.fileno())

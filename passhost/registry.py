@@ -34,11 +34,11 @@ from typing import Any, Iterator, Optional
 import pluggy
 
 from . import _catalog, hookspecs, transform
-from ._records import (BrokenPlugin, ConfigRecord, Conflict, FormatRecord, InstrumentRecord, PassRecord,
+from ._records import (BrokenPlugin, ConfigRecord, Conflict, ConverterRecord, FormatRecord, InstrumentRecord, PassRecord,
                        PluginSource)
 from .errors import (FormatError, InstrumentNotFound, IRError, PassNotFound, PasshostError, PipelineError,
                      PluginConflict, PluginLoadError)
-from .hookspecs import PROJECT, ConfigEntry, FormatEntry, InstrumentEntry, OpEntry, PassEntry
+from .hookspecs import PROJECT, ConfigEntry, ConverterEntry, FormatEntry, InstrumentEntry, OpEntry, PassEntry
 from .ir import Op, register_op
 from .ir.serialize import load_text, save_text
 
@@ -58,6 +58,7 @@ _RECORD_TYPES = {
     "passhost_register_ops": OpEntry,
     "passhost_register_configs": ConfigEntry,
     "passhost_register_formats": FormatEntry,
+    "passhost_register_converters": ConverterEntry,
 }
 
 
@@ -107,6 +108,7 @@ class Registry:
         self._instruments: dict = {}
         self._configs: dict = {}
         self._formats: dict = {}
+        self._converters: dict = {}
         self._ops: dict = {}
         self._conflicts: dict = {}
         self._conflict_records: dict = {}
@@ -257,7 +259,15 @@ class Registry:
                 raise _RejectPlugin(f"format {entry.name!r} is passhost's built-in text format; pick another name")
             seen.add(entry.name)
             formats.append(FormatRecord(entry, source))
-        return {"passes": passes, "instruments": instruments, "ops": ops, "configs": configs, "formats": formats}
+        converters = []
+        seen = set()
+        for entry in records["passhost_register_converters"]:
+            if entry.key in seen:
+                raise _RejectPlugin(f"registers converter {entry.key!r} twice")
+            seen.add(entry.key)
+            converters.append(ConverterRecord(entry, source))
+        return {"passes": passes, "instruments": instruments, "ops": ops, "configs": configs, "formats": formats,
+                "converters": converters}
 
     def _pass_record(self, entry: PassEntry, source: PluginSource) -> PassRecord:
         label = f"PassEntry {entry.name!r}"
@@ -304,6 +314,8 @@ class Registry:
             self._claim("instrument", self._instruments, record.name, record, source)
         for record in staged["formats"]:
             self._claim("format", self._formats, record.name, record, source)
+        for record in staged["converters"]:
+            self._claim("converter", self._converters, record.name, record, source)
 
     def _claim(self, kind: str, table: dict, name: str, record: Any, source: PluginSource) -> bool:
         """Add ``record`` under ``name`` unless another plugin has it (then: a conflict)."""
@@ -350,6 +362,11 @@ class Registry:
     def format_records(self) -> list:
         """Every usable format, the built-in ``text`` first, then by name."""
         return [_TEXT_RECORD] + [self._formats[n] for n in sorted(self._formats)]
+
+    def converter_records(self, format: Optional[str] = None) -> list:
+        """The registered converters (of ``format`` only, if given), by key."""
+        return [self._converters[k] for k in sorted(self._converters)
+                if format is None or self._converters[k].entry.format == format]
 
     def format_record(self, name: str) -> FormatRecord:
         """The record of format ``name``.

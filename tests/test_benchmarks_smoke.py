@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # benchmarks/ is a top-level package of the repository, not installed
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import bench_ir, bench_scaling, measure, peers, run, summary  # noqa: E402
+from benchmarks import bench_ir, bench_onnx, bench_scaling, measure, peers, run, summary  # noqa: E402
 
 
 def _check_stats(r: dict) -> None:
@@ -132,4 +132,57 @@ def test_script_entry_point_help():
     proc = subprocess.run([sys.executable, "benchmarks/run.py", "--help"], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0 and "--quick" in proc.stdout and "--full" in proc.stdout
-    assert run.BENCHES == ("ir", "scaling", "passes", "passmgr", "models", "instruments", "peers")
+    assert run.BENCHES == ("ir", "scaling", "passes", "passmgr", "models", "instruments", "peers", "onnx")
+
+
+@pytest.fixture(scope="module")
+def onnx_rows():
+    pytest.importorskip("onnx")
+    pytest.importorskip("passhost_onnx")
+    return bench_onnx.run(bench_onnx.QUICK_MODELS, repeat=1, warmup=0)
+
+
+def test_bench_onnx_every_tool_has_a_row(onnx_rows):
+    assert [r["tool"] for r in onnx_rows] == list(bench_onnx.TOOLS)
+    for r in onnx_rows:
+        assert r["weight_bytes"] > 1_000_000 and r["nodes_before"] > 50
+        if not bench_onnx.installed(r["tool"]):
+            assert r["skipped"] == "not installed"
+            continue
+        assert "error" not in r, r
+        _check_stats(r)
+        assert set(r["phases"]) == ({"load"} if r["tool"] == "passhost-import" else {"load", "optimize", "save"})
+        if r["tool"] != "passhost-import":
+            assert r["nodes"] > 0 and r["function_nodes"] >= 0
+    ph = onnx_rows[0]
+    assert ph["tool"] == "passhost" and "peak_bytes" in ph and ph["peak_bytes"] > 0
+    if _has("onnxruntime"):
+        assert ph["max_abs_diff"] < 1e-4
+
+
+def _has(module: str) -> bool:
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
+
+
+def test_bench_onnx_missing_tool_says_not_installed(monkeypatch):
+    pytest.importorskip("onnx")
+    pytest.importorskip("passhost_onnx")
+    monkeypatch.setitem(bench_onnx.NEEDS, "onnxsim", "no_such_module_for_the_smoke_test")
+    rows = bench_onnx.run(bench_onnx.QUICK_MODELS, ("passhost-import", "onnxsim"), repeat=1, warmup=0, memory=False)
+    assert rows[1]["skipped"] == "not installed" and "wall" in rows[0] and "peak_bytes" not in rows[0]
+    assert "not installed" in bench_onnx.markdown(rows)
+
+
+def test_bench_onnx_through_the_runner():
+    pytest.importorskip("onnx")
+    pytest.importorskip("passhost_onnx")
+    entry = run.run_onnx(quick=True, repeat=1, warmup=0, timeout=600)
+    assert "error" not in entry, entry
+    assert [r["tool"] for r in entry["rows"]] == list(bench_onnx.TOOLS)
+    assert "### ONNX models end to end" in run.markdown({"results": {"onnx": entry}, "machine": {},
+                                                          "load_before": [], "load_after": [],
+                                                          "settings": {"repeat": 1, "warmup": 0}})

@@ -274,3 +274,19 @@ def test_max_difference_sees_a_changed_result():
     assert max_difference("", before, None, after) == pytest.approx(2.0)
     assert np.isfinite(max_difference("", before, None, before))
     assert os.path.basename("x") == "x"
+
+
+def test_progress_names_each_top_level_pass_and_clears_its_line():
+    import io
+
+    import passhost
+    from passhost import transform
+    from passhost.cli.progress import Progress
+
+    stream = io.StringIO()
+    seq = passhost.pipeline("FoldConstant,EliminateCommonSubexpr")
+    with transform.PassContext(opt_level=3, instruments=[Progress(stream, len(seq.passes))]):
+        seq(_module())
+    text = stream.getvalue()
+    assert "[1/2] FoldConstant" in text and "[2/2] EliminateCommonSubexpr" in text
+    assert text.endswith("\r")

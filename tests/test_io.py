@@ -60,3 +60,19 @@ def test_target_is_a_directory(tmp_path):
     with pytest.raises(OSError):
         write_text_atomic(str(tmp_path / "d"), "x")
     assert _leftovers(tmp_path) == []
+
+
+def test_atomic_writer_replaces_only_on_success(tmp_path):
+    from passhost.io import atomic_writer
+
+    path = tmp_path / "model.bin"
+    path.write_bytes(b"old")
+    with pytest.raises(RuntimeError):
+        with atomic_writer(str(path)) as f:
+            f.write(b"half of the new")
+            raise RuntimeError("the exporter failed")
+    assert path.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["model.bin"]
+    with atomic_writer(str(path)) as f:
+        f.write(b"new ")
+        f.write(memoryview(b"content"))
+    assert path.read_bytes() == b"new content"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from typing import Optional, Sequence
 
 from ..errors import PasshostError
@@ -28,8 +29,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings (e.g. an ONNX input dimension bound to 1) as one ``passhost: warning:`` line."""
+    print(f"passhost: warning: {' '.join(str(message).split())}", file=sys.stderr if file is None else file)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the ``passhost`` command; returns the exit status."""
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        warnings.simplefilter("default", UserWarning)  # printed, once per place, never raised
+        return _main(argv)
+
+
+def _main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     traceback = argv is not None and "--traceback" in argv or argv is None and "--traceback" in sys.argv
     try:

@@ -35,6 +35,7 @@ def _ort_outputs(path: str, feeds: dict) -> list:
 
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    opts.log_severity_level = 3  # its notes on unused initializers are not the user's business
     sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
     return sess.run(None, {k: v for k, v in feeds.items() if k in {i.name for i in sess.get_inputs()}})
 

@@ -33,6 +33,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             "passes": [r.as_dict() for r in passes],
             "instruments": [r.as_dict() for r in instruments],
             "formats": [r.as_dict() for r in formats],
+            "converters": [r.as_dict() for r in reg.converter_records()],
             "configs": [r.as_dict() for r in reg.config_records()],
             "broken": [b.as_dict() for b in reg.broken],
             "conflicts": [c.as_dict() for c in reg.conflicts],

@@ -13,6 +13,7 @@ from .._reproducer import CrashTracker
 from ..errors import PasshostError, PassNotFound
 from . import reproduce
 from .batch import count_module_ops
+from .progress import Progress
 from .common import EXAMPLES, CommandError, ExitCode, bind_params, example, load_input, one_line, parse_config, \
     parse_input_shapes, registry, write_atomic
 
@@ -171,9 +172,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         insts.append(instruments_facade.get(element.name, **element.kwargs))
     report = instruments_facade.get("report") if args.report else None
     tracker = CrashTracker(seq) if reproduce.wants_reproducer(args) else None
+    progress = Progress(sys.stderr, len(getattr(seq, "passes", ())) or 1) if sys.stderr.isatty() else None
     ctx = transform.PassContext(opt_level=args.opt_level, required_pass=args.require,
                                 disabled_pass=args.disable,
-                                instruments=[i for i in (*insts, report, tracker) if i is not None],
+                                instruments=[i for i in (*insts, report, tracker, progress) if i is not None],
                                 config=repro.config if repro else parse_config(args.config))
     for path in (args.output, args.report):
         directory = os.path.dirname(os.path.abspath(path)) if path else None

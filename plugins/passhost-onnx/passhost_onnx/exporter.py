@@ -161,6 +161,42 @@ def _flat(val: Any) -> list:
 def to_onnx(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passhost",
             custom_opsets: Optional[dict] = None) -> onnx.ModelProto:
     """Export ``mod``'s ``@main`` to an ONNX model at ``opset`` (13 to 21)."""
+    model, weights = export_parts(mod, opset=opset, graph_name=graph_name, custom_opsets=custom_opsets)
+    graph = model.graph
+    for name, arr in weights:
+        graph.initializer.append(tensor_head(name, arr) if arr.dtype == np.bool_ else _full_tensor(name, arr))
+    return model
+
+
+def _full_tensor(name: str, arr: np.ndarray) -> onnx.TensorProto:
+    t = tensor_head(name, arr)
+    t.raw_data = little_endian(arr).tobytes()
+    return t
+
+
+def little_endian(arr: np.ndarray) -> np.ndarray:
+    """``arr`` C-contiguous and little-endian: ONNX's ``raw_data`` layout."""
+    if arr.dtype.byteorder == ">":
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    return np.ascontiguousarray(arr)
+
+
+def tensor_head(name: str, arr: np.ndarray) -> onnx.TensorProto:
+    """A TensorProto with ``arr``'s name, type and dims; bools carry their data (int32_data),
+    other dtypes get ``raw_data`` from the caller (or the writer streams it)."""
+    if arr.dtype == np.bool_:
+        return numpy_helper.from_array(arr, name)
+    t = onnx.TensorProto()
+    t.name = name
+    t.data_type = to_onnx_type(str(arr.dtype))
+    t.dims.extend(arr.shape)
+    return t
+
+
+def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passhost",
+                 custom_opsets: Optional[dict] = None) -> tuple:
+    """``(model without initializers, [(name, array)])``: what :func:`to_onnx` assembles
+    and :mod:`.writer` streams to a file without copying the weights into protobuf."""
     if isinstance(opset, bool) or not isinstance(opset, int) or not MIN_OPSET <= opset <= MAX_OPSET:
         raise FormatError(f"opset {opset!r}: passhost exports ONNX opsets {MIN_OPSET} to {MAX_OPSET}")
     if "main" not in {gv.name_hint for gv in mod.functions}:
@@ -196,23 +232,12 @@ def to_onnx(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passhost",
     graph = helper.make_graph(em.nodes, graph_name,
                               [_value_info(p.name_hint, p.checked_type) for p in main.params],
                               [_value_info(n, t) for n, t in zip(names, out_types)])
-    for name, arr in em.inits:  # straight into the graph: one copy of the weights, not three
-        if name in em.dropped:
-            continue
-        t = graph.initializer.add()
-        t.name = name
-        t.data_type = to_onnx_type(str(arr.dtype))
-        t.dims.extend(arr.shape)
-        if arr.dtype == np.bool_ or arr.dtype.byteorder == ">":
-            t.CopyFrom(numpy_helper.from_array(arr, name))
-        else:
-            t.raw_data = np.ascontiguousarray(arr).tobytes()
     opsets = [helper.make_opsetid("", opset)]
     for domain, version in sorted({**em.domains, **(custom_opsets or {})}.items()):
         opsets.append(helper.make_opsetid(domain, version))
     model = helper.make_model(graph, opset_imports=opsets, producer_name="passhost")
     model.ir_version = min(model.ir_version, _ir_version_for(opset))
-    return model
+    return model, [(name, arr) for name, arr in em.inits if name not in em.dropped]
 
 
 def _ir_version_for(opset: int) -> int:

@@ -9,10 +9,12 @@ from typing import Any, Mapping, Optional
 import onnx
 
 from passhost.errors import FormatError, UsageError
-from passhost.io import write_bytes_atomic
+from passhost.io import atomic_writer
 
-from .exporter import to_onnx
+from .dtypes import to_onnx_type
+from .exporter import export_parts, to_onnx
 from .importer import from_onnx
+from .writer import encoded_size, write_model
 
 __all__ = ["load", "save", "TWO_GB"]
 
@@ -27,7 +29,8 @@ def _extra_converters() -> list:
     records = getattr(reg, "converter_records", None)
     if records is None:
         return []
-    return [(r.entry.domain, r.entry.op_type, r.entry.since, r.entry.convert) for r in records("onnx")]
+    return [("" if r.entry.domain == "ai.onnx" else r.entry.domain, r.entry.op_type, r.entry.since, r.entry.convert)
+            for r in records("onnx")]
 
 
 def load(path: str, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False) -> Any:
@@ -58,18 +61,30 @@ def save(mod: Any, path: str, *, opset: int = 17, external_data: bool = False, c
         the model would pass protobuf's 2 GB limit
     :param check: run ``onnx.checker.check_model`` before anything is written
     """
-    model = to_onnx(mod, opset=opset)
-    size = model.ByteSize()
-    if not external_data and size < TWO_GB:
-        data = model.SerializeToString()
+    skeleton, weights = export_parts(mod, opset=opset)
+    if not external_data and encoded_size(skeleton, weights) < TWO_GB:
         if check:
-            _check(data, path)
+            _check(_structure(skeleton, weights).SerializeToString(), path)
         try:
-            write_bytes_atomic(path, data)
+            with atomic_writer(path) as f:
+                write_model(f, skeleton, weights)
         except OSError as err:
             raise UsageError(f"cannot write {path!r}: {err.strerror or err}") from None
         return
-    _save_external(model, path, check)
+    _save_external(to_onnx(mod, opset=opset), path, check)
+
+
+def _structure(skeleton: Any, weights: list) -> Any:
+    """The model to check without its weight bytes: every initializer is declared as a graph
+    input of its type instead. The checker then sees every node, attribute, opset and name;
+    the weight bytes themselves are framed by :mod:`.writer`, whose output the tests load
+    with onnx and run in onnxruntime."""
+    model = onnx.ModelProto()
+    model.CopyFrom(skeleton)
+    for name, arr in weights:
+        model.graph.input.append(onnx.helper.make_tensor_value_info(name, to_onnx_type(str(arr.dtype)),
+                                                                    list(arr.shape)))
+    return model
 
 
 def _check(model: Any, path: str) -> None:

@@ -29,7 +29,11 @@ def _rel(arg_types: list, attrs) -> ir.Type:
 
 
 def opaque_op() -> OpEntry:
-    return OpEntry(name=OPAQUE, num_inputs=-1, type_rel=_rel, compute=None,
-                   attrs=(("domain", ""), ("op_type", ""), ("node", ""), ("out_shapes", ()), ("out_dtypes", ())),
-                   pattern=ir.OpPattern.OPAQUE, stateful=True,
-                   summary="an ONNX operator of a custom domain, kept unchanged (no kernel, never fused)")
+    """The operator's definition: one object, so a reloaded registry sees the same op."""
+    return _ENTRY
+
+
+_ENTRY = OpEntry(name=OPAQUE, num_inputs=-1, type_rel=_rel, compute=None,
+                 attrs=(("domain", ""), ("op_type", ""), ("node", ""), ("out_shapes", ()), ("out_dtypes", ())),
+                 pattern=ir.OpPattern.OPAQUE, stateful=True,
+                 summary="an ONNX operator of a custom domain, kept unchanged (no kernel, never fused)")

@@ -183,3 +183,39 @@ def test_interpreter_and_onnxruntime_on_a_program_built_in_passhost(tmp_path, or
     a = np.random.RandomState(1).randn(1, 3, 8, 8).astype("float32")
     np.testing.assert_allclose(ort_run(out, {"data": a})[0], ir.evaluate(mod, a), rtol=1e-5, atol=1e-6)
     assert [o.name for o in onnx.load(out).graph.output] == ["output_0"]
+
+
+def test_cli_warns_in_one_line_for_each_bound_dimension(tmp_path, capsys):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])
+    path = str(tmp_path / "sym.onnx")
+    onnx.save(_model([helper.make_node("Relu", ["x"], ["y"])], [x], [_vi("y", ["batch", 3])]), path)
+    assert main(["run", path, "-p", "InferType", "-o", str(tmp_path / "o.onnx")]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("passhost: warning: symbolic input dimension(s) bound to 1: x[0] (batch)")
+    assert main(["run", path, "--input-shape", "x=5,3", "-p", "InferType", "-o", str(tmp_path / "o.onnx")]) == 0
+    assert capsys.readouterr().err == ""
+    assert [d.dim_value for d in onnx.load(str(tmp_path / "o.onnx")).graph.input[0].type.tensor_type.shape.dim] \
+        == [5, 3]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "bool", ">f4"])
+def test_streamed_file_is_the_message_to_onnx_builds(tmp_path, dtype):
+    import io
+
+    from passhost_onnx.exporter import export_parts
+    from passhost_onnx.writer import encoded_size, write_model
+
+    value = np.arange(6).reshape(2, 3) % 2 if dtype == "bool" else np.arange(6).reshape(2, 3)
+    data = np.asarray(value, dtype=np.dtype(dtype))
+    x = ir.var("x", shape=(2, 3), dtype=data.dtype.newbyteorder("=").name)
+    body = ir.where(x, x, ir.Constant(data)) if dtype == "bool" else ir.add(x, ir.Constant(data.astype(
+        data.dtype.newbyteorder("="))))
+    mod = ir.IRModule.from_expr(ir.Function([x], body))
+    skeleton, weights = export_parts(mod)
+    if dtype == ">f4":
+        weights = [(n, a.astype(">f4")) for n, a in weights]  # a big-endian array is written little-endian
+    f = io.BytesIO()
+    assert write_model(f, skeleton, weights) == encoded_size(skeleton, weights) == len(f.getvalue())
+    streamed = onnx.load_from_string(f.getvalue())
+    assert streamed == to_onnx(mod)
+    onnx.checker.check_model(streamed)
