@@ -114,15 +114,48 @@ def _cast(node):
     return call("cast", node.inputs[0], dtype=to_dtype(int(node.attr("to")), repr(node)))
 
 
-_REDUCE = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min"}
+_REDUCE = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min", "ReduceProd": "prod",
+           "ReduceL1": "l1", "ReduceL2": "l2", "ReduceLogSum": "logsum", "ReduceLogSumExp": "logsumexp",
+           "ReduceSumSquare": "sumsquare"}
+#: reductions built from a host reduction: (before, host op, after)
+_COMPOSED = {"l1": ("abs", "sum", None), "l2": ("square", "sum", "sqrt"), "logsum": (None, "sum", "log"),
+             "logsumexp": ("exp", "sum", "log"), "sumsquare": ("square", "sum", None)}
+#: the value of a reduction over an empty set (ONNX's identities)
+_EMPTY = {"sum": 0, "mean": np.nan, "max": -np.inf, "min": np.inf, "prod": 1, "l1": 0, "l2": 0,
+          "logsum": -np.inf, "logsumexp": -np.inf, "sumsquare": 0}
+
+
+def _empty_reduce(node, name: str, axis, keepdims: bool):
+    shape = node.shape(0)
+    nd = len(shape)
+    axes = set(range(nd)) if axis is None else {a % nd for a in axis}
+    out = [1 if i in axes else d for i, d in enumerate(shape) if keepdims or i not in axes]
+    dtype = node.dtype(0)
+    value = _EMPTY[name]
+    if dtype == "bool":
+        value = name == "min"
+    elif np.dtype(dtype).kind in "iu" and not np.isfinite(value):
+        info = np.iinfo(dtype)
+        value = info.min if value < 0 else info.max
+    from passhost import ir
+
+    return ir.Constant(np.full(out, value, dtype=dtype))
+
+
+def _apply(name: str, x, axis, keepdims: bool):
+    before, op, after = _COMPOSED.get(name, (None, name, None))
+    if before == "square":
+        x = call("multiply", x, x)
+    elif before:
+        x = call(before, x)
+    out = call(op, x, axis=axis, keepdims=keepdims)
+    return call(after, out) if after else out
 
 
 def _reduce(name: str, axes_input: bool):
     def convert(node):
         if axes_input:
-            axes = node.const(1) if node.input(1) is not None else None
-            if node.input(1) is not None and axes is None:
-                raise node.error("the axes input must be known at import time")
+            axes = node.need_const(1, "the axes") if node.input(1) is not None else None
         else:
             axes = node.attr("axes")
         keepdims = bool(node.attr("keepdims", 1))
@@ -132,7 +165,11 @@ def _reduce(name: str, axes_input: bool):
             axis = None
         else:
             axis = tuple(int(a) for a in np.asarray(axes).reshape(-1))
-        return call(name, node.inputs[0], axis=axis, keepdims=keepdims)
+        shape = node.shape(0)
+        reduced = range(len(shape)) if axis is None else axis
+        if any(shape[a] == 0 for a in reduced):
+            return _empty_reduce(node, name, axis, keepdims)
+        return _apply(name, node.inputs[0], axis, keepdims)
     return convert
 
 

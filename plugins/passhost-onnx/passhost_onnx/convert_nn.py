@@ -57,7 +57,17 @@ def _pool_common(node):
     strides = tuple(int(s) for s in node.attr("strides", (1, 1)))
     dilations = tuple(int(d) for d in node.attr("dilations", (1, 1)))
     pads = _auto_pads(node, node.shape(0)[2:], kernel, strides, dilations)
-    return kernel, strides, dilations, pads, bool(node.attr("ceil_mode", 0))
+    ceil = bool(node.attr("ceil_mode", 0))
+    if ceil:  # ONNX drops a last window that starts in the end padding; floor mode gives that size then
+        floor_ok = True
+        for i, size in enumerate(node.shape(0)[2:]):
+            span = size + pads[i] + pads[i + 2] - ((kernel[i] - 1) * dilations[i] + 1)
+            out = -(-span // strides[i]) + 1
+            if (out - 1) * strides[i] >= size + pads[i]:
+                out -= 1
+            floor_ok = floor_ok and out == span // strides[i] + 1
+        ceil = not floor_ok
+    return kernel, strides, dilations, pads, ceil
 
 
 @converter("MaxPool", 1)
@@ -106,6 +116,10 @@ def _lrn(node):
 @converter("Dropout", 1)
 def _dropout(node):
     x = node.inputs[0]
+    if node.input(2) is not None and bool(node.need_const(2, "training_mode").reshape(-1)[0]):
+        ratio = node.need_const(1, "the ratio").reshape(-1)[0] if node.input(1) is not None else 0.5
+        if float(ratio) != 0.0:
+            raise node.error("training-mode Dropout (random masks) is not supported; export the model for inference")
     if len(node.outputs) > 1 and node.outputs[1]:
         mask = np.ones(node.shape(0), dtype="bool")
         return x, const(mask, "bool")
@@ -118,7 +132,7 @@ def _flatten(node):
     nd = node.ndim(0)
     if not -nd <= axis <= nd:
         raise node.error(f"axis {axis} is out of range for a {nd}-D input")
-    return flatten_2d(node.inputs[0], node.shape(0), axis % (nd + 1) if axis < 0 else axis)
+    return flatten_2d(node.inputs[0], node.shape(0), axis + nd if axis < 0 else axis)
 
 
 def _softmax_2d(node, name: str):
@@ -173,6 +187,26 @@ def _gemm(node):
 def _matmul(node):
     a, b = node.inputs[0], node.inputs[1]
     sa, sb = node.shape(0), node.shape(1)
+    if len(sa) == 1 or len(sb) == 1:  # numpy's matmul: a 1-D operand gains an axis that the result drops
+        a2 = reshape(a, (1,) + tuple(sa)) if len(sa) == 1 else a
+        b2 = reshape(b, tuple(sb) + (1,)) if len(sb) == 1 else b
+        inner = _matmul_nd(node, a2, b2, _shape_of(a2), _shape_of(b2))
+        out_shape = list(_shape_of(inner))
+        if len(sb) == 1:
+            out_shape.pop(-1)
+        if len(sa) == 1:
+            out_shape.pop(-1 if len(sb) == 1 else -2)
+        return reshape(inner, out_shape)
+    return _matmul_nd(node, a, b, sa, sb)
+
+
+def _shape_of(x) -> tuple:
+    from passhost import ir
+
+    return tuple(ir.infer_type(x).checked_type.shape)
+
+
+def _matmul_nd(node, a, b, sa, sb):
     if len(sa) == 2 and len(sb) == 2:
         return call("nn.dense", a, call("transpose", b, axes=(1, 0)))
     if len(sb) == 2 and len(sa) > 2:  # [..., k] x [k, n]: a dense over the flattened batch

@@ -76,7 +76,10 @@ def _reshape_attr(node):
 @converter("Reshape", 5)
 def _reshape(node):
     target = node.need_const(1, "the shape")
-    shape = _onnx_reshape_shape(node, node.shape(0), target, bool(node.attr("allowzero", 0)))
+    allowzero = bool(node.attr("allowzero", 0))
+    shape = _onnx_reshape_shape(node, node.shape(0), target, allowzero)
+    if allowzero and 0 in shape:  # a literal 0: an empty axis, not TVM's "copy this dimension"
+        return call("reshape", node.inputs[0], newshape=shape, allowzero=True)
     return reshape(node.inputs[0], shape)
 
 

@@ -52,6 +52,16 @@ def _out_shape(call: ir.Call) -> tuple:
     return tuple(call.checked_type.shape)
 
 
+def _logical(onnx_op: str, bool_op: str):
+    def emit(em, call, args):  # ONNX's Max/Min take no bools: on bools they are Or/And
+        return em.one(bool_op if _tensor(call, 0).dtype == "bool" else onnx_op, list(args))
+    return emit
+
+
+EMITTERS["maximum"] = _logical("Max", "Or")
+EMITTERS["minimum"] = _logical("Min", "And")
+
+
 @emitter("not_equal")
 def _not_equal(em, call, args):
     return em.one("Not", [em.one("Equal", list(args))])

@@ -22,6 +22,7 @@ from onnx import helper, numpy_helper
 from passhost import ir
 from passhost.errors import FormatError
 
+from . import emit_ops  # noqa: F401  (registers its emitters)
 from .dtypes import to_onnx_type
 from .emit import EMITTERS
 from .opaque import OPAQUE

@@ -1,0 +1,199 @@
+"""Converters of ConvTranspose, GlobalMaxPool, Resize, Upsample, InstanceNormalization,
+LayerNormalization and LogSoftmax::
+
+    Resize(x, scales=[1, 1, 2, 2], mode="nearest")     /* x: (1, 3, 4, 4) */
+    ->  image.resize2d(%x, size=[8, 8], method="nearest_neighbor",
+                       coordinate_transformation_mode="half_pixel", rounding_method="round_prefer_floor")
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from passhost import ir
+
+from .build import call, const, flatten_2d, reshape
+from .table import converter
+
+
+@converter("ConvTranspose", 1)
+def _conv_transpose(node):
+    if node.ndim(0) != 4:
+        raise node.error(f"ConvTranspose on {node.ndim(0) - 2}-D spatial data is not supported (passhost has 2-D)")
+    w_shape = node.shape(1)
+    group = int(node.attr("group", 1))
+    kernel = tuple(int(k) for k in node.attr("kernel_shape", w_shape[2:]))
+    strides = tuple(int(s) for s in node.attr("strides", (1, 1)))
+    dilations = tuple(int(d) for d in node.attr("dilations", (1, 1)))
+    out_pad = [int(p) for p in node.attr("output_padding", (0, 0))]
+    in_hw = node.shape(0)[2:]
+    auto = node.attr("auto_pad", "NOTSET")
+    out_shape = node.attr("output_shape")
+    if out_shape is None and auto in ("SAME_UPPER", "SAME_LOWER"):
+        out_shape = [int(i) * s for i, s in zip(in_hw, strides)]
+    if out_shape is not None:
+        out_shape = [int(d) for d in out_shape][-2:]
+        begin, end = [], []
+        for i in range(2):
+            total = strides[i] * (in_hw[i] - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] + 1 - out_shape[i]
+            if total < 0:  # a bigger output than the kernel covers: the difference is output padding
+                out_pad[i] -= total
+                total = 0
+            small, big = total // 2, total - total // 2
+            begin.append(small if auto == "SAME_UPPER" else big)
+            end.append(big if auto == "SAME_UPPER" else small)
+        pads = tuple(begin + end)
+    elif auto == "VALID":
+        pads = (0, 0, 0, 0)
+    else:
+        pads = tuple(int(p) for p in node.attr("pads", (0, 0, 0, 0)))
+    out = call("nn.conv2d_transpose", node.inputs[0], node.inputs[1], channels=int(w_shape[1]) * group,
+               kernel_size=kernel, strides=strides, output_padding=tuple(out_pad), padding=pads, dilation=dilations,
+               groups=group)
+    if node.input(2) is not None:
+        out = call("nn.bias_add", out, node.inputs[2], axis=1)
+    return out
+
+
+@converter("GlobalMaxPool", 1)
+def _global_max_pool(node):
+    if node.ndim(0) != 4:
+        return call("max", node.inputs[0], axis=tuple(range(2, node.ndim(0))), keepdims=True)
+    return call("nn.global_max_pool2d", node.inputs[0])
+
+
+_COORD = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn",
+          "tf_crop_and_resize")
+
+
+def _resize(node, scales, sizes, roi, mode, ctm, nearest):
+    shape = node.shape(0)
+    if len(shape) != 4:
+        raise node.error(f"resizing {len(shape)}-D data is not supported (passhost resizes NCHW images)")
+    if sizes is None:
+        sizes = [int(np.floor(d * float(s))) for d, s in zip(shape, scales)]
+    sizes = [int(s) for s in sizes]
+    if tuple(sizes[:2]) != tuple(shape[:2]):
+        raise node.error("resizing the batch or channel axis is not supported")
+    if ctm not in _COORD:
+        raise node.error(f"coordinate_transformation_mode {ctm!r} is not supported")
+    method = {"nearest": "nearest_neighbor", "linear": "linear", "cubic": "cubic"}.get(mode)
+    if method is None:
+        raise node.error(f"mode {mode!r} is not one of nearest, linear, cubic")
+    box = None
+    if ctm == "tf_crop_and_resize":
+        r = [float(v) for v in roi]
+        box = (r[2], r[3], r[6], r[7])
+    return call("image.resize2d", node.inputs[0], size=tuple(sizes[2:]), roi=box, method=method,
+                coordinate_transformation_mode=ctm, rounding_method=nearest if method == "nearest_neighbor" else "",
+                cubic_alpha=float(node.attr("cubic_coeff_a", -0.75)), cubic_exclude=int(node.attr("exclude_outside", 0)),
+                extrapolation_value=float(node.attr("extrapolation_value", 0.0)))
+
+
+@converter("Upsample", 7)
+def _upsample(node):
+    scales = node.attr("scales") if node.opset < 9 else node.need_const(1, "the scales").reshape(-1)
+    mode = node.attr("mode", "nearest")
+    return _resize(node, scales, None, None, mode, "asymmetric", "floor")
+
+
+@converter("Resize", 10)
+def _resize_10(node):
+    return _resize(node, node.need_const(1, "the scales").reshape(-1), None, None, node.attr("mode", "nearest"),
+                   "asymmetric", "floor")
+
+
+@converter("Resize", 11)
+def _resize_11(node):
+    if int(node.attr("antialias", 0)):
+        raise node.error("antialias=1 is not supported")
+    scales = node.const(2) if node.input(2) is not None else None
+    scales = None if scales is None or scales.size == 0 else scales.reshape(-1)
+    sizes = node.need_const(3, "the sizes") if node.input(3) is not None and node.shape(3) != (0,) else None
+    sizes = None if sizes is None else sizes.reshape(-1)
+    if sizes is None and scales is None:
+        raise node.error("the scales (input 2) or sizes (input 3) must be known at import time")
+    roi = node.const(1) if node.input(1) is not None and node.shape(1) != (0,) else None
+    shape = node.shape(0)
+    nd = len(shape)
+    axes = node.attr("axes")
+    if axes is not None:  # opset 18: scales, sizes and roi name only these axes
+        axes = [int(a) + nd if int(a) < 0 else int(a) for a in axes]
+        full_scales, full_sizes = [1.0] * nd, list(shape)
+        full_roi = [0.0] * nd + [1.0] * nd
+        for i, a in enumerate(axes):
+            if scales is not None:
+                full_scales[a] = float(scales[i])
+            if sizes is not None:
+                full_sizes[a] = int(sizes[i])
+            if roi is not None:
+                full_roi[a], full_roi[a + nd] = float(roi[i]), float(roi[i + len(axes)])
+        scales = None if scales is None else full_scales
+        sizes = None if sizes is None else full_sizes
+        roi = None if roi is None else full_roi
+    policy = node.attr("keep_aspect_ratio_policy", "stretch")
+    if sizes is not None and policy != "stretch":
+        resized = [i for i in range(nd) if axes is None or i in axes]
+        ratios = [sizes[i] / shape[i] for i in resized]
+        scale = min(ratios) if policy == "not_larger" else max(ratios)
+        sizes = [int(np.round(scale * shape[i])) if i in resized else shape[i] for i in range(nd)]
+    return _resize(node, scales, sizes, roi, node.attr("mode", "nearest"),
+                   node.attr("coordinate_transformation_mode", "half_pixel"),
+                   node.attr("nearest_mode", "round_prefer_floor"))
+
+
+@converter("InstanceNormalization", 6)
+def _instance_norm(node):
+    return call("nn.instance_norm", *node.inputs[:3], axis=1, epsilon=float(node.attr("epsilon", 1e-5)))
+
+
+@converter("LayerNormalization", 17)
+def _layer_norm(node):
+    shape = node.shape(0)
+    axis = int(node.attr("axis", -1))
+    axis = axis + len(shape) if axis < 0 else axis
+    eps = float(node.attr("epsilon", 1e-5))
+    x, scale = node.inputs[0], node.inputs[1]
+    bias = node.input(2)
+    inner = tuple(shape[axis:])
+    if bias is None:
+        bias = const(np.zeros(inner), node.dtype(0))
+    if len([o for o in node.outputs if o]) > 1:
+        return _layer_norm_stats(node, x, scale, bias, tuple(range(axis, len(shape))), eps)
+    if len(inner) == 1 and node.shape(1) == inner and (node.input(2) is None or node.shape(2) == inner):
+        return call("nn.layer_norm", x, scale, bias, axis=-1, epsilon=eps)
+    n = int(np.prod(inner, dtype=np.int64))
+    flat = reshape(x, tuple(shape[:axis]) + (n,))
+    scale = reshape(call("broadcast_to", scale, shape=inner), (n,))
+    bias = reshape(call("broadcast_to", bias, shape=inner), (n,))
+    return reshape(call("nn.layer_norm", flat, scale, bias, axis=-1, epsilon=eps), shape)
+
+
+def _layer_norm_stats(node, x, scale, bias, axes, eps):
+    """LayerNormalization with its Mean and InvStdDev outputs, decomposed."""
+    mean = call("mean", x, axis=axes, keepdims=True)
+    centered = call("subtract", x, mean)
+    var = call("mean", call("multiply", centered, centered), axis=axes, keepdims=True)
+    inv = call("divide", const(1, node.dtype(0)), call("sqrt", call("add", var, const(eps, node.dtype(0)))))
+    y = call("add", call("multiply", call("multiply", centered, inv), scale), bias)
+    return y, mean, inv
+
+
+def _log_softmax(x: ir.Expr, axis: int) -> ir.Expr:
+    shifted = call("subtract", x, call("max", x, axis=(axis,), keepdims=True))
+    return call("subtract", shifted, call("log", call("sum", call("exp", shifted), axis=(axis,), keepdims=True)))
+
+
+@converter("LogSoftmax", 1)
+def _log_softmax_old(node):
+    shape = node.shape(0)
+    nd = len(shape)
+    axis = int(node.attr("axis", 1))
+    axis = axis + nd if axis < 0 else axis
+    if axis == nd - 1 or nd <= 1:
+        return _log_softmax(node.inputs[0], -1)
+    return reshape(_log_softmax(flatten_2d(node.inputs[0], shape, axis), -1), shape)
+
+
+@converter("LogSoftmax", 13)
+def _log_softmax_13(node):
+    return _log_softmax(node.inputs[0], int(node.attr("axis", -1)))

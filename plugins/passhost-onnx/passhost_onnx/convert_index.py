@@ -1,0 +1,173 @@
+"""Converters of indexing and data-movement operators: Slice, Gather, GatherElements,
+Expand, Tile, Pad, Range, ArgMax/ArgMin, DepthToSpace/SpaceToDepth::
+
+    Slice(x, starts=[1], ends=[INT64_MAX], axes=[1])   /* x: (2, 5) */
+    ->  strided_slice(%x, begin=[0, 1], end=[2, 5], strides=[1, 1])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from passhost import ir
+
+from .build import call, const, reshape
+from .table import converter
+
+
+def _slice(node, starts, ends, axes, steps):
+    shape = node.shape(0)
+    nd = len(shape)
+    begin, end, strides = [0] * nd, list(shape), [1] * nd
+    axes = range(len(starts)) if axes is None else axes
+    steps = [1] * len(starts) if steps is None else steps
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        a = int(a) + nd if int(a) < 0 else int(a)
+        if int(st) == 0:
+            raise node.error("a step of 0 is invalid")
+        lo, hi, step = slice(int(s), int(e), int(st)).indices(int(shape[a]))
+        begin[a], strides[a] = lo, step
+        end[a] = hi if hi >= 0 else -(int(shape[a]) + 1)  # -1 after indices(): before index 0
+    return call("strided_slice", node.inputs[0], begin=tuple(begin), end=tuple(end), strides=tuple(strides))
+
+
+@converter("Slice", 1)
+def _slice_attrs(node):
+    return _slice(node, node.attr("starts"), node.attr("ends"), node.attr("axes"), None)
+
+
+@converter("Slice", 10)
+def _slice_inputs(node):
+    starts = node.need_const(1, "starts").reshape(-1)
+    ends = node.need_const(2, "ends").reshape(-1)
+    axes = node.need_const(3, "axes").reshape(-1) if node.input(3) is not None else None
+    steps = node.need_const(4, "steps").reshape(-1) if node.input(4) is not None else None
+    return _slice(node, starts, ends, axes, steps)
+
+
+@converter("Gather", 1)
+def _gather(node):
+    return call("take", node.inputs[0], node.inputs[1], axis=int(node.attr("axis", 0)), mode="fast")
+
+
+@converter("GatherElements", 11)
+def _gather_elements(node):
+    return call("gather", node.inputs[0], node.inputs[1], axis=int(node.attr("axis", 0)))
+
+
+@converter("Expand", 8)
+def _expand(node):
+    target = tuple(int(d) for d in node.need_const(1, "the shape").reshape(-1))
+    shape = tuple(np.broadcast_shapes(node.shape(0), target))
+    if shape == node.shape(0):
+        return node.inputs[0]
+    return call("broadcast_to", node.inputs[0], shape=shape)
+
+
+@converter("Tile", 6)
+def _tile(node):
+    reps = tuple(int(r) for r in node.need_const(1, "the repeats").reshape(-1))
+    return call("tile", node.inputs[0], reps=reps)
+
+
+_PAD_MODES = {"constant": "constant", "edge": "edge", "reflect": "reflect", "wrap": "wrap"}
+
+
+def _wrap(node, width):
+    """``wrap`` padding: each axis gets its own tail before and its head after (concatenations)."""
+    x, shape = node.inputs[0], list(node.shape(0))
+    for a, (before, after) in enumerate(width):
+        if before < 0 or after < 0:
+            raise node.error("negative pads with mode 'wrap' are not supported")
+        if not before and not after:
+            continue
+        dim = shape[a]
+        if before > dim or after > dim:
+            raise node.error(f"wrap padding of {max(before, after)} exceeds axis {a} of size {dim}")
+        parts = []
+        for lo, hi in ((dim - before, dim), (0, dim), (0, after)):
+            if hi > lo:
+                begin, end = [0] * len(shape), list(shape)
+                begin[a], end[a] = lo, hi
+                parts.append(call("strided_slice", x, begin=tuple(begin), end=tuple(end), strides=(1,) * len(shape)))
+        x = call("concatenate", ir.Tuple(parts), axis=a)
+        shape[a] = dim + before + after
+    return x
+
+
+def _pad(node, pads, value, mode, axes=None):
+    nd = node.ndim(0)
+    if mode not in _PAD_MODES:
+        raise node.error(f"pad mode {mode!r} is not supported (passhost pads constant, edge, reflect, wrap)")
+    pads = [int(p) for p in pads]
+    axes = list(range(nd)) if axes is None else [int(a) + nd if int(a) < 0 else int(a) for a in axes]
+    width = [[0, 0] for _ in range(nd)]
+    k = len(axes)
+    for i, a in enumerate(axes):
+        width[a] = [pads[i], pads[i + k]]
+    if mode == "wrap":
+        return _wrap(node, width)
+    if value is None:
+        value = const(0, node.dtype(0))
+    return call("nn.pad", node.inputs[0], value, pad_width=tuple(tuple(w) for w in width),
+                pad_mode=_PAD_MODES[mode])
+
+
+@converter("Pad", 1)
+def _pad_attrs(node):
+    pads = node.attr("pads", node.attr("paddings"))
+    return _pad(node, pads, const(float(node.attr("value", 0.0)), node.dtype(0)), node.attr("mode", "constant"))
+
+
+@converter("Pad", 11)
+def _pad_inputs(node):
+    pads = node.need_const(1, "the pads").reshape(-1)
+    value = node.input(2)
+    if value is not None and node.ndim(2):
+        value = reshape(value, ())
+    axes = node.need_const(3, "the axes").reshape(-1) if node.input(3) is not None else None
+    return _pad(node, pads, value, node.attr("mode", "constant"), axes)
+
+
+@converter("Range", 11)
+def _range(node):
+    start, limit, delta = (node.need_const(i, what).reshape(()) for i, what in
+                           enumerate(("start", "limit", "delta")))
+    n = max(int(np.ceil((limit - start) / delta)), 0)
+    return ir.Constant((start + np.arange(n, dtype=start.dtype) * delta).astype(start.dtype))
+
+
+def _arg(name: str):
+    def convert(node):
+        nd = node.ndim(0)
+        axis = int(node.attr("axis", 0))
+        out = call(name, node.inputs[0], axis=(axis + nd if axis < 0 else axis,),
+                   keepdims=bool(node.attr("keepdims", 1)), select_last_index=bool(node.attr("select_last_index", 0)))
+        return call("cast", out, dtype="int64")
+    return convert
+
+
+converter("ArgMax", 1)(_arg("argmax"))
+converter("ArgMin", 1)(_arg("argmin"))
+
+
+@converter("DepthToSpace", 1)
+def _depth_to_space(node):
+    n, c, h, w = node.shape(0)
+    b = int(node.attr("blocksize"))
+    if node.attr("mode", "DCR") == "DCR":
+        x = reshape(node.inputs[0], (n, b, b, c // (b * b), h, w))
+        x = call("transpose", x, axes=(0, 3, 4, 1, 5, 2))
+    else:
+        x = reshape(node.inputs[0], (n, c // (b * b), b, b, h, w))
+        x = call("transpose", x, axes=(0, 1, 4, 2, 5, 3))
+    return reshape(x, (n, c // (b * b), h * b, w * b))
+
+
+@converter("SpaceToDepth", 1)
+def _space_to_depth(node):
+    n, c, h, w = node.shape(0)
+    b = int(node.attr("blocksize"))
+    x = reshape(node.inputs[0], (n, c, h // b, b, w // b, b))
+    crd = node.attr("mode", "DCR") == "CRD"
+    x = call("transpose", x, axes=(0, 1, 3, 5, 2, 4) if crd else (0, 3, 5, 1, 2, 4))
+    return reshape(x, (n, c * b * b, h // b, w // b))

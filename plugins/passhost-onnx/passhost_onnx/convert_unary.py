@@ -1,0 +1,177 @@
+"""Converters of element-wise math, activations and logic that map to one host operator or
+decompose into a few, as TVM's ``from_onnx`` decomposes them::
+
+    Elu(x, alpha=a)       ->  where(less(x, 0f), multiply(a, subtract(exp(x), 1f)), x)
+    Softplus(x)           ->  log(add(exp(x), 1f))
+    And(a, b) (bool)      ->  minimum(a, b)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from passhost import ir
+
+from .build import call, const
+from .table import converter
+
+_UNARY = {"Erf": ("erf", 9), "Floor": ("floor", 6), "Ceil": ("ceil", 6), "Round": ("round", 11),
+          "Abs": ("abs", 6), "Sign": ("sign", 9), "Sin": ("sin", 7), "Cos": ("cos", 7)}
+
+
+def _unary(name: str):
+    def convert(node):
+        return call(name, node.inputs[0])
+    return convert
+
+
+for _onnx, (_ours, _since) in _UNARY.items():
+    converter(_onnx, _since)(_unary(_ours))
+
+
+def _c(node, value) -> ir.Constant:
+    return const(value, node.dtype(0))
+
+
+@converter("Tan", 7)
+def _tan(node):
+    return call("divide", call("sin", node.inputs[0]), call("cos", node.inputs[0]))
+
+
+@converter("Sinh", 9)
+def _sinh(node):
+    x = node.inputs[0]
+    return call("multiply", call("subtract", call("exp", x), call("exp", call("negative", x))), _c(node, 0.5))
+
+
+@converter("Cosh", 9)
+def _cosh(node):
+    x = node.inputs[0]
+    return call("multiply", call("add", call("exp", x), call("exp", call("negative", x))), _c(node, 0.5))
+
+
+@converter("Elu", 6)
+def _elu(node):
+    x = node.inputs[0]
+    alpha = float(node.attr("alpha", 1.0))
+    neg = call("multiply", _c(node, alpha), call("subtract", call("exp", x), _c(node, 1)))
+    return call("where", call("less", x, _c(node, 0)), neg, x)
+
+
+@converter("Selu", 6)
+def _selu(node):
+    x = node.inputs[0]
+    alpha = float(node.attr("alpha", 1.67326319217681884765625))
+    gamma = float(node.attr("gamma", 1.05070102214813232421875))
+    neg = call("subtract", call("multiply", _c(node, alpha), call("exp", x)), _c(node, alpha))
+    return call("multiply", _c(node, gamma), call("where", call("less_equal", x, _c(node, 0)), neg, x))
+
+
+@converter("Celu", 12)
+def _celu(node):
+    x = node.inputs[0]
+    alpha = float(node.attr("alpha", 1.0))
+    neg = call("multiply", _c(node, alpha),
+               call("subtract", call("exp", call("divide", x, _c(node, alpha))), _c(node, 1)))
+    return call("add", call("maximum", x, _c(node, 0)), call("minimum", neg, _c(node, 0)))
+
+
+@converter("Softplus", 1)
+def _softplus(node):
+    return call("log", call("add", call("exp", node.inputs[0]), _c(node, 1)))
+
+
+@converter("Softsign", 1)
+def _softsign(node):
+    x = node.inputs[0]
+    return call("divide", x, call("add", call("abs", x), _c(node, 1)))
+
+
+@converter("Mish", 18)
+def _mish(node):
+    x = node.inputs[0]
+    return call("multiply", x, call("tanh", _softplus(node)))
+
+
+@converter("ThresholdedRelu", 10)
+def _thresholded_relu(node):
+    x = node.inputs[0]
+    return call("where", call("greater", x, _c(node, float(node.attr("alpha", 1.0)))), x, _c(node, 0))
+
+
+@converter("Shrink", 9)
+def _shrink(node):
+    x = node.inputs[0]
+    bias, lambd = float(node.attr("bias", 0.0)), float(node.attr("lambd", 0.5))
+    low = call("where", call("less", x, _c(node, -lambd)), call("add", x, _c(node, bias)), _c(node, 0))
+    return call("where", call("greater", x, _c(node, lambd)), call("subtract", x, _c(node, bias)), low)
+
+
+@converter("Gelu", 20)
+def _gelu(node):
+    x = node.inputs[0]
+    if node.attr("approximate", "none") == "tanh":
+        inner = call("multiply", _c(node, np.sqrt(2 / np.pi)),
+                     call("add", x, call("multiply", _c(node, 0.044715), call("multiply", x, call("multiply", x, x)))))
+        return call("multiply", call("multiply", _c(node, 0.5), x), call("add", _c(node, 1), call("tanh", inner)))
+    erf = call("erf", call("multiply", x, _c(node, 1 / np.sqrt(2))))
+    return call("multiply", call("multiply", _c(node, 0.5), x), call("add", _c(node, 1), erf))
+
+
+@converter("HardSigmoid", 6)
+def _hard_sigmoid(node):
+    return ir.nn.hard_sigmoid(node.inputs[0], alpha=float(node.attr("alpha", 0.2)),
+                              beta=float(node.attr("beta", 0.5)))
+
+
+@converter("HardSwish", 14)
+def _hard_swish(node):
+    return ir.nn.hard_swish(node.inputs[0])
+
+
+@converter("PRelu", 7)
+def _prelu(node):
+    x, slope = node.inputs[0], node.inputs[1]
+    xs, ss = node.shape(0), node.shape(1)
+    squeezed = [d for d in ss if d != 1]
+    if len(xs) >= 2 and ss and len(squeezed) == 1 and len(ss) == len(xs) - 1 and ss[0] == xs[1] \
+            and all(d == 1 for d in ss[1:]):
+        return call("nn.prelu", x, call("reshape", slope, newshape=(int(ss[0]),)), axis=1)
+    return call("where", call("less", x, _c(node, 0)), call("multiply", x, slope), x)
+
+
+@converter("And", 7)
+def _and(node):
+    return call("minimum", node.inputs[0], node.inputs[1])
+
+
+@converter("Or", 7)
+def _or(node):
+    return call("maximum", node.inputs[0], node.inputs[1])
+
+
+@converter("Xor", 7)
+def _xor(node):
+    return call("not_equal", node.inputs[0], node.inputs[1])
+
+
+@converter("IsNaN", 9)
+def _isnan(node):
+    return call("not_equal", node.inputs[0], node.inputs[0])
+
+
+@converter("IsInf", 10)
+def _isinf(node):
+    x = node.inputs[0]
+    pos, neg = int(node.attr("detect_positive", 1)), int(node.attr("detect_negative", 1))
+    if pos and neg:
+        return call("equal", call("abs", x), _c(node, np.inf))
+    if pos:
+        return call("equal", x, _c(node, np.inf))
+    if neg:
+        return call("equal", x, _c(node, -np.inf))
+    return call("broadcast_to", const(False, "bool"), shape=node.shape(0))
+
+
+@converter("CastLike", 15)
+def _cast_like(node):
+    return call("cast", node.inputs[0], dtype=node.dtype(1))

@@ -1,0 +1,203 @@
+"""ONNX emitters of indexing, padding, arg-reductions, transposed convolution, resizing and
+normalisation operators (the rest are in :mod:`.emit`)::
+
+    strided_slice(%x, begin=[0, 1], end=[2, 5], strides=[1, 1])
+    ->  Slice(x, starts=[0, 1], ends=[2, 5], axes=[0, 1], steps=[1, 1])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from passhost.errors import FormatError
+
+from .emit import _check_layout, _out_shape, _pads, _tensor, emitter
+
+_INT64_MIN = np.iinfo("int64").min
+
+
+@emitter("strided_slice")
+def _strided_slice(em, call, args):
+    a = call.attrs
+    shape = _tensor(call, 0).shape
+    nd = len(shape)
+    axes = list(range(nd)) if a.axes is None else [int(x) % nd for x in a.axes]
+    begin, end = list(a.begin), list(a.end)
+    strides = list(a.strides) if a.strides else [1] * len(begin)
+    starts, ends, steps, used = [], [], [], []
+    for i, axis in enumerate(axes[:len(begin)]):
+        b = int(begin[i])
+        e = int(end[i]) if i < len(end) else int(shape[axis])
+        s = int(strides[i]) if i < len(strides) else (int(strides[-1]) if strides else 1)
+        if a.slice_mode == "size":
+            s, e = 1, int(shape[axis]) if e < 0 else b + e
+        if s < 0 and e < -int(shape[axis]):
+            e = _INT64_MIN  # before index 0
+        starts.append(b), ends.append(e), steps.append(s), used.append(axis)
+    return em.one("Slice", [args[0], em.ints(starts), em.ints(ends), em.ints(used), em.ints(steps)])
+
+
+@emitter("take")
+def _take(em, call, args):
+    a = call.attrs
+    if a.batch_dims:
+        raise FormatError("take with batch_dims exports to ONNX only as batch_dims=0")
+    data, indices = args
+    shape = _tensor(call, 0).shape
+    axis = a.axis
+    if axis is None:
+        data = em.one("Reshape", [data, em.ints([-1])])
+        dim, axis = int(np.prod(shape, dtype=np.int64)), 0
+    else:
+        axis = int(axis) % len(shape)
+        dim = int(shape[axis])
+    idx_dtype = _tensor(call, 1).dtype
+    if a.mode == "clip":  # out-of-range indices clamp; negative ones clamp to 0
+        indices = em.one("Clip", [indices, em.const(np.asarray(0, idx_dtype)), em.const(np.asarray(dim - 1, idx_dtype))])
+    elif a.mode == "wrap":
+        indices = em.one("Mod", [indices, em.const(np.asarray(dim, idx_dtype))])
+    return em.one("Gather", [data, indices], axis=axis)
+
+
+@emitter("gather")
+def _gather(em, call, args):
+    return em.one("GatherElements", list(args), axis=int(call.attrs.axis))
+
+
+@emitter("broadcast_to")
+def _broadcast_to(em, call, args):
+    return em.one("Expand", [args[0], em.ints(_out_shape(call))])
+
+
+@emitter("tile")
+def _tile(em, call, args):
+    nd = len(_tensor(call, 0).shape)
+    reps = [int(r) for r in call.attrs.reps]
+    x = args[0]
+    if len(reps) > nd:  # numpy's tile prepends axes to the data, ONNX's needs equal ranks
+        x = em.one("Reshape", [x, em.ints([1] * (len(reps) - nd) + list(_tensor(call, 0).shape))])
+    elif len(reps) < nd:
+        reps = [1] * (nd - len(reps)) + reps
+    return em.one("Tile", [x, em.ints(reps)])
+
+
+@emitter("repeat")
+def _repeat(em, call, args):
+    shape = list(_tensor(call, 0).shape)
+    nd = len(shape)
+    axis = int(call.attrs.axis) % nd
+    r = int(call.attrs.repeats)
+    x = em.one("Reshape", [args[0], em.ints(shape[:axis + 1] + [1] + shape[axis + 1:])])
+    x = em.one("Expand", [x, em.ints(shape[:axis + 1] + [r] + shape[axis + 1:])])
+    return em.one("Reshape", [x, em.ints(_out_shape(call))])
+
+
+@emitter("nn.pad")
+def _pad(em, call, args):
+    width = [(int(b), int(e)) for b, e in call.attrs.pad_width]
+    pads = [b for b, _ in width] + [e for _, e in width]
+    value = args[1]
+    if _tensor(call, 1).shape:
+        value = em.one("Reshape", [value, em.ints([])])
+    return em.one("Pad", [args[0], em.ints(pads), value], mode=call.attrs.pad_mode)
+
+
+def _arg(onnx_op: str):
+    def emit(em, call, args):
+        a = call.attrs
+        nd = len(_tensor(call, 0).shape)
+        axes = list(range(nd)) if a.axis is None else [int(x) % nd for x in a.axis]
+        if a.exclude:
+            axes = [i for i in range(nd) if i not in axes]
+        if len(axes) != 1:
+            raise FormatError(f"{call.op.name} over {len(axes)} axes has no ONNX export (ONNX reduces one axis)")
+        out = em.one(onnx_op, list(args), axis=axes[0], keepdims=int(bool(a.keepdims)),
+                     select_last_index=int(bool(a.select_last_index)) or None)
+        from .dtypes import to_onnx_type
+
+        return em.one("Cast", [out], to=to_onnx_type(call.checked_type.dtype))
+    return emit
+
+
+emitter("argmax")(_arg("ArgMax"))
+emitter("argmin")(_arg("ArgMin"))
+
+
+@emitter("nn.prelu")
+def _prelu(em, call, args):
+    nd = len(_tensor(call, 0).shape)
+    tail = nd - int(call.attrs.axis) % nd - 1
+    slope = em.one("Reshape", [args[1], em.ints([-1] + [1] * tail)]) if tail else args[1]
+    return em.one("PRelu", [args[0], slope])
+
+
+@emitter("nn.conv2d_transpose")
+def _conv2d_transpose(em, call, args):
+    _check_layout(call, data_layout="NCHW", kernel_layout="IOHW", out_layout="NCHW")
+    a = call.attrs
+    kshape = _tensor(call, 1).shape
+    return em.one("ConvTranspose", list(args), kernel_shape=list(kshape[2:]), strides=list(a.strides),
+                  pads=_pads(a.padding), dilations=list(a.dilation), group=int(a.groups),
+                  output_padding=[int(p) for p in a.output_padding])
+
+
+@emitter("nn.instance_norm")
+def _instance_norm(em, call, args):
+    a = call.attrs
+    if a.axis != 1 or not a.center or not a.scale:
+        raise FormatError("nn.instance_norm exports with axis=1, center and scale only")
+    return em.one("InstanceNormalization", list(args), epsilon=float(a.epsilon))
+
+
+_NEAREST = {"": None, "round": None, "round_prefer_floor": "round_prefer_floor",
+            "round_prefer_ceil": "round_prefer_ceil", "floor": "floor", "ceil": "ceil"}
+
+
+@emitter("image.resize2d")
+def _resize2d(em, call, args):
+    _check_layout(call, layout="NCHW")
+    a = call.attrs
+    mode = {"nearest_neighbor": "nearest", "linear": "linear", "cubic": "cubic"}[a.method]
+    ctm = a.coordinate_transformation_mode
+    kw = dict(mode=mode, coordinate_transformation_mode=ctm)
+    if mode == "nearest":
+        rounding = a.rounding_method or ("round" if ctm == "align_corners" else "floor")
+        if rounding == "round":
+            raise FormatError("image.resize2d with rounding_method='round' (halves to even) has no ONNX nearest_mode")
+        kw["nearest_mode"] = rounding
+    if mode == "cubic":
+        kw["cubic_coeff_a"] = float(a.cubic_alpha)
+        kw["exclude_outside"] = int(a.cubic_exclude)
+    roi = ""
+    if ctm == "tf_crop_and_resize":
+        r = tuple(a.roi) if a.roi else (0.0, 0.0, 0.0, 0.0)
+        roi = em.const(np.asarray([0, 0, r[0], r[1], 1, 1, r[2], r[3]], dtype="float32"))
+        kw["extrapolation_value"] = float(a.extrapolation_value)
+    return em.one("Resize", [args[0], roi, "", em.ints(_out_shape(call))], **kw)
+
+
+@emitter("full")
+def _full(em, call, args):
+    return em.one("Expand", [em.one("Cast", [args[0]], to=_onnx(call)), em.ints(_out_shape(call))])
+
+
+@emitter("zeros", "ones")
+def _zeros_ones(em, call, args):
+    value = np.zeros if call.op.name == "zeros" else np.ones
+    return em.const(value(_out_shape(call), dtype=call.checked_type.dtype))
+
+
+@emitter("full_like")
+def _full_like(em, call, args):
+    return em.one("Expand", [em.one("Cast", [args[1]], to=_onnx(call)), em.ints(_out_shape(call))])
+
+
+@emitter("zeros_like", "ones_like")
+def _like(em, call, args):
+    value = 0 if call.op.name == "zeros_like" else 1
+    return em.one("Expand", [em.const(np.asarray(value, dtype=call.checked_type.dtype)), em.ints(_out_shape(call))])
+
+
+def _onnx(call) -> int:
+    from .dtypes import to_onnx_type
+
+    return to_onnx_type(call.checked_type.dtype)

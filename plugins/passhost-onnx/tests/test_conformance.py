@@ -1,0 +1,42 @@
+"""ONNX's own node test cases (``onnx.backend.test``) through passhost, one test per case.
+
+Every case whose operators all have a converter and that onnxruntime loads is imported,
+interpreted and compared with ONNX's expected outputs, then exported and run in
+onnxruntime (optimisations off) and compared again. Cases that fail for a known reason
+are listed in :data:`EXPECTED_FAILURES` and run as strict xfails, so a fix is noticed.
+``conformance_report.py`` writes the per-operator table to ``docs/onnx-conformance.md``.
+"""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("onnxruntime")
+
+from passhost_onnx import conformance  # noqa: E402
+from passhost_onnx.known_failures import EXPECTED_FAILURES  # noqa: E402
+
+CASES = conformance.select(conformance.load_cases())
+_BY_NAME = {c.name: c for c in CASES}
+
+
+def _param(case):
+    reason = EXPECTED_FAILURES.get(case.name)
+    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    return pytest.param(case.name, marks=marks, id=case.name)
+
+
+@pytest.mark.parametrize("name", [_param(c) for c in CASES])
+def test_node_case(name):
+    conformance.run_case(_BY_NAME[name])
+
+
+def test_every_expected_failure_names_a_selected_case():
+    stale = sorted(set(EXPECTED_FAILURES) - set(_BY_NAME))
+    assert not stale, f"expected failures that are no longer selected: {stale}"
+
+
+def test_pass_rate_meets_the_goal():
+    # the xfails above are strict, so this count is the true number of failing cases
+    passed = len(CASES) - len(EXPECTED_FAILURES)
+    assert len(CASES) > 500
+    assert passed / len(CASES) >= 0.95, f"{passed}/{len(CASES)} selected ONNX node cases pass"
