@@ -193,7 +193,7 @@ def tensor_head(name: str, arr: np.ndarray) -> onnx.TensorProto:
         return numpy_helper.from_array(arr, name)
     t = onnx.TensorProto()
     t.name = name
-    t.data_type = to_onnx_type(str(arr.dtype))
+    t.data_type = to_onnx_type(arr.dtype)
     t.dims.extend(arr.shape)
     return t
 
