@@ -91,6 +91,14 @@ def infer_type(obj: Union[IRModule, Expr]) -> Union[IRModule, Expr]:
             raise TypeInferenceError(f"cannot infer the type of operator {obj.name} on its own: "
                                      "type a call of it instead")
         if obj._checked_type is None:
+            t = type(obj)
+            if t is Call and type(obj.op) is Op and all(a._checked_type is not None for a in obj.args):
+                # one operator call over typed arguments, as an importer builds a graph node by
+                # node: run its relation directly (no traversal, no GC pause per node)
+                _set_type(obj, _relate(obj.op, [a._checked_type for a in obj.args], obj.attrs))
+                return obj
+            if (t is Constant or t is Var) and not _leaf(obj, _no_module) and obj._checked_type is not None:
+                return obj
             with paused():
                 _infer_expr(obj, _no_module)
         return obj
