@@ -290,3 +290,31 @@ def test_progress_names_each_top_level_pass_and_clears_its_line():
     text = stream.getvalue()
     assert "[1/2] FoldConstant" in text and "[2/2] EliminateCommonSubexpr" in text
     assert text.endswith("\r")
+
+
+def test_on_a_terminal_run_shows_the_file_being_read_and_the_running_pass(tmp_path):
+    import pty
+    import subprocess
+    import sys
+
+    src = tmp_path / "m.txt"
+    src.write_text(TEXT)
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "passhost", "run", str(src), "-p", "FoldConstant,InferType",
+                               "-o", str(tmp_path / "o.txt")], stderr=slave, stdout=subprocess.PIPE, timeout=120)
+        os.close(slave)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(master)
+    assert proc.returncode == 0
+    text = seen.decode()
+    assert f"reading {src} ..." in text and "[1/2] FoldConstant" in text and "[2/2] InferType" in text

@@ -191,7 +191,15 @@ def cmd_run(args: argparse.Namespace) -> int:
                 raise CommandError("--input-shape and --from apply to INPUT files, not --example")
             mod = example(args.example)
         else:
-            mod = load_input(args.input, args.from_format, shapes or None)
+            if sys.stderr.isatty() and args.input != "-":  # a large model takes a moment: say so
+                sys.stderr.write(f"reading {args.input} ...")
+                sys.stderr.flush()
+            try:
+                mod = load_input(args.input, args.from_format, shapes or None)
+            finally:
+                if sys.stderr.isatty() and args.input != "-":
+                    sys.stderr.write("\r" + " " * (len(args.input) + 12) + "\r")
+                    sys.stderr.flush()
     if args.params:
         mod = bind_params(mod, args.params)
     if tracker is not None:
