@@ -1,5 +1,6 @@
 """Converters of operators passhost builds from several host operators: Mod, Trilu, Hardmax,
-OneHot, LpNormalization, RMSNormalization, MeanVarianceNormalization, Swish::
+OneHot, LpNormalization, RMSNormalization, MeanVarianceNormalization, Swish, CumSum, LpPool,
+EyeLike::
 
     Mod(a, b) (integers, fmod=0)     /* the remainder takes the divisor's sign */
     ->  %t = subtract(%a, multiply(%b, divide(%a, %b)));     /* integer divide truncates */
@@ -125,3 +126,49 @@ def _swish(node):
     x = node.inputs[0]
     alpha = float(node.attr("alpha", 1.0))
     return call("multiply", x, call("sigmoid", call("multiply", x, _c(node, alpha))))
+
+
+@converter("CumSum", 11)
+def _cumsum(node):
+    """A matmul with a triangular 0/1 matrix along the (transposed-last) axis."""
+    shape = node.shape(0)
+    nd = len(shape)
+    axis = int(node.need_const(1, "the axis").reshape(-1)[0]) % nd
+    n = int(shape[axis])
+    upper = np.triu(np.ones((n, n), dtype=node.dtype(0)), 1 if int(node.attr("exclusive", 0)) else 0)
+    tri = upper.T if int(node.attr("reverse", 0)) else upper  # out[j] = sum_i x[i] * tri[i, j]
+    perm = [i for i in range(nd) if i != axis] + [axis]
+    x = call("transpose", node.inputs[0], axes=tuple(perm)) if axis != nd - 1 else node.inputs[0]
+    out = call("nn.matmul", x, ir.Constant(tri))
+    if axis == nd - 1:
+        return out
+    return call("transpose", out, axes=tuple(int(i) for i in np.argsort(perm)))
+
+
+@converter("LpPool", 11)
+def _lp_pool(node):
+    """``(sum over the window of |x|^p)^(1/p)``: an average pool of ``|x|^p`` counting the pads,
+    times the window size."""
+    if node.ndim(0) != 4:
+        raise node.error("LpPool on non-2-D spatial data is not supported")
+    from .convert_nn import _auto_pads
+
+    p = float(node.attr("p", 2))
+    kernel = tuple(int(k) for k in node.attr("kernel_shape"))
+    strides = tuple(int(s) for s in node.attr("strides", (1, 1)))
+    dilations = tuple(int(d) for d in node.attr("dilations", (1, 1)))
+    pads = _auto_pads(node, node.shape(0)[2:], kernel, strides, dilations)
+    powered = call("power", call("abs", node.inputs[0]), _c(node, p))
+    avg = call("nn.avg_pool2d", powered, pool_size=kernel, strides=strides, dilation=dilations, padding=pads,
+               ceil_mode=bool(node.attr("ceil_mode", 0)), count_include_pad=True)
+    total = call("multiply", avg, _c(node, float(np.prod(kernel))))
+    return call("power", total, _c(node, 1.0 / p))
+
+
+@converter("EyeLike", 9)
+def _eye_like(node):
+    from .dtypes import to_dtype
+
+    rows, cols = node.shape(0)
+    dtype = to_dtype(int(node.attr("dtype")), repr(node)) if node.attr("dtype") is not None else node.dtype(0)
+    return ir.Constant(np.eye(rows, cols, k=int(node.attr("k", 0)), dtype=dtype))
