@@ -210,3 +210,15 @@ def test_whole_graph_functions_promote_a_large_graph_when_the_gc_resumes():
     assert gc.isenabled() and gc.get_freeze_count() == 0
     assert gc.get_count()[0] < 1_000  # survivors promoted, no huge young generation pending
     assert mod["main"].has_type
+
+
+def test_paused_gc_is_public_reentrant_and_restores_the_collector():
+    import gc
+
+    assert gc.isenabled()
+    with ir.paused_gc():
+        assert not gc.isenabled()
+        with ir.paused_gc():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()

@@ -36,6 +36,7 @@ from .interpreter import evaluate
 from .well_formed import well_formed
 from .params import bind_params_by_name
 from .serialize import load, save
+from ._gc import paused as paused_gc
 
 __all__ = [
     # errors
@@ -53,7 +54,7 @@ __all__ = [
     # structure, text, types, evaluation
     "structural_equal", "structural_hash", "assert_structural_equal",
     "pretty_print", "astext", "parse", "parse_expr", "fromtext",
-    "infer_type", "evaluate", "well_formed", "bind_params_by_name", "load", "save",
+    "infer_type", "evaluate", "well_formed", "bind_params_by_name", "load", "save", "paused_gc",
     # operators
     "nn", "image", *_builders_all,
 ]

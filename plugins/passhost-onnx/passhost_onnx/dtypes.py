@@ -1,6 +1,7 @@
 """ONNX element types <-> passhost (numpy) dtype names."""
 from __future__ import annotations
 
+import numpy as np
 from onnx import TensorProto
 
 from passhost.errors import FormatError
@@ -14,6 +15,7 @@ _TO_DTYPE = {
     TensorProto.UINT64: "uint64", TensorProto.BOOL: "bool",
 }
 _TO_ONNX = {v: k for k, v in _TO_DTYPE.items()}
+_TO_ONNX.update({np.dtype(v): k for v, k in list(_TO_ONNX.items())})  # numpy dtypes too: no str() per tensor
 
 
 def to_dtype(elem_type: int, what: str = "") -> str:
@@ -29,8 +31,8 @@ def to_dtype(elem_type: int, what: str = "") -> str:
                           f"(supported: {', '.join(sorted(_TO_ONNX))})") from None
 
 
-def to_onnx_type(dtype: str) -> int:
-    """The ONNX element type of a dtype name."""
+def to_onnx_type(dtype) -> int:
+    """The ONNX element type of a dtype name (or numpy dtype)."""
     try:
         return _TO_ONNX[dtype]
     except KeyError:

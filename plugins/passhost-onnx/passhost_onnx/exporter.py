@@ -45,6 +45,8 @@ class Emitter:
         self.domains: dict = {}
         #: initializer name -> its array (emitters reshape constant arguments at export)
         self.values: dict = {}
+        #: output name -> tensor rank (the peepholes read it)
+        self.ranks: dict = {}
         #: initializers a peephole made unused
         self.dropped: set = set()
 
@@ -132,7 +134,10 @@ def _emit_call(em: Emitter, call: ir.Call, args: list) -> Any:
     fn = EMITTERS.get(name)
     if fn is None:
         raise FormatError(f"operator {name} has no ONNX export; supported: {', '.join(sorted(EMITTERS))}")
-    return fn(em, call, args)
+    out = fn(em, call, args)
+    if isinstance(out, str) and isinstance(call.checked_type, ir.TensorType):
+        em.ranks[out] = len(call.checked_type.shape)
+    return out
 
 
 def _emit_opaque(em: Emitter, call: ir.Call, args: list) -> Any:
@@ -188,7 +193,7 @@ def tensor_head(name: str, arr: np.ndarray) -> onnx.TensorProto:
         return numpy_helper.from_array(arr, name)
     t = onnx.TensorProto()
     t.name = name
-    t.data_type = to_onnx_type(str(arr.dtype))
+    t.data_type = to_onnx_type(arr.dtype)
     t.dims.extend(arr.shape)
     return t
 
@@ -228,7 +233,10 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
             for i, x in enumerate(n.output):
                 if x in rename:
                     n.output[i] = rename[x]
+    em.ranks.update((p.name_hint, len(p.checked_type.shape)) for p in main.params
+                    if isinstance(p.checked_type, ir.TensorType))
     _fuse_conv_bias(em)
+    _fuse_scale_shift(em)
     graph = helper.make_graph(em.nodes, graph_name,
                               [_value_info(p.name_hint, p.checked_type) for p in main.params],
                               [_value_info(n, t) for n, t in zip(names, out_types)])
@@ -299,6 +307,63 @@ def _fuse_conv_bias(em: Emitter) -> None:
             conv.output[0] = n.output[0]
             drop.add(id(n))
             uses[bias] -= 1
+            break
+    if drop:
+        em.nodes[:] = [n for n in em.nodes if id(n) not in drop]
+        live = {x for n in em.nodes for x in n.input}
+        em.dropped.update(name for name, _ in em.inits if name not in live)
+
+
+def _fuse_scale_shift(em: Emitter) -> None:
+    """``Add(Mul(x, s), b)`` on a 4-D ``x`` with per-channel constants ``s`` and ``b`` (what
+    SimplifyInference makes of a batch norm that no convolution absorbed) becomes one
+    ``BatchNormalization(x, s, b, mean=0, var=1, epsilon=0)``: exactly ``s * x + b``, one
+    node instead of two, as the model had it before."""
+    inits = {name: arr for name, arr in em.inits}
+    uses: dict = {}
+    producer: dict = {}
+    for i, n in enumerate(em.nodes):
+        for x in n.input:
+            uses[x] = uses.get(x, 0) + 1
+        for o in n.output:
+            producer[o] = i
+
+    def per_channel(arr):
+        if arr is None or arr.dtype.kind != "f":
+            return None
+        if arr.ndim == 3 and arr.shape[1:] == (1, 1):
+            return arr.shape[0]
+        if arr.ndim == 4 and arr.shape[0] == 1 and arr.shape[2:] == (1, 1):
+            return arr.shape[1]
+        return None
+
+    drop = set()
+    for n in em.nodes:
+        if n.op_type != "Add" or len(n.input) != 2:
+            continue
+        for m_name, b_name in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
+            j = producer.get(m_name)
+            b = inits.get(b_name)
+            if j is None or uses.get(m_name) != 1 or per_channel(b) is None:
+                continue
+            mul = em.nodes[j]
+            if mul.op_type != "Mul" or id(mul) in drop:
+                continue
+            for x_name, s_name in ((mul.input[0], mul.input[1]), (mul.input[1], mul.input[0])):
+                s_arr = inits.get(s_name)
+                c = per_channel(s_arr)
+                if c is None or c != per_channel(b) or s_arr.dtype != b.dtype or em.ranks.get(x_name) != 4:
+                    continue
+                dt = b.dtype
+                bn = helper.make_node("BatchNormalization",
+                                      [x_name, em.const(s_arr.reshape(-1)), em.const(b.reshape(-1)),
+                                       em.const(np.zeros(c, dt)), em.const(np.ones(c, dt))],
+                                      [n.output[0]], epsilon=0.0)
+                n.CopyFrom(bn)
+                drop.add(id(mul))
+                break
+            else:
+                continue
             break
     if drop:
         em.nodes[:] = [n for n in em.nodes if id(n) not in drop]

@@ -14,7 +14,7 @@ from passhost.io import atomic_writer
 from .dtypes import to_onnx_type
 from .exporter import export_parts, to_onnx
 from .importer import from_onnx
-from .writer import encoded_size, write_model
+from .writer import chunks_size, encode, write_chunks
 
 __all__ = ["load", "save", "TWO_GB"]
 
@@ -62,12 +62,13 @@ def save(mod: Any, path: str, *, opset: int = 17, external_data: bool = False, c
     :param check: run ``onnx.checker.check_model`` before anything is written
     """
     skeleton, weights = export_parts(mod, opset=opset)
-    if not external_data and encoded_size(skeleton, weights) < TWO_GB:
+    chunks = None if external_data else encode(skeleton, weights)
+    if chunks is not None and chunks_size(chunks) < TWO_GB:
         if check:
             _check(_structure(skeleton, weights).SerializeToString(), path)
         try:
             with atomic_writer(path) as f:
-                write_model(f, skeleton, weights)
+                write_chunks(f, chunks)
         except OSError as err:
             raise UsageError(f"cannot write {path!r}: {err.strerror or err}") from None
         return
@@ -82,7 +83,7 @@ def _structure(skeleton: Any, weights: list) -> Any:
     model = onnx.ModelProto()
     model.CopyFrom(skeleton)
     for name, arr in weights:
-        model.graph.input.append(onnx.helper.make_tensor_value_info(name, to_onnx_type(str(arr.dtype)),
+        model.graph.input.append(onnx.helper.make_tensor_value_info(name, to_onnx_type(arr.dtype),
                                                                     list(arr.shape)))
     return model
 

@@ -167,6 +167,14 @@ def _fold(expr: ir.Expr) -> ir.Expr:
 
 def from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False,
               extra_converters: Optional[list] = None) -> Any:
+    """Import ``model`` (see :func:`_from_onnx`), with the cyclic GC paused while the graph grows."""
+    with ir.paused_gc():
+        return _from_onnx(model, input_shapes=input_shapes, keep_params=keep_params,
+                          extra_converters=extra_converters)
+
+
+def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False,
+               extra_converters: Optional[list] = None) -> Any:
     """Import ``model``: an :class:`~passhost.ir.IRModule` (with ``keep_params``: and a params dict).
 
     :param input_shapes: input name -> concrete shape; other symbolic dimensions become 1

@@ -22,7 +22,7 @@ import onnx
 
 from .exporter import little_endian, tensor_head
 
-__all__ = ["write_model", "encoded_size"]
+__all__ = ["write_model", "encoded_size", "encode", "write_chunks", "chunks_size"]
 
 _GRAPH = (7 << 3) | 2         # ModelProto.graph
 _INITIALIZER = (5 << 3) | 2   # GraphProto.initializer
@@ -53,6 +53,9 @@ def _tensor_parts(name: str, arr: np.ndarray) -> list:
     return [bytes([_INITIALIZER]) + _varint(size)] + body
 
 
+_SMALL = 1 << 16  # arrays below this many bytes are copied into the framing run
+
+
 def _parts(model: onnx.ModelProto, weights: list) -> list:
     graph = model.graph
     outer = onnx.ModelProto()
@@ -61,20 +64,53 @@ def _parts(model: onnx.ModelProto, weights: list) -> list:
     inits = [c for name, arr in weights for c in _tensor_parts(name, arr)]
     graph_bytes = graph.SerializeToString()
     graph_size = len(graph_bytes) + sum(len(c) if isinstance(c, bytes) else c.nbytes for c in inits)
-    return [outer.SerializeToString(), bytes([_GRAPH]) + _varint(graph_size), graph_bytes, *inits]
+    return _coalesce([outer.SerializeToString(), bytes([_GRAPH]) + _varint(graph_size), graph_bytes, *inits])
+
+
+def _coalesce(parts: list) -> list:
+    """Runs of framing bytes and small arrays joined into one bytes object each: one
+    write per large weight, not five per tensor."""
+    out: list = []
+    run: list = []
+    for c in parts:
+        if isinstance(c, bytes) or c.nbytes < _SMALL:
+            run.append(c if isinstance(c, bytes) else c.tobytes())
+        else:
+            if run:
+                out.append(b"".join(run))
+                run = []
+            out.append(c)
+    if run:
+        out.append(b"".join(run))
+    return out
+
+
+def encode(model: onnx.ModelProto, weights: list) -> list:
+    """The chunks of the file (bytes, and large arrays as they are): pass them to
+    :func:`write_chunks`; ``sum`` of their sizes is the file size."""
+    return _parts(model, weights)
+
+
+def chunks_size(chunks: list) -> int:
+    return sum(len(c) if isinstance(c, bytes) else c.nbytes for c in chunks)
+
+
+def write_chunks(f: BinaryIO, chunks: list) -> int:
+    """Write :func:`encode`'s chunks to the open binary file ``f``; returns the bytes written."""
+    total = 0
+    for chunk in chunks:
+        view = memoryview(chunk if isinstance(chunk, bytes) else chunk.reshape(-1).view(np.uint8))
+        f.write(view)
+        total += view.nbytes
+    return total
 
 
 def encoded_size(model: onnx.ModelProto, weights: list) -> int:
     """The size in bytes of the file :func:`write_model` writes."""
-    return sum(len(c) if isinstance(c, bytes) else c.nbytes for c in _parts(model, weights))
+    return chunks_size(_parts(model, weights))
 
 
 def write_model(f: BinaryIO, model: onnx.ModelProto, weights: list) -> int:
     """Write ``model`` (without initializers) and ``weights`` (``[(name, array)]``) to the
     open binary file ``f`` as one ModelProto; returns the bytes written."""
-    total = 0
-    for chunk in _parts(model, weights):
-        view = memoryview(chunk if isinstance(chunk, bytes) else chunk.reshape(-1).view(np.uint8))
-        f.write(view)
-        total += view.nbytes
-    return total
+    return write_chunks(f, _parts(model, weights))

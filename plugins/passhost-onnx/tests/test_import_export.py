@@ -219,3 +219,19 @@ def test_streamed_file_is_the_message_to_onnx_builds(tmp_path, dtype):
     streamed = onnx.load_from_string(f.getvalue())
     assert streamed == to_onnx(mod)
     onnx.checker.check_model(streamed)
+
+
+@pytest.mark.parametrize("rank", [4, 3])
+def test_per_channel_scale_shift_exports_as_one_batch_norm_on_4d(rank, ort_run):
+    shape = (1, 3, 4, 5)[4 - rank:] if rank == 4 else (3, 4, 5)
+    x = ir.var("x", shape=shape, dtype="float32")
+    rng = np.random.RandomState(0)
+    s = ir.const(rng.rand(3, 1, 1).astype("float32"))
+    b = ir.const(rng.rand(3, 1, 1).astype("float32"))
+    mod = ir.IRModule.from_expr(ir.Function([x], ir.nn.relu(ir.add(ir.multiply(x, s), b))))
+    model = to_onnx(mod)
+    ops = [n.op_type for n in model.graph.node]
+    assert ops == (["BatchNormalization", "Relu"] if rank == 4 else ["Mul", "Add", "Relu"])
+    a = rng.randn(*shape).astype("float32")
+    np.testing.assert_allclose(ort_run(model.SerializeToString(), {"x": a})[0], ir.evaluate(mod, a),
+                               rtol=1e-6, atol=1e-6)
