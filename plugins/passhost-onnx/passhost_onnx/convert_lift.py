@@ -16,7 +16,7 @@ from .table import BUILTIN
 __all__ = ["lift_1d", "LIFTED"]
 
 #: operators whose converters handle 2-D spatial data and get 1-D through :func:`lift_1d`
-LIFTED = ("Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool")
+LIFTED = ("Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool")
 #: per-axis attributes: the height axis gets this value
 _AXIS_ATTRS = {"kernel_shape": 1, "strides": 1, "dilations": 1, "output_padding": 0}
 

@@ -38,7 +38,7 @@ for _ours, _theirs in {
     "add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "Div", "power": "Pow", "maximum": "Max",
     "minimum": "Min", "equal": "Equal", "less": "Less", "greater": "Greater", "less_equal": "LessOrEqual",
     "greater_equal": "GreaterOrEqual", "negative": "Neg", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
-    "sigmoid": "Sigmoid", "tanh": "Tanh", "nn.relu": "Relu", "where": "Where", "erf": "Erf", "floor": "Floor",
+    "sigmoid": "Sigmoid", "tanh": "Tanh", "nn.relu": "Relu", "erf": "Erf", "floor": "Floor",
     "ceil": "Ceil", "abs": "Abs", "sign": "Sign", "sin": "Sin", "cos": "Cos", "round": "Round",
 }.items():
     EMITTERS[_ours] = _simple(_theirs)
@@ -50,6 +50,16 @@ def _tensor(call: ir.Call, i: int) -> ir.TensorType:
 
 def _out_shape(call: ir.Call) -> tuple:
     return tuple(call.checked_type.shape)
+
+
+@emitter("where")
+def _where(em, call, args):
+    dtype = _tensor(call, 1).dtype
+    if dtype not in ("int8", "int16"):
+        return em.one("Where", list(args))
+    # onnxruntime has no 8- or 16-bit integer Where kernel: select in int32 and cast back
+    wide = [em.one("Cast", [a], to=to_onnx_type("int32")) for a in args[1:]]
+    return em.one("Cast", [em.one("Where", [args[0], *wide])], to=to_onnx_type(dtype))
 
 
 def _logical(onnx_op: str, bool_op: str):

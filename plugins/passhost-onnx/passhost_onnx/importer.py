@@ -24,7 +24,8 @@ from onnx import numpy_helper
 from passhost import ir
 from passhost.errors import FormatError, PasshostError
 
-from . import convert_image, convert_index, convert_math, convert_nn, convert_tensor, convert_unary  # noqa: F401
+from . import convert_composite, convert_image, convert_index, convert_math, convert_nn, convert_tensor  # noqa: F401
+from . import convert_unary  # noqa: F401
 from . import convert_lift  # noqa: F401,I001  (last: wraps the converters above for 1-D data)
 from .dtypes import to_dtype
 from .node import Node

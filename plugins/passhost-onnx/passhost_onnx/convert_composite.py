@@ -1,0 +1,174 @@
+"""Converters of operators passhost builds from several host operators: Mod, Trilu, Hardmax,
+OneHot, LpNormalization, RMSNormalization, MeanVarianceNormalization, Swish, CumSum, LpPool,
+EyeLike::
+
+    Mod(a, b) (integers, fmod=0)     /* the remainder takes the divisor's sign */
+    ->  %t = subtract(%a, multiply(%b, divide(%a, %b)));     /* integer divide truncates */
+        where(logical_and(t != 0, (t < 0) != (b < 0)), add(%t, %b), %t)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from passhost import ir
+
+from .build import call, const
+from .table import converter
+
+
+def _c(node, value, i: int = 0) -> ir.Constant:
+    return const(value, node.dtype(i))
+
+
+def _trunc(x, node):
+    return call("multiply", call("sign", x), call("floor", call("abs", x)))
+
+
+@converter("Mod", 10)
+def _mod(node):
+    a, b = node.inputs[0], node.inputs[1]
+    floating = np.dtype(node.dtype(0)).kind == "f"
+    fmod = int(node.attr("fmod", 0))
+    if floating and not fmod:
+        return call("subtract", a, call("multiply", b, call("floor", call("divide", a, b))))
+    quotient = _trunc(call("divide", a, b), node) if floating else call("divide", a, b)
+    rem = call("subtract", a, call("multiply", b, quotient))
+    if fmod:
+        return rem
+    zero = _c(node, 0)
+    wrong_sign = call("minimum", call("not_equal", rem, zero),
+                      call("not_equal", call("less", rem, zero), call("less", b, zero)))
+    return call("where", wrong_sign, call("add", rem, b), rem)
+
+
+@converter("Trilu", 14)
+def _trilu(node):
+    shape = node.shape(0)
+    k = int(node.need_const(1, "k").reshape(-1)[0]) if node.input(1) is not None else 0
+    rows, cols = shape[-2], shape[-1]
+    tri = np.tril if int(node.attr("upper", 1)) == 0 else np.triu
+    mask = tri(np.ones((rows, cols), dtype=bool), k)
+    return call("where", ir.Constant(mask), node.inputs[0], _c(node, 0))
+
+
+def _one_hot_of(indices, depth: int, axis: int, ndim: int):
+    """``equal(expand_dims(indices, axis), arange(depth))`` broadcast along ``axis``."""
+    axis = axis + ndim + 1 if axis < 0 else axis
+    shape = [1] * (ndim + 1)
+    shape[axis] = depth
+    positions = ir.Constant(np.arange(depth, dtype="int64").reshape(shape))
+    return call("equal", call("expand_dims", call("cast", indices, dtype="int64"), axis=axis), positions)
+
+
+@converter("Hardmax", 13)
+def _hardmax(node):
+    nd = node.ndim(0)
+    axis = int(node.attr("axis", -1)) % nd
+    first = call("argmax", node.inputs[0], axis=(axis,), keepdims=False)
+    hot = _one_hot_of(first, node.shape(0)[axis], axis, nd - 1)
+    return call("cast", hot, dtype=node.dtype(0))
+
+
+@converter("OneHot", 11)
+def _one_hot(node):
+    depth = int(node.need_const(1, "the depth").reshape(-1)[0])
+    values = node.inputs[2]
+    nd = node.ndim(0)
+    indices = node.inputs[0]
+    if np.dtype(node.dtype(0)).kind == "f":
+        indices = _trunc(indices, node)
+    # negative indices count from the end
+    indices = call("where", call("less", indices, _c(node, 0)), call("add", indices, _c(node, depth)), indices)
+    hot = _one_hot_of(indices, depth, int(node.attr("axis", -1)), nd)
+    off = call("take", values, ir.Constant(np.asarray(0, "int64")), axis=0, mode="fast")
+    on = call("take", values, ir.Constant(np.asarray(1, "int64")), axis=0, mode="fast")
+    return call("where", hot, on, off)
+
+
+@converter("LpNormalization", 1)
+def _lp_normalization(node):
+    x = node.inputs[0]
+    axis = int(node.attr("axis", -1))
+    p = int(node.attr("p", 2))
+    if p == 1:
+        norm = call("sum", call("abs", x), axis=(axis,), keepdims=True)
+    elif p == 2:
+        norm = call("sqrt", call("sum", call("multiply", x, x), axis=(axis,), keepdims=True))
+    else:
+        raise node.error(f"p={p} is not 1 or 2")
+    zero = _c(node, 0)  # a zero vector stays zero, as ONNX's reference implementation has it
+    return call("where", call("equal", norm, zero), zero, call("divide", x, norm))
+
+
+@converter("RMSNormalization", 23)
+def _rms_normalization(node):
+    x, scale = node.inputs[0], node.inputs[1]
+    nd = node.ndim(0)
+    axis = int(node.attr("axis", -1))
+    axes = tuple(range(axis % nd, nd))
+    eps = float(node.attr("epsilon", 1e-5))
+    ms = call("mean", call("multiply", x, x), axis=axes, keepdims=True)
+    return call("multiply", call("divide", x, call("sqrt", call("add", ms, _c(node, eps)))), scale)
+
+
+@converter("MeanVarianceNormalization", 9)
+def _mvn(node):
+    x = node.inputs[0]
+    axes = tuple(int(a) for a in node.attr("axes", (0, 2, 3)))
+    mean = call("mean", x, axis=axes, keepdims=True)
+    centered = call("subtract", x, mean)
+    var = call("mean", call("multiply", centered, centered), axis=axes, keepdims=True)
+    return call("divide", centered, call("add", call("sqrt", var), _c(node, 1e-9)))
+
+
+@converter("Swish", 24)
+def _swish(node):
+    x = node.inputs[0]
+    alpha = float(node.attr("alpha", 1.0))
+    return call("multiply", x, call("sigmoid", call("multiply", x, _c(node, alpha))))
+
+
+@converter("CumSum", 11)
+def _cumsum(node):
+    """A matmul with a triangular 0/1 matrix along the (transposed-last) axis."""
+    shape = node.shape(0)
+    nd = len(shape)
+    axis = int(node.need_const(1, "the axis").reshape(-1)[0]) % nd
+    n = int(shape[axis])
+    upper = np.triu(np.ones((n, n), dtype=node.dtype(0)), 1 if int(node.attr("exclusive", 0)) else 0)
+    tri = upper.T if int(node.attr("reverse", 0)) else upper  # out[j] = sum_i x[i] * tri[i, j]
+    perm = [i for i in range(nd) if i != axis] + [axis]
+    x = call("transpose", node.inputs[0], axes=tuple(perm)) if axis != nd - 1 else node.inputs[0]
+    out = call("nn.matmul", x, ir.Constant(tri))
+    if axis == nd - 1:
+        return out
+    return call("transpose", out, axes=tuple(int(i) for i in np.argsort(perm)))
+
+
+@converter("LpPool", 11)
+def _lp_pool(node):
+    """``(sum over the window of |x|^p)^(1/p)``: an average pool of ``|x|^p`` counting the pads,
+    times the window size."""
+    if node.ndim(0) != 4:
+        raise node.error("LpPool on non-2-D spatial data is not supported")
+    from .convert_nn import _auto_pads
+
+    p = float(node.attr("p", 2))
+    kernel = tuple(int(k) for k in node.attr("kernel_shape"))
+    strides = tuple(int(s) for s in node.attr("strides", (1, 1)))
+    dilations = tuple(int(d) for d in node.attr("dilations", (1, 1)))
+    pads = _auto_pads(node, node.shape(0)[2:], kernel, strides, dilations)
+    powered = call("power", call("abs", node.inputs[0]), _c(node, p))
+    avg = call("nn.avg_pool2d", powered, pool_size=kernel, strides=strides, dilation=dilations, padding=pads,
+               ceil_mode=bool(node.attr("ceil_mode", 0)), count_include_pad=True)
+    total = call("multiply", avg, _c(node, float(np.prod(kernel))))
+    return call("power", total, _c(node, 1.0 / p))
+
+
+@converter("EyeLike", 9)
+def _eye_like(node):
+    from .dtypes import to_dtype
+
+    rows, cols = node.shape(0)
+    dtype = to_dtype(int(node.attr("dtype")), repr(node)) if node.attr("dtype") is not None else node.dtype(0)
+    return ir.Constant(np.eye(rows, cols, k=int(node.attr("k", 0)), dtype=dtype))
