@@ -298,3 +298,17 @@ EMITTERS["prod"] = _reduce("ReduceProd", 18)
 @emitter("annotation.stop_fusion")
 def _identity(em, call, args):
     return em.one("Identity", list(args))
+
+
+@emitter("variance")
+def _variance(em, call, args):
+    """``variance(x, m)`` is the mean of ``(x - m)^2`` (times ``n / (n - 1)`` when unbiased)."""
+    data, mean = args
+    diff = em.one("Sub", [data, mean])
+    out = EMITTERS["mean"](em, call, [em.one("Mul", [diff, diff])])
+    if call.attrs.unbiased:
+        in_shape, out_shape = _tensor(call, 0).shape, _out_shape(call)
+        n = int(np.prod(in_shape, dtype=np.int64)) // max(1, int(np.prod(out_shape, dtype=np.int64)))
+        if n > 1:
+            out = em.one("Mul", [out, em.const(np.asarray(n / (n - 1), dtype=call.checked_type.dtype))])
+    return out
