@@ -27,7 +27,7 @@ from .analysis import bound_vars, calls_any, count_ops, free_vars, is_primitive,
 from . import ops as _ops  # noqa: F401  (registers the core operators)
 from .builders import *  # noqa: F401,F403
 from .builders import __all__ as _builders_all
-from . import image, nn
+from . import image, nn, pattern
 from .structural import assert_structural_equal, structural_equal, structural_hash
 from .printer import astext, pretty_print
 from .parser import fromtext, parse, parse_expr

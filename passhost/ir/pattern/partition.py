@@ -1,0 +1,129 @@
+"""Partitioning: every match of a pattern becomes a call of a function holding it."""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from ..expr import Call, Expr, Function, Tuple, TupleGetItem, Var
+from ..op import Op
+from .match import _inputs, _Matcher
+from .nodes import DFPattern, VarPattern, WildcardPattern
+
+
+def partition(pattern: DFPattern, expr: Expr, attrs: Optional[dict] = None,
+              check: Optional[Callable[[Expr], bool]] = None) -> Expr:
+    """Wrap every match of ``pattern`` in ``expr`` in a function called in its place.
+
+    The function's parameters are the nodes the match's wildcards and variable patterns
+    bound (in the order first met); constants and the matched calls move inside. Its
+    attributes are ``attrs`` plus ``PartitionedFromPattern`` (the matched operators,
+    as TVM spells it: ``"nn.conv2d_add_nn.relu_"``). A match is skipped when ``check``
+    says no, or when one of its inner nodes is also used outside it (partitioning it
+    would compute that node twice)::
+
+        before:  nn.relu(add(nn.conv2d(%x, %w), %b))
+        after:   %0 = fn (%FunctionVar_0_0, %FunctionVar_0_1, %FunctionVar_0_2,
+                      Composite="conv_bias_relu", PartitionedFromPattern="nn.conv2d_add_nn.relu_") {
+                   nn.relu(add(nn.conv2d(%FunctionVar_0_0, %FunctionVar_0_1), %FunctionVar_0_2))
+                 };
+                 %0(%x, %w, %b)
+    """
+    from ..visitor import post_order, rewrite_post_order
+
+    users: dict = {}
+    for node in post_order(expr):
+        for k in _inputs(node) + ([node.op] if type(node) is Call else []):
+            users[k] = users.get(k, 0) + 1
+    taken: set = set()
+    count = [0]
+
+    def rule(post: Expr, pre: Expr) -> Optional[Expr]:
+        if type(post) is Function or (type(pre) is Call and type(pre.op) is Function):
+            return None
+        m = _Matcher()
+        if not m.match(pattern, pre):
+            return None
+        leaves = {id(e) for p, e in m.memo.items() if type(p) in (WildcardPattern, VarPattern)}
+        inner = {id(e): e for p, e in m.memo.items()
+                 if id(e) not in leaves and type(e) in (Call, Tuple, TupleGetItem)}
+        if inner.keys() & taken:
+            return None
+        for node in inner.values():
+            if node is not pre and _outside_uses(node, inner, users) > 0:
+                return None
+        if check is not None and not check(pre):
+            return None
+        taken.update(inner.keys())
+        return _extract(pre, post, m.memo, leaves, attrs, count)
+
+    return rewrite_post_order(expr, rule, with_original=True)
+
+
+def _outside_uses(node: Expr, inner: dict, users: dict) -> int:
+    inside = sum(1 for e in inner.values() for k in _inputs(e) if k is node)
+    return users.get(node, 0) - inside
+
+
+def _extract(pre: Expr, post: Expr, memo: dict, leaves: set, attrs: Optional[dict], count: list) -> Expr:
+    """The matched graph of ``pre`` as a function of its leaves, called on their rewritten values."""
+    index = count[0]
+    count[0] += 1
+    params: dict = {}
+    order: list = []
+    leaf_nodes = {id(e): e for p, e in memo.items() if id(e) in leaves}
+    names: list = []
+    # walk the match from the root, leaves first met become parameters
+    rebuilt: dict = {}
+    stack = [(pre, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in rebuilt:
+            continue
+        if id(node) in leaf_nodes:
+            ty = node._checked_type
+            if ty is None and type(node) is Var:
+                ty = node.type_annotation
+            v = Var(f"FunctionVar_{index}_{len(order)}", ty)
+            params[id(node)] = v
+            order.append(node)
+            rebuilt[id(node)] = v
+            continue
+        kids = _inputs(node)
+        if not ready and kids:
+            stack.append((node, True))
+            for k in reversed(kids):
+                stack.append((k, False))
+            continue
+        if type(node) is Call:
+            names.append(node.op.name if type(node.op) is Op else "call")
+            rebuilt[id(node)] = Call(node.op, [rebuilt[id(a)] for a in node.args], node.attrs)
+        elif type(node) is Tuple:
+            rebuilt[id(node)] = Tuple([rebuilt[id(f)] for f in node.fields])
+        elif type(node) is TupleGetItem:
+            rebuilt[id(node)] = TupleGetItem(rebuilt[id(node.tuple_value)], node.index)
+        else:
+            rebuilt[id(node)] = node
+    # The matched tree was rebuilt from pre; its leaves are called with their rewritten
+    # counterparts, found by walking post in the same shape.
+    post_leaf = _corresponding(pre, post, set(leaf_nodes))
+    fattrs = dict(attrs or {})
+    fattrs["PartitionedFromPattern"] = "".join(n + "_" for n in names)
+    fn = Function([params[id(n)] for n in order], rebuilt[id(pre)], attrs=fattrs)
+    return Call(fn, [post_leaf.get(id(n), n) for n in order])
+
+
+def _corresponding(pre: Expr, post: Expr, leaf_ids: set) -> dict:
+    out: dict = {}
+    stack = [(pre, post)]
+    seen: set = set()
+    while stack:
+        a, b = stack.pop()
+        if id(a) in seen:
+            continue
+        seen.add(id(a))
+        if id(a) in leaf_ids:
+            out[id(a)] = b
+            continue
+        ka, kb = _inputs(a), _inputs(b)
+        if len(ka) == len(kb):
+            stack.extend(zip(ka, kb))
+    return out

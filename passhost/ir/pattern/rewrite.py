@@ -1,0 +1,123 @@
+"""Rules (:class:`DFPatternCallback`) and the driver that applies them, :func:`rewrite`."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ...errors import IRError
+from ..expr import Call, Expr
+from ..op import Op
+from .match import _Matcher, root_ops
+from .nodes import DFPattern
+
+
+class RewriteLimitError(IRError):
+    """:func:`rewrite` reached its iteration cap; the message names the callbacks that kept firing."""
+
+
+class DFPatternCallback:
+    """A rule: ``pattern`` and ``callback(pre, post, node_map)`` returning the replacement.
+
+    ``pre`` is the matched node of the input graph, ``post`` the same node rebuilt from
+    already-rewritten arguments (the one that was matched), and ``node_map`` maps each
+    pattern node to ``[expression it matched]``. Returning ``post`` (or None) keeps it.
+
+    :param require_type: type the graph before matching (for ``has_dtype``/``has_shape``)
+    :param rewrite_once: apply this callback in one sweep only, not to a fixed point
+    :param priority: callbacks with a higher priority are tried first at every node;
+        equal priorities keep the order they are given in
+    :param name: how errors and reports name the rule (default: the class name)
+    """
+
+    pattern: Optional[DFPattern] = None
+
+    def __init__(self, require_type: bool = False, rewrite_once: bool = False,
+                 priority: int = 0, name: str = "") -> None:
+        self.require_type = require_type
+        self.rewrite_once = rewrite_once
+        self.priority = priority
+        self.name = name or type(self).__name__
+
+    def callback(self, pre: Expr, post: Expr, node_map: dict) -> Optional[Expr]:
+        raise NotImplementedError(f"{type(self).__name__}.callback")
+
+    def __repr__(self) -> str:
+        return f"<rule {self.name}>"
+
+
+def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 64) -> Expr:
+    """Rewrite ``expr`` with ``callbacks`` (one or a list) bottom-up until none fires.
+
+    Each sweep rebuilds the graph once, trying at every node the callbacks whose pattern
+    root can be that node (by priority, then in order); the first that returns a new
+    expression replaces the node. Sweeps repeat until one changes nothing; after
+    ``max_iterations`` sweeps that still changed something it raises
+    :class:`RewriteLimitError` naming the callbacks that fired in the last sweep.
+    """
+    from ..visitor import rewrite_post_order
+
+    if isinstance(callbacks, DFPatternCallback):
+        callbacks = [callbacks]
+    rules = sorted(enumerate(callbacks), key=lambda ic: (-ic[1].priority, ic[0]))
+    rules = [cb for _, cb in rules]
+    for cb in rules:
+        if not isinstance(cb, DFPatternCallback) or not isinstance(cb.pattern, DFPattern):
+            raise IRError(f"rewrite: {cb!r} is not a DFPatternCallback with a pattern")
+    by_op: dict = {}
+    anywhere: list = []
+    for cb in rules:
+        ops = root_ops(cb.pattern)
+        if ops is None:
+            anywhere.append(cb)
+        else:
+            for name in ops:
+                by_op.setdefault(name, []).append(cb)
+    typed = any(cb.require_type for cb in rules)
+    once = all(cb.rewrite_once for cb in rules)
+    fired: dict = {}
+
+    def candidates(node: Expr) -> list:
+        if type(node) is Call and type(node.op) is Op:
+            found = by_op.get(node.op.name)
+            if found is not None:
+                return found if not anywhere else _ordered(found + anywhere, rules)
+        return anywhere
+
+    def rule(post: Expr, pre: Expr) -> Optional[Expr]:
+        for cb in candidates(post):
+            m = _Matcher()
+            if not m.match(cb.pattern, post):
+                continue
+            out = cb.callback(pre, post, {p: [e] for p, e in m.memo.items()})
+            if out is not None and out is not post:
+                fired[cb.name] = fired.get(cb.name, 0) + 1
+                return out
+        return None
+
+    for _ in range(1 if once else max_iterations):
+        if typed:
+            expr = _typed(expr, mod)
+        fired.clear()
+        new = rewrite_post_order(expr, rule, with_original=True, type_like=typed)
+        if new is expr:
+            return expr
+        expr = new
+    if once:
+        return expr
+    names = ", ".join(f"{n} ({k}x)" for n, k in sorted(fired.items()))
+    raise RewriteLimitError(f"rewrite did not reach a fixed point in {max_iterations} sweeps; "
+                            f"still firing: {names}. A rule whose output it matches again loops: "
+                            "make its pattern exclude its own result, or set rewrite_once")
+
+
+def _ordered(cbs: list, rules: list) -> list:
+    want = set(map(id, cbs))
+    return [cb for cb in rules if id(cb) in want]
+
+
+def _typed(expr: Expr, mod: Any) -> Expr:
+    from ..type_infer import infer_type
+
+    if expr._checked_type is None:
+        out = infer_type(expr) if mod is None else infer_type(expr, mod)
+        return out if isinstance(out, Expr) else expr
+    return expr
