@@ -23,6 +23,7 @@ __all__ = [
     "var", "const",
     "add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
     "less", "greater", "equal", "not_equal", "less_equal", "greater_equal", "where",
+    "logical_and", "logical_or", "logical_xor", "logical_not",
     "negative", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "cast", "clip",
     "erf", "floor", "ceil", "round", "abs", "sign", "sin", "cos",
     "reshape", "transpose", "expand_dims", "squeeze", "concatenate", "split",
@@ -143,6 +144,9 @@ equal = _binary("equal")
 not_equal = _binary("not_equal")
 less_equal = _binary("less_equal")
 greater_equal = _binary("greater_equal")
+logical_and = _binary("logical_and")
+logical_or = _binary("logical_or")
+logical_xor = _binary("logical_xor")
 
 negative = _unary("negative", "``-x``.")
 exp = _unary("exp", "``e**x``.")
@@ -159,6 +163,7 @@ abs = _unary("abs", "Absolute value.")  # noqa: A001
 sign = _unary("sign", "Sign: -1, 0 or 1.")
 sin = _unary("sin", "Sine.")
 cos = _unary("cos", "Cosine.")
+logical_not = _unary("logical_not", "Element-wise not of a bool tensor.")
 stop_fusion = _unary("annotation.stop_fusion", "``annotation.stop_fusion(x)``: a barrier for FuseOps.")
 
 

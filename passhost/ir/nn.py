@@ -16,7 +16,7 @@ __all__ = [
     "conv2d", "relu", "leaky_relu", "batch_norm", "layer_norm", "instance_norm", "dense", "bias_add",
     "max_pool2d", "avg_pool2d", "global_avg_pool2d", "batch_flatten", "softmax", "dropout", "lrn",
     "global_max_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "pad", "prelu",
-    "hard_sigmoid", "hard_swish", "matmul", "batch_matmul", "conv2d_transpose",
+    "hard_sigmoid", "hard_swish", "matmul", "batch_matmul", "conv2d_transpose", "log_softmax", "gelu",
 ]
 
 
@@ -143,6 +143,16 @@ def batch_flatten(data: Expr) -> Call:
 def softmax(data: Expr, axis: int = -1) -> Call:
     """``nn.softmax`` along ``axis``."""
     return _call("nn.softmax", (data,), {"axis": int(axis)})
+
+
+def log_softmax(data: Expr, axis: int = -1) -> Call:
+    """``nn.log_softmax`` along ``axis``: ``x - max - log(sum(exp(x - max)))``."""
+    return _call("nn.log_softmax", (data,), {"axis": int(axis)})
+
+
+def gelu(data: Expr, approximate: str = "none") -> Call:
+    """``nn.gelu``: ``0.5 * x * (1 + erf(x / sqrt(2)))``; ``approximate="tanh"`` uses the tanh form."""
+    return _call("nn.gelu", (data,), {"approximate": str(approximate)})
 
 
 def dropout(data: Expr, rate: float = 0.5) -> TupleGetItem:

@@ -4,8 +4,12 @@ Unary: ``negative exp log sqrt rsqrt sigmoid tanh nn.relu nn.leaky_relu cast cli
 erf floor ceil round abs sign sin cos`` (pattern ELEMWISE; ``round`` rounds half to
 even, as ONNX ``Round`` and numpy do; ``erf`` is exact to double precision) and the opaque helpers ``annotation.stop_fusion`` and ``shape_of``.
 Binary (numpy broadcasting, equal dtypes): ``add subtract multiply divide power
-maximum minimum`` and the comparisons ``less greater equal not_equal less_equal
-greater_equal`` (bool result); ternary ``where``.
+maximum minimum``, the comparisons ``less greater equal not_equal less_equal
+greater_equal`` (bool result) and ``logical_and logical_or logical_xor`` (bools;
+``logical_not`` is unary); ternary ``where``. ``nn.gelu`` (attribute ``approximate``,
+"none" or "tanh") is ``0.5 * x * (1 + erf(x / sqrt(2)))``::
+
+    nn.gelu(%x)     ==    multiply(multiply(%x, 0.5f), add(1f, erf(multiply(%x, 0.707107f))))
 """
 from __future__ import annotations
 
@@ -87,6 +91,38 @@ for _name, _fn, _doc in _UNARY:
 def _leaky_relu(args: list, attrs) -> np.ndarray:
     x = args[0]
     return np.where(x > 0, x, x * attrs.alpha).astype(x.dtype, copy=False)
+
+
+@kernel
+def _gelu(args: list, attrs) -> np.ndarray:
+    x = args[0]
+    w = x.astype("float64")
+    if attrs.approximate == "tanh":
+        y = 0.5 * w * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (w + 0.044715 * w ** 3)))
+    else:
+        y = 0.5 * w * (1.0 + _erf(w / math.sqrt(2.0)))
+    return y.astype(x.dtype, copy=False)
+
+
+def _check_gelu(attrs) -> None:
+    if attrs["approximate"] not in ("none", "tanh"):
+        raise IRError(f"operator nn.gelu: approximate must be 'none' or 'tanh', got {attrs['approximate']!r}")
+
+
+def _float_rel(name: str):
+    def rel(types: list, attrs) -> TensorType:
+        t = tensor_arg(name, types, 0, "data")
+        if not t.dtype.startswith(("float", "bfloat")):
+            raise TypeInferenceError(f"{name}: data must be a float tensor, got {t.dtype}")
+        return t
+
+    rel.__name__ = f"{name.replace('.', '_')}_rel"
+    return rel
+
+
+reg("nn.gelu", 1, _float_rel("nn.gelu"), _gelu, attrs=(("approximate", "none"),), pattern=E,
+    attr_check=_check_gelu, extra={"layout_agnostic": True},
+    summary="GELU: x * Phi(x), 0.5 * x * (1 + erf(x / sqrt(2))) (approximate='tanh': the tanh form).")
 
 
 reg("nn.leaky_relu", 1, _identity_rel("nn.leaky_relu"), _leaky_relu, attrs=(("alpha", 0.25),),
@@ -236,6 +272,27 @@ _COMPARE = [
 for _name, _fn, _doc in _COMPARE:
     reg(_name, 2, _binary_rel(_name, "bool"), _binary_kernel(_fn, "bool"), pattern=B,
         summary=f"Element-wise comparison {_doc} with broadcasting (bool result).")
+
+
+def _bool_rel(name: str, n: int):
+    inner = _binary_rel(name, "bool") if n == 2 else None
+
+    def rel(types: list, attrs) -> TensorType:
+        for i in range(n):
+            t = tensor_arg(name, types, i)
+            if t.dtype != "bool":
+                raise TypeInferenceError(f"{name}: arguments must be bool tensors, argument {i} is {t.dtype}")
+        return inner(types, attrs) if inner is not None else types[0]
+
+    rel.__name__ = f"{name}_rel"
+    return rel
+
+
+for _name, _fn in (("logical_and", np.logical_and), ("logical_or", np.logical_or), ("logical_xor", np.logical_xor)):
+    reg(_name, 2, _bool_rel(_name, 2), _binary_kernel(_fn, "bool"), pattern=B,
+        summary=f"Element-wise {_name.split('_')[1]} of bool tensors with broadcasting.")
+reg("logical_not", 1, _bool_rel("logical_not", 1), _unary_kernel(np.logical_not), pattern=E,
+    summary="Element-wise not of a bool tensor.", extra={"layout_agnostic": True})
 
 
 def _where_rel(types: list, attrs) -> TensorType:

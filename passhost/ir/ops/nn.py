@@ -245,6 +245,23 @@ reg("nn.softmax", 1, _softmax_rel, _softmax, attrs=(("axis", -1),), pattern=FUSA
     summary="Softmax along an axis.", extra={"channel_axis_attr": "axis"})
 
 
+def _log_softmax_rel(types: list, attrs) -> TensorType:
+    data = tensor_arg("nn.log_softmax", types, 0, "data")
+    norm_axis("nn.log_softmax", attrs.axis, data.ndim)
+    return data
+
+
+@kernel
+def _log_softmax(args: list, attrs) -> np.ndarray:
+    x = args[0]
+    shifted = x - np.max(x, axis=attrs.axis, keepdims=True)
+    return (shifted - np.log(np.sum(np.exp(shifted), axis=attrs.axis, keepdims=True))).astype(x.dtype, copy=False)
+
+
+reg("nn.log_softmax", 1, _log_softmax_rel, _log_softmax, attrs=(("axis", -1),), pattern=OPAQUE,
+    summary="Log of the softmax along an axis.", extra={"channel_axis_attr": "axis"})
+
+
 # -- local response normalisation ----------------------------------------------------------
 def _lrn_rel(types: list, attrs) -> TensorType:
     data = tensor_arg("nn.lrn", types, 0, "data")
