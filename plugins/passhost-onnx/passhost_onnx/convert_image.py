@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from passhost import ir
 
 from .build import call, const, flatten_2d, reshape
 from .table import converter
@@ -178,11 +177,6 @@ def _layer_norm_stats(node, x, scale, bias, axes, eps):
     return y, mean, inv
 
 
-def _log_softmax(x: ir.Expr, axis: int) -> ir.Expr:
-    shifted = call("subtract", x, call("max", x, axis=(axis,), keepdims=True))
-    return call("subtract", shifted, call("log", call("sum", call("exp", shifted), axis=(axis,), keepdims=True)))
-
-
 @converter("LogSoftmax", 1)
 def _log_softmax_old(node):
     shape = node.shape(0)
@@ -190,10 +184,10 @@ def _log_softmax_old(node):
     axis = int(node.attr("axis", 1))
     axis = axis + nd if axis < 0 else axis
     if axis == nd - 1 or nd <= 1:
-        return _log_softmax(node.inputs[0], -1)
-    return reshape(_log_softmax(flatten_2d(node.inputs[0], shape, axis), -1), shape)
+        return call("nn.log_softmax", node.inputs[0], axis=-1)
+    return reshape(call("nn.log_softmax", flatten_2d(node.inputs[0], shape, axis), axis=-1), shape)
 
 
 @converter("LogSoftmax", 13)
 def _log_softmax_13(node):
-    return _log_softmax(node.inputs[0], int(node.attr("axis", -1)))
+    return call("nn.log_softmax", node.inputs[0], axis=int(node.attr("axis", -1)))

@@ -43,7 +43,7 @@ def _reciprocal(node):
 
 @converter("Not", 1)
 def _not(node):
-    return call("equal", node.inputs[0], const(False, "bool"))
+    return call("logical_not", node.inputs[0])
 
 
 @converter("Identity", 1)

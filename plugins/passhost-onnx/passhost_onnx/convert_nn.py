@@ -209,10 +209,8 @@ def _shape_of(x) -> tuple:
 def _matmul_nd(node, a, b, sa, sb):
     if len(sa) == 2 and len(sb) == 2:
         return call("nn.dense", a, call("transpose", b, axes=(1, 0)))
-    if len(sb) == 2 and len(sa) > 2:  # [..., k] x [k, n]: a dense over the flattened batch
-        flat = reshape(a, (-1, sa[-1]))
-        out = call("nn.dense", flat, call("transpose", b, axes=(1, 0)))
-        return reshape(out, tuple(sa[:-1]) + (sb[-1],))
+    if len(sb) == 2 and len(sa) > 2:  # [..., k] x [k, n]: nn.dense reads N-D data as TVM's does
+        return call("nn.dense", a, call("transpose", b, axes=(1, 0)))
     if len(sa) >= 2 and len(sb) >= 2 and _has_batch_matmul():
         return _batch_matmul(node, a, b, sa, sb)
     raise node.error(f"MatMul of shapes {sa} and {sb} is not supported")

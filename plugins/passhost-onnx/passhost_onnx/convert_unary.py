@@ -108,13 +108,7 @@ def _shrink(node):
 
 @converter("Gelu", 20)
 def _gelu(node):
-    x = node.inputs[0]
-    if node.attr("approximate", "none") == "tanh":
-        inner = call("multiply", _c(node, np.sqrt(2 / np.pi)),
-                     call("add", x, call("multiply", _c(node, 0.044715), call("multiply", x, call("multiply", x, x)))))
-        return call("multiply", call("multiply", _c(node, 0.5), x), call("add", _c(node, 1), call("tanh", inner)))
-    erf = call("erf", call("multiply", x, _c(node, 1 / np.sqrt(2))))
-    return call("multiply", call("multiply", _c(node, 0.5), x), call("add", _c(node, 1), erf))
+    return call("nn.gelu", node.inputs[0], approximate=node.attr("approximate", "none"))
 
 
 @converter("HardSigmoid", 6)
@@ -141,17 +135,17 @@ def _prelu(node):
 
 @converter("And", 7)
 def _and(node):
-    return call("minimum", node.inputs[0], node.inputs[1])
+    return call("logical_and", node.inputs[0], node.inputs[1])
 
 
 @converter("Or", 7)
 def _or(node):
-    return call("maximum", node.inputs[0], node.inputs[1])
+    return call("logical_or", node.inputs[0], node.inputs[1])
 
 
 @converter("Xor", 7)
 def _xor(node):
-    return call("not_equal", node.inputs[0], node.inputs[1])
+    return call("logical_xor", node.inputs[0], node.inputs[1])
 
 
 @converter("IsNaN", 9)

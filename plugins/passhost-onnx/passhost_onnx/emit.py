@@ -236,12 +236,31 @@ def _dropout(em, call, args):
 
 @emitter("nn.layer_norm")
 def _layer_norm(em, call, args):
-    if em.opset < 17:
-        raise FormatError("nn.layer_norm exports as LayerNormalization, which needs opset 17 or newer")
+    """``LayerNormalization`` from opset 17 (over the last axis); otherwise the nine nodes it
+    stands for."""
     a = call.attrs
-    if not a.center or not a.scale:
-        raise FormatError("nn.layer_norm exports with center and scale only")
-    return em.one("LayerNormalization", list(args), axis=int(a.axis), epsilon=float(a.epsilon))
+    x, gamma, beta = args
+    nd = len(_tensor(call, 0).shape)
+    axis = int(a.axis) % nd
+    if em.opset >= 17 and a.center and a.scale and axis == nd - 1:  # ONNX's reduces every axis from `axis`
+        return em.one("LayerNormalization", [x, gamma, beta], axis=axis, epsilon=float(a.epsilon))
+    dt = call.checked_type.dtype
+    tail = nd - axis - 1
+    axes = em.ints([axis]) if em.opset >= 18 else None
+
+    def reduce_mean(v):
+        return em.one("ReduceMean", [v, axes]) if axes else em.one("ReduceMean", [v], axes=[axis])
+
+    centered = em.one("Sub", [x, reduce_mean(x)])
+    var = reduce_mean(em.one("Mul", [centered, centered]))
+    std = em.one("Sqrt", [em.one("Add", [var, em.const(np.asarray(a.epsilon, dtype=dt))])])
+    out = em.one("Div", [centered, std])
+    for on, vec, op in ((a.scale, gamma, "Mul"), (a.center, beta, "Add")):
+        if on:
+            if tail:
+                vec = em.one("Reshape", [vec, em.ints([-1] + [1] * tail)])
+            out = em.one(op, [out, vec])
+    return out
 
 
 @emitter("reshape", "squeeze", "expand_dims", "nn.batch_flatten_static")
@@ -312,3 +331,33 @@ def _variance(em, call, args):
         if n > 1:
             out = em.one("Mul", [out, em.const(np.asarray(n / (n - 1), dtype=call.checked_type.dtype))])
     return out
+
+
+for _name, _onnx_op in (("logical_and", "And"), ("logical_or", "Or"), ("logical_xor", "Xor"), ("logical_not", "Not")):
+    EMITTERS[_name] = _simple(_onnx_op)
+
+
+@emitter("nn.log_softmax")
+def _log_softmax(em, call, args):
+    return em.one("LogSoftmax", list(args), axis=int(call.attrs.axis))
+
+
+@emitter("nn.gelu")
+def _gelu(em, call, args):
+    """``Gelu`` from opset 20; before it, the form Relay writes (five nodes)."""
+    approximate = call.attrs.approximate
+    if em.opset >= 20:
+        return em.one("Gelu", list(args), approximate=approximate if approximate != "none" else None)
+    dt = call.checked_type.dtype
+    x = args[0]
+
+    def c(v):
+        return em.const(np.asarray(v, dtype=dt))
+
+    if approximate == "tanh":
+        cube = em.one("Mul", [x, em.one("Mul", [x, x])])
+        inner = em.one("Mul", [c(np.sqrt(2 / np.pi)), em.one("Add", [x, em.one("Mul", [c(0.044715), cube])])])
+        phi = em.one("Add", [c(1.0), em.one("Tanh", [inner])])
+    else:
+        phi = em.one("Add", [c(1.0), em.one("Erf", [em.one("Mul", [x, c(1 / np.sqrt(2))])])])
+    return em.one("Mul", [em.one("Mul", [x, c(0.5)]), phi])

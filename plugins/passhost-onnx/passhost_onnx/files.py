@@ -12,7 +12,7 @@ from passhost.errors import FormatError, UsageError
 from passhost.io import atomic_writer
 
 from .dtypes import to_onnx_type
-from .exporter import export_parts, to_onnx
+from .exporter import MAX_OPSET, MIN_OPSET, export_parts, to_onnx
 from .importer import from_onnx
 from .writer import chunks_size, encode, write_chunks
 
@@ -53,14 +53,27 @@ def load(path: str, *, input_shapes: Optional[Mapping] = None, keep_params: bool
         raise FormatError(f"{path}: {err}") from None
 
 
-def save(mod: Any, path: str, *, opset: int = 17, external_data: bool = False, check: bool = True) -> None:
+def default_opset(mod: Any) -> int:
+    """The opset a model is written at when none is asked for: the one it was imported
+    from (``mod.attrs["onnx.opset"]``) brought into 13..21, else 17."""
+    source = getattr(mod, "attrs", {}).get("onnx.opset")
+    if isinstance(source, int) and not isinstance(source, bool):
+        return min(max(source, MIN_OPSET), MAX_OPSET)
+    return 17
+
+
+def save(mod: Any, path: str, *, opset: Optional[int] = None, external_data: bool = False,
+         check: bool = True) -> None:
     """Export ``mod`` and write it to ``path`` atomically.
 
-    :param opset: the ONNX opset (13 to 21)
+    :param opset: the ONNX opset (13 to 21); by default the opset the model was imported
+        from (raised to 13, lowered to 21), or 17 for a model that did not come from ONNX
     :param external_data: weights go to ``<path>.data`` beside the model; done anyway when
         the model would pass protobuf's 2 GB limit
     :param check: run ``onnx.checker.check_model`` before anything is written
     """
+    if opset is None:
+        opset = default_opset(mod)
     skeleton, weights = export_parts(mod, opset=opset)
     chunks = None if external_data else encode(skeleton, weights)
     if chunks is not None and chunks_size(chunks) < TWO_GB:

@@ -64,6 +64,13 @@ def _cases():
                                           keepdims=True)),
         "variance_unbiased_two_axes": ([x], _call("variance", x, _call("mean", x, axis=(1, 2), keepdims=True),
                                                   axis=(1, 2), unbiased=True)),
+        "gelu": ([x], _call("nn.gelu", x)),
+        "gelu_tanh": ([x], _call("nn.gelu", x, approximate="tanh")),
+        "log_softmax_axis1": ([x], _call("nn.log_softmax", x, axis=1)),
+        "logical_ops": ([x], _call("logical_xor", _call("logical_or", _call("logical_not", _call("less", x, ir.Constant(np.float32(0)))),
+                                                        _call("greater", x, ir.Constant(np.float32(1)))),
+                                   _call("logical_and", _call("less", x, ir.Constant(np.float32(2))),
+                                         _call("greater", x, ir.Constant(np.float32(-1)))))),
         "bool_or_and": ([x], _call("minimum", _call("maximum", _call("less", x, ir.Constant(np.float32(0))),
                                                     _call("greater", x, ir.Constant(np.float32(1)))),
                                    _call("less", x, ir.Constant(np.float32(2))))),
@@ -96,3 +103,14 @@ def test_exported_operator_runs_in_onnxruntime_like_the_interpreter(name, ort_ru
     got = ort_run(model.SerializeToString(), {p.name_hint: f for p, f in zip(params, feeds)})[0]
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_exports_as_one_gelu_node_from_opset_20(approximate, ort_run):
+    x = _x()
+    mod = ir.infer_type(ir.IRModule.from_expr(ir.Function([x], _call("nn.gelu", x, approximate=approximate))))
+    model = to_onnx(mod, opset=20)
+    assert [n.op_type for n in model.graph.node] == ["Gelu"]
+    feed = np.random.RandomState(0).randn(2, 3, 4, 5).astype("float32") * 3
+    got = ort_run(model.SerializeToString(), {"x": feed})[0]
+    np.testing.assert_allclose(got, ir.evaluate(mod, feed), rtol=1e-5, atol=1e-6)
