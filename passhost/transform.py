@@ -68,6 +68,7 @@ __all__ = [
     "PassContext",
     "module_pass",
     "function_pass",
+    "pattern_pass",
     "set_pass_resolver",
     "resolve_pass",
     "failed_pass",
@@ -191,6 +192,41 @@ def function_pass(pass_func: Optional[Callable] = None, opt_level: Optional[int]
     :raises PassTypeError: ``required`` is not a list/tuple, or the argument is not callable.
     """
     return _make_pass(FunctionPass, "Function", "transform_function", pass_func, opt_level, name, required)
+
+
+def pattern_pass(name: str, rules: Any, opt_level: int = 1, required: Sequence[str] = ("InferType",),
+                 max_iterations: int = 64, doc: str = "") -> Any:
+    """A :class:`FunctionPass` made of rewrite rules (:mod:`passhost.ir.pattern`).
+
+    ``rules`` is a list of :class:`~passhost.ir.pattern.DFPatternCallback` (or a function
+    returning one, called afresh for every run, for rules that keep state). Every function
+    of the module is rewritten with :func:`~passhost.ir.pattern.rewrite`: rules by priority,
+    then in the order given, to a fixed point of at most ``max_iterations`` sweeps. The
+    pass's ``rules`` attribute lists them (``passhost info NAME`` prints it)::
+
+        def pattern(x):
+            return is_op("negative")(is_op("negative")(x))
+
+        DoubleNegation = pattern_pass("DoubleNegation", [rule(pattern, lambda x: x)])
+        # negative(negative(%x))  ->  %x
+    """
+    from .ir.pattern import DFPatternCallback, rewrite
+
+    make = rules if callable(rules) else (lambda: list(rules))
+    listed = make()
+    if isinstance(listed, DFPatternCallback):
+        listed = [listed]
+    for r in listed:
+        if not isinstance(r, DFPatternCallback):
+            raise PassTypeError(f"pattern_pass {name!r}: {r!r} is not a DFPatternCallback")
+
+    def transform(func: Any, mod: Any, ctx: Any) -> Any:
+        return rewrite(make(), func, mod=mod, max_iterations=max_iterations)
+
+    transform.__name__ = name
+    transform.__doc__ = doc or f"{name}: rewrite rules " + ", ".join(r.name for r in listed)
+    transform.rules = tuple(listed)  # type: ignore[attr-defined]
+    return function_pass(transform, opt_level=opt_level, name=name, required=list(required))
 
 
 # the public classes belong to this module (they are defined in private helpers)

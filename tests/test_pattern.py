@@ -237,3 +237,70 @@ def test_partition_skips_a_match_whose_inner_node_is_used_outside_and_honours_ch
     alone = ir.nn.relu(ir.exp(y))
     assert isinstance(partition(pat, alone).op, ir.Function)
     assert partition(pat, alone, check=lambda e: False) is alone
+
+
+def test_function_style_rule_binds_wildcards_by_parameter_name_and_checks():
+    from passhost.ir.pattern import rule
+
+    def pattern(x, y):
+        return is_op("add")(x, is_op("negative")(y))
+
+    def replacement(x, y):
+        return ir.subtract(x, y)
+
+    a, b = _x("a"), _x("b", dtype="int32")
+    e = ir.Function([a], ir.add(ir.negative(a), ir.exp(a)))  # add(exp(a), negative(a)) by commutativity
+    out = rewrite([rule(pattern, replacement)], e)
+    assert out.body.op.name == "subtract" and out.body.args[1] is a
+    only_int = rule(pattern, replacement, check=lambda x, y: y.checked_type.dtype == "int32")
+    assert rewrite([only_int], e) is e
+    e2 = ir.Function([b], ir.add(b, ir.negative(b)))
+    assert rewrite([only_int], e2).body.op.name == "subtract"
+
+
+def test_pattern_pass_runs_like_any_pass_and_lists_its_rules():
+    from passhost import transform
+    from passhost.ir.pattern import rule
+
+    neg_neg = rule(lambda x: is_op("negative")(is_op("negative")(x)), lambda x: x, name="neg_neg")
+    p = transform.pattern_pass("DoubleNegation", [neg_neg])
+    assert p.info.name == "DoubleNegation" and p.info.required == ("InferType",)
+    assert p.pass_func.rules == (neg_neg,)
+    x = _x()
+    mod = ir.IRModule.from_expr(ir.Function([x], ir.exp(ir.negative(ir.negative(x)))))
+    out = p(mod)
+    ir.assert_structural_equal(out["main"].body, ir.exp(x), map_free_vars=True)
+    with transform.PassContext(opt_level=0):
+        assert transform.Sequential([p])(mod) is not None
+    with pytest.raises(transform.PassTypeError):
+        transform.pattern_pass("Bad", [object()])
+
+
+def test_matching_backtracks_into_an_inner_commutative_choice():
+    # x can first bind the constant in multiply(0.5, x); only the later erf(x) shows that was wrong
+    x = _x()
+    half = ir.const(0.5)
+    e = ir.multiply(ir.multiply(half, x), ir.erf(x))
+    a, c = wildcard(), wildcard()
+    pat = is_op("multiply")(is_op("multiply")(a, c), is_op("erf")(a))
+    assert pat.match(e)
+    assert explain(pat, e) == []
+
+
+def _doc_blocks():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "patterns.md").read_text(encoding="utf-8")
+    return re.findall(r"^```python\n(.*?)^```\n+prints\n+```\n(.*?)^```", text, re.S | re.M)
+
+
+@pytest.mark.parametrize("index", range(len(_doc_blocks())))
+def test_docs_patterns_examples_print_what_the_page_says(index, capsys):
+    code, printed = _doc_blocks()[index]
+    exec(compile(code, f"docs/patterns.md block {index}", "exec"), {"__name__": "docs_patterns"})
+    assert capsys.readouterr().out == printed
+
+
+def test_docs_patterns_page_has_its_examples():
+    assert len(_doc_blocks()) == 5

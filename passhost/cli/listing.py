@@ -89,8 +89,17 @@ def cmd_info(args: argparse.Namespace) -> int:
     for key, value in fields:
         print(f"{key + ':':<18}{dash(value)}")
     doc = getattr(record.entry.factory, "__doc__", None)
-    if not (isinstance(doc, str) and doc.strip()) and record.kind == "pass":
-        doc = getattr(getattr(record.build(), "pass_func", None), "__doc__", None)
+    if record.kind == "pass":
+        pass_func = getattr(record.build(), "pass_func", None)
+        rules = getattr(pass_func, "rules", None)
+        if isinstance(rules, tuple) and rules:
+            print(f"{'rules:':<18}{len(rules)}, tried in this order (priority, then as listed)")
+            for r in sorted(rules, key=lambda r: -int(getattr(r, "priority", 0))):
+                shown = repr(getattr(r, "pattern", ""))
+                shown = shown if len(shown) <= 90 else shown[:87] + "..."
+                print(f"  {getattr(r, 'name', r)!s:<28} priority {getattr(r, 'priority', 0)}  {shown}")
+        if not (isinstance(doc, str) and doc.strip()):
+            doc = getattr(pass_func, "__doc__", None)
     if isinstance(doc, str) and doc.strip():
         print()
         print(inspect.cleandoc(doc))

@@ -41,7 +41,7 @@ from .nodes import (AltPattern, AttrPattern, CallPattern, ConstantPattern, DataT
                     has_attr, has_dtype, has_shape, has_type, is_constant, is_expr, is_if, is_let, is_op,
                     is_tuple, is_tuple_get_item, is_var, wildcard)
 from .partition import partition
-from .rewrite import DFPatternCallback, RewriteLimitError, rewrite
+from .rewrite import DFPatternCallback, RewriteLimitError, rewrite, rule
 
 __all__ = [
     "DFPattern", "WildcardPattern", "ExprPattern", "VarPattern", "ConstantPattern", "CallPattern",
@@ -49,5 +49,5 @@ __all__ = [
     "ShapePattern", "AttrPattern", "DominatorPattern", "IfPattern", "LetPattern", "FunctionPattern",
     "wildcard", "is_op", "is_constant", "is_var", "is_expr", "is_tuple", "is_tuple_get_item",
     "is_if", "is_let", "has_attr", "has_type", "has_dtype", "has_shape", "dominates",
-    "DFPatternCallback", "rewrite", "partition", "explain", "root_ops", "COMMUTATIVE", "RewriteLimitError",
+    "DFPatternCallback", "rewrite", "rule", "partition", "explain", "root_ops", "COMMUTATIVE", "RewriteLimitError",
 ]

@@ -2,7 +2,7 @@
 names a pattern's root can have (what :func:`~passhost.ir.pattern.rewrite` dispatches on)."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ...errors import IRError
 from ..expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
@@ -37,8 +37,15 @@ def _type_of(expr: Expr) -> Optional[Type]:
 
 
 class _Matcher:
-    """One match attempt: ``memo`` binds each pattern node to the expression it matched, so
-    a pattern used twice (``subtract(x, mean(x))``) must match the same node both times."""
+    """One match attempt, a backtracking search.
+
+    ``memo`` binds each pattern node to the expression it matched, so a pattern used twice
+    (``subtract(x, mean(x))``) must match the same node both times. Every choice (an
+    alternative, the argument order of a commutative call) is tried with the rest of the
+    match as a continuation ``k``; a binding made on a path that later fails is undone, so
+    ``multiply(multiply(x, c), f(x))`` finds ``x`` in ``multiply(multiply(0.5f, %x), ...)``
+    even though ``x`` could first bind the constant.
+    """
 
     __slots__ = ("memo", "why", "explaining")
 
@@ -54,138 +61,144 @@ class _Matcher:
 
     def match(self, pattern: DFPattern, expr: Expr) -> bool:
         self.memo = {}
-        return self.visit(pattern, expr)
+        return self.visit(pattern, expr, _true)
 
-    def visit(self, p: DFPattern, e: Expr) -> bool:
-        bound = self.memo.get(p)
+    def visit(self, p: DFPattern, e: Expr, k: Callable[[], bool]) -> bool:
+        memo = self.memo
+        bound = memo.get(p)
         if bound is not None:
-            return bound is e or self.fail(p, e, "this pattern already matched another node")
-        ok = self._visit(p, e)
-        if ok:
-            self.memo[p] = e
-        return ok
+            if bound is not e:
+                return self.fail(p, e, "this pattern already matched another node")
+            return k()
 
-    def _visit(self, p: DFPattern, e: Expr) -> bool:  # noqa: C901 - one dispatch over pattern kinds
+        def bind() -> bool:
+            memo[p] = e
+            if k():
+                return True
+            del memo[p]
+            return False
+
+        return self._visit(p, e, bind)
+
+    def seq(self, pairs: list, i: int, k: Callable[[], bool]) -> bool:
+        if i == len(pairs):
+            return k()
+        p, e = pairs[i]
+        return self.visit(p, e, lambda: self.seq(pairs, i + 1, k))
+
+    def _visit(self, p: DFPattern, e: Expr, k: Callable[[], bool]) -> bool:  # noqa: C901 - one dispatch
         t = type(p)
         if t is WildcardPattern:
-            return True
+            return k()
         if t is CallPattern:
             if type(e) is not Call:
                 return self.fail(p, e, f"expected a call, found {_kind(e)}")
-            if not self.visit(p.op, e.op):
-                return False
-            if p.args is None:
-                return True
-            args = e.args
-            if len(args) != len(p.args):
-                return self.fail(p, e, f"expected {len(p.args)} arguments, found {len(args)}")
-            if len(args) == 2 and type(e.op) is Op and e.op.name in COMMUTATIVE:
-                saved = dict(self.memo)
-                if self.visit(p.args[0], args[0]) and self.visit(p.args[1], args[1]):
-                    return True
-                self.memo = saved
-                if self.visit(p.args[0], args[1]) and self.visit(p.args[1], args[0]):
-                    return True
-                self.memo = saved
-                return False
-            return all(self.visit(pa, a) for pa, a in zip(p.args, args))
+            pargs, args = p.args, e.args
+
+            def arguments() -> bool:
+                if pargs is None:
+                    return k()
+                if len(args) != len(pargs):
+                    return self.fail(p, e, f"expected {len(pargs)} arguments, found {len(args)}")
+                if len(args) == 2 and type(e.op) is Op and e.op.name in COMMUTATIVE:
+                    return (self.seq([(pargs[0], args[0]), (pargs[1], args[1])], 0, k)
+                            or self.seq([(pargs[0], args[1]), (pargs[1], args[0])], 0, k))
+                return self.seq(list(zip(pargs, args)), 0, k)
+
+            return self.visit(p.op, e.op, arguments)
         if t is ExprPattern:
             want = p.expr
             if isinstance(want, Op):
                 if type(e) is Op and e.name == want.name:
-                    return True
+                    return k()
                 return self.fail(p, e, f"expected operator {want.name}, found {_kind(e)}")
-            if e is want:
-                return True
-            from ..structural import structural_equal
+            if e is not want:
+                from ..structural import structural_equal
 
-            return structural_equal(e, want) or self.fail(p, e, "not the given expression")
+                if not structural_equal(e, want):
+                    return self.fail(p, e, "not the given expression")
+            return k()
         if t is ConstantPattern:
-            return type(e) is Constant or self.fail(p, e, f"expected a constant, found {_kind(e)}")
+            return k() if type(e) is Constant else self.fail(p, e, f"expected a constant, found {_kind(e)}")
         if t is VarPattern:
             if type(e) is not Var:
                 return self.fail(p, e, f"expected a variable, found {_kind(e)}")
-            return not p.name or e.name_hint == p.name or self.fail(p, e, f"variable %{e.name_hint}, not %{p.name}")
+            if p.name and e.name_hint != p.name:
+                return self.fail(p, e, f"variable %{e.name_hint}, not %{p.name}")
+            return k()
         if t is AltPattern:
-            saved = dict(self.memo)
-            if self.visit(p.left, e):
-                return True
-            self.memo = saved
-            if self.visit(p.right, e):
-                return True
-            self.memo = saved
-            return False
+            return self.visit(p.left, e, k) or self.visit(p.right, e, k)
         if t is AttrPattern:
-            if not self.visit(p.pattern, e):
-                return False
-            attrs = e.attrs if type(e) in (Call, Function) else (e.attrs if type(e) is Op else None)
-            if attrs is None:
-                return self.fail(p, e, f"{_kind(e)} has no attributes")
-            for k, v in p.attrs.items():
-                have = attrs.get(k, _MISSING) if hasattr(attrs, "get") else getattr(attrs, k, _MISSING)
-                if have is _MISSING:
-                    return self.fail(p, e, f"no attribute {k!r}")
-                if not _attr_equal(have, v):
-                    return self.fail(p, e, f"attribute {k}={have!r}, wanted {v!r}")
-            return True
+            return self.visit(p.pattern, e, lambda: self._attrs(p, e) and k())
         if t is DataTypePattern or t is ShapePattern or t is TypePattern:
-            if not self.visit(p.pattern, e):
-                return False
-            ty = _type_of(e)
-            if ty is None:
-                return self.fail(p, e, "the node has no type yet (set require_type or run InferType)")
-            if t is TypePattern:
-                from ..structural import structural_equal
-
-                return structural_equal(ty, p.type) or self.fail(p, e, f"type {ty}, wanted {p.type}")
-            if not isinstance(ty, TensorType):
-                return self.fail(p, e, f"type {ty} is not a tensor")
-            if t is DataTypePattern:
-                return ty.dtype == p.dtype or self.fail(p, e, f"dtype {ty.dtype}, wanted {p.dtype}")
-            shape = tuple(int(d) for d in ty.shape)
-            return shape == p.shape or self.fail(p, e, f"shape {list(shape)}, wanted {list(p.shape)}")
+            return self.visit(p.pattern, e, lambda: self._type(p, e) and k())
         if t is TuplePattern:
             if type(e) is not Tuple:
                 return self.fail(p, e, f"expected a tuple, found {_kind(e)}")
             if p.fields is None:
-                return True
+                return k()
             if len(p.fields) != len(e.fields):
                 return self.fail(p, e, f"expected {len(p.fields)} fields, found {len(e.fields)}")
-            return all(self.visit(pf, f) for pf, f in zip(p.fields, e.fields))
+            return self.seq(list(zip(p.fields, e.fields)), 0, k)
         if t is TupleGetItemPattern:
             if type(e) is not TupleGetItem:
                 return self.fail(p, e, f"expected a tuple item, found {_kind(e)}")
             if p.index >= 0 and e.index != p.index:
                 return self.fail(p, e, f"item {e.index}, wanted {p.index}")
-            return self.visit(p.tuple, e.tuple_value)
+            return self.visit(p.tuple, e.tuple_value, k)
         if t is DominatorPattern:
-            return self._dominates(p, e)
+            return self.visit(p.child, e, lambda: self._dominates(p, e) and k())
         if t is IfPattern:
             if type(e) is not If:
                 return self.fail(p, e, f"expected an if, found {_kind(e)}")
-            return (self.visit(p.cond, e.cond) and self.visit(p.true_branch, e.true_branch)
-                    and self.visit(p.false_branch, e.false_branch))
+            return self.seq([(p.cond, e.cond), (p.true_branch, e.true_branch),
+                             (p.false_branch, e.false_branch)], 0, k)
         if t is LetPattern:
             if type(e) is not Let:
                 return self.fail(p, e, f"expected a let, found {_kind(e)}")
-            return self.visit(p.var, e.var) and self.visit(p.value, e.value) and self.visit(p.body, e.body)
+            return self.seq([(p.var, e.var), (p.value, e.value), (p.body, e.body)], 0, k)
         if t is FunctionPattern:
             if type(e) is not Function:
                 return self.fail(p, e, f"expected a function, found {_kind(e)}")
+            pairs = []
             if p.params is not None:
                 if len(p.params) != len(e.params):
                     return self.fail(p, e, f"expected {len(p.params)} parameters, found {len(e.params)}")
-                if not all(self.visit(pp, v) for pp, v in zip(p.params, e.params)):
-                    return False
-            return self.visit(p.body, e.body)
+                pairs = list(zip(p.params, e.params))
+            return self.seq(pairs + [(p.body, e.body)], 0, k)
         raise IRError(f"unknown pattern node {p!r}")
 
+    def _attrs(self, p: AttrPattern, e: Expr) -> bool:
+        attrs = e.attrs if type(e) in (Call, Function, Op) else None
+        if attrs is None:
+            return self.fail(p, e, f"{_kind(e)} has no attributes")
+        for key, want in p.attrs.items():
+            have = attrs.get(key, _MISSING) if hasattr(attrs, "get") else getattr(attrs, key, _MISSING)
+            if have is _MISSING:
+                return self.fail(p, e, f"no attribute {key!r}")
+            if not _attr_equal(have, want):
+                return self.fail(p, e, f"attribute {key}={have!r}, wanted {want!r}")
+        return True
+
+    def _type(self, p: DFPattern, e: Expr) -> bool:
+        ty = _type_of(e)
+        if ty is None:
+            return self.fail(p, e, "the node has no type yet (set require_type or run InferType)")
+        if type(p) is TypePattern:
+            from ..structural import structural_equal
+
+            return structural_equal(ty, p.type) or self.fail(p, e, f"type {ty}, wanted {p.type}")
+        if not isinstance(ty, TensorType):
+            return self.fail(p, e, f"type {ty} is not a tensor")
+        if type(p) is DataTypePattern:
+            return ty.dtype == p.dtype or self.fail(p, e, f"dtype {ty.dtype}, wanted {p.dtype}")
+        shape = tuple(int(d) for d in ty.shape)
+        return shape == p.shape or self.fail(p, e, f"shape {list(shape)}, wanted {list(p.shape)}")
+
     def _dominates(self, p: DominatorPattern, e: Expr) -> bool:
-        """``e`` matches ``child``; walking up its inputs, every node either matches ``parent``
-        (the walk stops there; all such nodes must be the same one) or matches ``path``."""
-        if not self.visit(p.child, e):
-            return False
-        stack = [a for a in _inputs(e)]
+        """Walking up from ``e``'s inputs, every node either matches ``parent`` (the walk
+        stops there; all such nodes must be one node) or matches ``path``."""
+        stack = list(_inputs(e))
         seen: set = set()
         parent_hit = None
         while stack:
@@ -193,20 +206,21 @@ class _Matcher:
             if id(node) in seen:
                 continue
             seen.add(id(node))
-            saved = dict(self.memo)
-            if self.visit(p.parent, node):
+            if parent_hit is node or _Matcher().match(p.parent, node):
                 if parent_hit is not None and parent_hit is not node:
-                    self.memo = saved
                     return self.fail(p, e, "the paths reach more than one parent")
                 parent_hit = node
                 continue
-            self.memo = saved
-            if not _Matcher().visit(p.path, node):
+            if not _Matcher().match(p.path, node):
                 return self.fail(p, e, f"{_kind(node)} on a path to the parent does not match {p.path!r}")
             stack.extend(_inputs(node))
         if parent_hit is None:
             return self.fail(p, e, "no path reaches a node matching the parent")
-        return True
+        return self.visit(p.parent, parent_hit, _true)
+
+
+def _true() -> bool:
+    return True
 
 
 _MISSING = object()

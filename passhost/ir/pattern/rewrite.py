@@ -1,13 +1,14 @@
 """Rules (:class:`DFPatternCallback`) and the driver that applies them, :func:`rewrite`."""
 from __future__ import annotations
 
-from typing import Any, Optional
+import inspect
+from typing import Any, Callable, Optional
 
 from ...errors import IRError
 from ..expr import Call, Expr
 from ..op import Op
 from .match import _Matcher, root_ops
-from .nodes import DFPattern
+from .nodes import DFPattern, wildcard
 
 
 class RewriteLimitError(IRError):
@@ -71,6 +72,11 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
         else:
             for name in ops:
                 by_op.setdefault(name, []).append(cb)
+    if not anywhere:
+        from ..analysis import calls_any
+
+        if not calls_any(expr, frozenset(Op.get(n) for n in by_op)):
+            return expr  # no node can be a match's root: one cheap walk (or none)
     typed = any(cb.require_type for cb in rules)
     once = all(cb.rewrite_once for cb in rules)
     fired: dict = {}
@@ -114,10 +120,52 @@ def _ordered(cbs: list, rules: list) -> list:
     return [cb for cb in rules if id(cb) in want]
 
 
-def _typed(expr: Expr, mod: Any) -> Expr:
+def _typed(expr: Expr, mod: Any) -> Expr:  # mod: reserved for calls of globals
     from ..type_infer import infer_type
 
     if expr._checked_type is None:
-        out = infer_type(expr) if mod is None else infer_type(expr, mod)
+        out = infer_type(expr)
         return out if isinstance(out, Expr) else expr
     return expr
+
+
+class _FunctionRule(DFPatternCallback):
+    def __init__(self, pattern_fn: Callable, replacement: Callable, check: Optional[Callable],
+                 name: str, priority: int, require_type: bool) -> None:
+        super().__init__(require_type=require_type, priority=priority, name=name or pattern_fn.__name__)
+        names = [p.name for p in inspect.signature(pattern_fn).parameters.values()
+                 if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        self.vars = {n: wildcard() for n in names}
+        self.pattern = pattern_fn(**self.vars)
+        if not isinstance(self.pattern, DFPattern):
+            raise IRError(f"rule {self.name}: the pattern function returned {self.pattern!r}, not a pattern")
+        self.replacement, self.check = replacement, check
+
+    def callback(self, pre: Expr, post: Expr, node_map: dict) -> Optional[Expr]:
+        bound = {n: node_map[w][0] for n, w in self.vars.items() if w in node_map}
+        if self.check is not None and not self.check(**bound):
+            return None
+        return self.replacement(**bound)
+
+
+def rule(pattern: Callable, replacement: Callable, check: Optional[Callable] = None, *,
+         name: str = "", priority: int = 0, require_type: bool = True) -> DFPatternCallback:
+    """A rule from functions, as onnxscript writes them: ``pattern(x, y, ...)`` gets one
+    wildcard per parameter (parameters with a default are left to it) and returns a
+    pattern over them; on a match,
+    ``check(x=..., y=...)`` (optional) may refuse it, and ``replacement(x=..., y=...)``
+    builds the new expression with the ordinary builders::
+
+        def pattern(x, y):
+            return is_op("add")(x, is_op("negative")(y))
+
+        def replacement(x, y):
+            return ir.subtract(x, y)
+
+        rewrite([rule(pattern, replacement)], expr)
+        # add(%a, negative(%b))   ->   subtract(%a, %b)
+
+    Types are inferred before matching (``require_type``), so ``check`` can read
+    ``x.checked_type``.
+    """
+    return _FunctionRule(pattern, replacement, check, name, priority, require_type)
