@@ -1,0 +1,17 @@
+"""passhost plugin: the FuseGelu pass (see :mod:`.fuse_gelu`)."""
+from __future__ import annotations
+
+from passhost import hookimpl
+from passhost.hookspecs import PassEntry
+
+from .fuse_gelu import FuseGelu, gelu_rules
+
+__all__ = ["FuseGelu", "gelu_rules", "passhost_register_passes"]
+
+
+@hookimpl
+def passhost_register_passes():
+    return [PassEntry("FuseGelu", FuseGelu, default=True,
+                      after=("SimplifyInference", "FoldConstant"),
+                      before=("FoldScaleAxis", "EliminateCommonSubexpr", "FuseOps"),
+                      summary="turn the erf-based GELU into nn.gelu")]

@@ -1,0 +1,66 @@
+"""FuseGelu: every grouping of the erf GELU becomes nn.gelu with the same numbers; other
+constants and the tanh form stay."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import passhost
+from passhost import ir
+
+X = np.linspace(-4, 4, 40, dtype="float32").reshape(5, 8)
+INV_SQRT2 = 1 / math.sqrt(2)
+
+
+def _c(v):
+    return ir.const(np.asarray(v, dtype="float32"))
+
+
+def _forms(x, half=0.5, one=1.0, k=INV_SQRT2):
+    erf_mul = ir.add(ir.erf(ir.multiply(x, _c(k))), _c(one))
+    erf_div = ir.add(_c(one), ir.erf(ir.divide(x, _c(1 / k))))
+    return {
+        "relay": ir.multiply(ir.multiply(_c(half), x), erf_mul),            # TVM's ONNX importer
+        "pytorch": ir.multiply(ir.multiply(x, erf_div), _c(half)),          # torch.onnx export
+        "onnxscript": ir.multiply(x, ir.multiply(_c(half), erf_div)),       # Whisper encoder
+        "swapped": ir.multiply(erf_mul, ir.multiply(x, _c(half))),
+    }
+
+
+def _fuse(body, x):
+    mod = ir.IRModule.from_expr(ir.Function([x], body))
+    want = ir.evaluate(ir.infer_type(mod), X)
+    out = passhost.passes.FuseGelu()(mod)
+    np.testing.assert_allclose(ir.evaluate(out, X), want, rtol=1e-5, atol=1e-6)
+    return out["main"].body
+
+
+@pytest.mark.parametrize("form", sorted(_forms(ir.var("x", shape=(5, 8)))))
+def test_every_grouping_becomes_nn_gelu(form):
+    x = ir.var("x", shape=(5, 8))
+    body = _fuse(_forms(x)[form], x)
+    assert body.op.name == "nn.gelu" and body.args[0] is x and body.attrs.approximate == "none"
+
+
+@pytest.mark.parametrize("change", [dict(half=0.6), dict(one=2.0), dict(k=0.5)])
+def test_other_constants_are_left_alone(change):
+    x = ir.var("x", shape=(5, 8))
+    for body in _forms(x, **change).values():
+        assert "nn.gelu" not in str(_fuse(body, x))
+
+
+def test_a_different_x_in_the_erf_is_left_alone():
+    x, y = ir.var("x", shape=(5, 8)), ir.var("y", shape=(5, 8))
+    body = ir.multiply(ir.multiply(_c(0.5), x), ir.add(ir.erf(ir.multiply(y, _c(1 / math.sqrt(2)))), _c(1.0)))
+    out = passhost.passes.FuseGelu()(ir.IRModule.from_expr(ir.Function([x, y], body)))
+    assert "nn.gelu" not in out.astext()
+
+
+def test_fused_gelu_exports_and_runs_in_the_default_pipeline():
+    x = ir.var("x", shape=(5, 8))
+    mod = ir.IRModule.from_expr(ir.Function([x], ir.nn.relu(_forms(x)["pytorch"])))
+    with passhost.transform.PassContext(opt_level=3):
+        out = passhost.default_pipeline(3)(mod)
+    assert "nn.gelu" in out.astext() and "erf" not in out.astext()

@@ -1,0 +1,84 @@
+"""FuseLayerNorm: the decomposed forms become nn.layer_norm with the same numbers; close
+but different graphs stay."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import passhost
+from passhost import ir
+
+RNG = np.random.RandomState(0)
+X = RNG.randn(2, 5, 8).astype("float32") * 3 + 1
+GAMMA = RNG.randn(8).astype("float32")
+BETA = RNG.randn(8).astype("float32")
+
+
+def _c(v):
+    return ir.const(np.asarray(v, dtype="float32"))
+
+
+def _decomposed(x, *, axis=-1, square="power", eps_inside=True, var="mean", norm="divide",
+                gamma=GAMMA, beta=BETA, exponent=2.0, eps=1e-5):
+    mean = ir.mean(x, axis=axis, keepdims=True)
+    d = ir.subtract(x, mean)
+    if var in ("variance", "unbiased"):
+        v = ir.variance(x, mean, axis=axis, keepdims=True, unbiased=var == "unbiased")
+    else:
+        sq = ir.power(d, _c(exponent)) if square == "power" else ir.multiply(d, d)
+        v = ir.mean(sq, axis=axis, keepdims=True)
+    if eps_inside:
+        den = ir.sqrt(ir.add(v, _c(eps)))
+    else:
+        den = ir.add(ir.sqrt(v), _c(eps))
+    if norm == "divide":
+        n = ir.divide(d, den)
+    else:
+        n = ir.multiply(d, ir.rsqrt(ir.add(v, _c(eps))))
+    out = ir.multiply(_c(gamma), n)  # scale first: commutative matching
+    return ir.add(out, _c(beta)) if beta is not None else out
+
+
+def _run(body, x):
+    mod = ir.IRModule.from_expr(ir.Function([x], body))
+    before = ir.evaluate(ir.infer_type(mod), X)
+    out = passhost.passes.FuseLayerNorm()(mod)
+    np.testing.assert_allclose(ir.evaluate(out, X), before, rtol=1e-5, atol=1e-5)
+    return out
+
+
+@pytest.mark.parametrize("form", [dict(), dict(square="multiply"), dict(var="variance"), dict(norm="rsqrt"),
+                                  dict(beta=None), dict(gamma=np.float32(2.0)), dict(axis=2)])
+def test_decomposed_forms_fuse_into_one_layer_norm(form):
+    x = ir.var("x", shape=X.shape)
+    out = _run(_decomposed(x, **form), x)
+    body = out["main"].body
+    assert isinstance(body, ir.Call) and body.op.name == "nn.layer_norm", str(out)
+    assert body.args[0] is out["main"].params[0]
+    assert body.attrs.epsilon == 1e-05
+
+
+@pytest.mark.parametrize("form", [dict(axis=1), dict(eps_inside=False), dict(exponent=3.0), dict(var="unbiased"),
+                                  dict(gamma=RNG.randn(5, 1).astype("float32"))])
+def test_close_but_different_graphs_are_left_alone(form):
+    x = ir.var("x", shape=X.shape)
+    out = _run(_decomposed(x, **form), x)
+    assert "nn.layer_norm" not in out.astext()
+
+
+def test_simplify_inference_output_fuses_back():
+    x = ir.var("x", shape=X.shape)
+    mod = ir.IRModule.from_expr(ir.Function([x], ir.nn.layer_norm(x, _c(GAMMA), _c(BETA))))
+    simple = passhost.passes.SimplifyInference()(mod)
+    assert "nn.layer_norm" not in simple.astext()
+    fused = passhost.passes.FuseLayerNorm()(simple)
+    assert fused["main"].body.op.name == "nn.layer_norm"
+    np.testing.assert_allclose(ir.evaluate(fused, X), ir.evaluate(ir.infer_type(mod), X), rtol=1e-5, atol=1e-5)
+
+
+def test_info_lists_the_rules(capsys):
+    from passhost.cli import main
+
+    assert main(["info", "FuseLayerNorm"]) == 0
+    out = capsys.readouterr().out
+    assert "decomposed_layer_norm" in out and "shift_into_layer_norm" in out
