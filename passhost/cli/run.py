@@ -54,7 +54,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--to", dest="to_format", metavar="FORMAT", help="write OUT in this format (default: by suffix)")
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D1,D2,...",
                    help="a concrete shape for a model input with symbolic dimensions (repeatable)")
-    p.add_argument("--opset", type=int, metavar="N", help="ONNX opset of the written model (default 17)")
+    p.add_argument("--opset", type=int, metavar="N", help="ONNX opset of the written model (default: the input model's, within 13..21; else 17)")
     p.add_argument("--external-data", action="store_true",
                    help="write ONNX weights to a side file OUT.data (needed above 2 GB; automatic there)")
     p.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="run several INPUTs in N processes")
