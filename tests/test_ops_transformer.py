@@ -68,3 +68,68 @@ def test_logical_not(opcheck):
     np.testing.assert_array_equal(opcheck.run(call, a), ~a)
     opcheck.roundtrip(call)
     opcheck.folds(ir.logical_not(ir.const(a)))
+
+
+@pytest.mark.parametrize("args,want", [((5,), np.arange(5.0)), ((1, 2, 0.25), np.arange(1, 2, 0.25)),
+                                      ((3, -3, -2), np.arange(3.0, -3.0, -2.0)), ((2, 1), np.arange(2.0, 1.0))])
+def test_arange(args, want, opcheck):
+    call = ir.arange(*args)
+    got = opcheck.run(call)
+    np.testing.assert_array_equal(got, want.astype("float32"))
+    opcheck.roundtrip(call)
+    assert ir.arange(4, dtype="int64").op.type_rel([], ir.arange(4, dtype="int64").attrs).dtype == "int64"
+    with pytest.raises(IRError, match="step"):
+        ir.arange(0, 4, 0)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_cumsum(axis, exclusive, opcheck):
+    a = np.random.RandomState(2).randint(-5, 5, size=(3, 4)).astype("int64")
+    call = ir.cumsum(ir.var("x", shape=a.shape, dtype="int64"), axis=axis, exclusive=exclusive)
+    got = opcheck.run(call, a)
+    flat = a.reshape(-1) if axis is None else a
+    want = np.cumsum(flat, axis=0 if axis is None else axis)
+    if exclusive:
+        want = want - flat
+    np.testing.assert_array_equal(got, want)
+    opcheck.roundtrip(call)
+    opcheck.folds(ir.cumsum(ir.const(a), axis=axis, exclusive=exclusive))
+
+
+@pytest.mark.parametrize("is_ascend", [False, True])
+@pytest.mark.parametrize("axis", [0, -1])
+def test_topk_values_indices_and_ties(is_ascend, axis, opcheck):
+    a = np.array([[3, 1, 3, 2], [0, 5, 5, 5], [2, 2, 1, 7]], dtype="float32")
+    call = ir.topk(ir.var("x", shape=a.shape), k=2, axis=axis, is_ascend=is_ascend)
+    values, indices = opcheck.run(call, a)
+    order = np.argsort(a if is_ascend else -a, axis=axis, kind="stable")
+    want_idx = np.take(order, [0, 1], axis=axis)
+    np.testing.assert_array_equal(indices, want_idx)
+    np.testing.assert_array_equal(values, np.take_along_axis(a, want_idx, axis=axis))
+    opcheck.roundtrip(call)
+    only = ir.topk(ir.var("x", shape=a.shape), k=0, ret_type="values")
+    np.testing.assert_array_equal(opcheck.run(only, a), -np.sort(-a, axis=-1))
+    with pytest.raises(TypeInferenceError, match="larger"):
+        ir.infer_type(ir.topk(ir.var("x", shape=a.shape), k=9))
+
+
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_one_hot(axis, opcheck):
+    idx = np.array([[0, 2], [3, -1]], dtype="int64")
+    call = ir.one_hot(ir.var("i", shape=idx.shape, dtype="int64"), 5.0, -1.0, depth=3, axis=axis)
+    got = opcheck.run(call, idx, np.float32(5), np.float32(-1))
+    eye = (idx[..., None] == np.arange(3))
+    want = np.moveaxis(np.where(eye, 5.0, -1.0), -1, axis).astype("float32")
+    np.testing.assert_array_equal(got, want)
+    opcheck.roundtrip(call)
+    with pytest.raises(TypeInferenceError, match="integers"):
+        ir.infer_type(ir.one_hot(ir.var("f", shape=(2,)), 1.0, 0.0, depth=2))
+
+
+def test_ndarray_size(opcheck):
+    a = np.zeros((3, 4, 5), "float32")
+    call = ir.ndarray_size(ir.var("x", shape=a.shape), dtype="int64")
+    assert opcheck.run(call, a) == 60
+    opcheck.roundtrip(call)
+    opcheck.folds(ir.ndarray_size(ir.const(a), dtype="int64"))

@@ -24,6 +24,7 @@ __all__ = [
     "add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
     "less", "greater", "equal", "not_equal", "less_equal", "greater_equal", "where",
     "logical_and", "logical_or", "logical_xor", "logical_not",
+    "arange", "cumsum", "topk", "one_hot", "ndarray_size",
     "negative", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "cast", "clip",
     "erf", "floor", "ceil", "round", "abs", "sign", "sin", "cos",
     "reshape", "transpose", "expand_dims", "squeeze", "concatenate", "split",
@@ -180,6 +181,47 @@ def cast(data: Expr, dtype: str) -> Call:
 def clip(a: Expr, a_min: float, a_max: float) -> Call:
     """Clip values into ``[a_min, a_max]`` (stored as floats, as TVM does)."""
     return _call("clip", (a,), {"a_min": float(a_min), "a_max": float(a_max)})
+
+
+def arange(start: Any, stop: Any = None, step: Any = 1, dtype: str = "float32") -> Call:
+    """``arange``: values ``start, start + step, ...`` below ``stop`` (``arange(n)``: ``0..n-1``)."""
+    nums = [v if v is None or isinstance(v, (int, float)) and not isinstance(v, bool) else _number(v)
+            for v in (start, stop, step)]
+    return Call(_op("arange"), (), {"start": nums[0], "stop": nums[1], "step": nums[2], "dtype": check_dtype(dtype)})
+
+
+def _number(v: Any) -> Any:
+    arr = np.asarray(v)
+    if arr.size != 1 or arr.dtype.kind not in "iuf":
+        raise IRError(f"arange: bounds must be numbers, got {v!r}")
+    return arr.reshape(()).item()
+
+
+def cumsum(data: Expr, axis: Optional[int] = None, dtype: str = "", exclusive: bool = False) -> Call:
+    """``cumsum``: running sums along ``axis`` (None: of the flattened data)."""
+    return _call("cumsum", (data,), {"axis": None if axis is None else int(axis), "dtype": dtype,
+                                     "exclusive": bool(exclusive)})
+
+
+def topk(data: Expr, k: int = 1, axis: int = -1, ret_type: str = "both", is_ascend: bool = False,
+         dtype: str = "int32") -> Call:
+    """``topk``: the ``k`` largest values along ``axis`` and their indices (``ret_type="both"``:
+    a tuple; ``k=0``: all, sorted)."""
+    return _call("topk", (data,), {"k": int(k), "axis": int(axis), "ret_type": ret_type,
+                                   "is_ascend": bool(is_ascend), "dtype": check_dtype(dtype)})
+
+
+def one_hot(indices: Expr, on_value: Any, off_value: Any, depth: int, axis: int = -1,
+            dtype: str = "float32") -> Call:
+    """``one_hot``: a new axis of ``depth`` positions, ``on_value`` at the index, ``off_value`` elsewhere."""
+    on, off = (v if isinstance(v, Expr) else Constant(np.asarray(v, dtype=check_dtype(dtype)))
+               for v in (on_value, off_value))
+    return _call("one_hot", (indices, on, off), {"depth": int(depth), "axis": int(axis), "dtype": check_dtype(dtype)})
+
+
+def ndarray_size(data: Expr, dtype: str = "int32") -> Call:
+    """``ndarray_size``: the number of elements of ``data`` as a scalar."""
+    return _call("ndarray_size", (data,), {"dtype": check_dtype(dtype)})
 
 
 def shape_of(data: Expr, dtype: str = "int32") -> Call:

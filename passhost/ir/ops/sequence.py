@@ -1,0 +1,188 @@
+"""Ranges, scans, sorting and encodings: ``arange cumsum topk one_hot ndarray_size``.
+
+Names and attributes are Relay's. ``arange`` takes its bounds as attributes (the output
+shape must be static here), so it has no arguments, as ``zeros`` has::
+
+    arange(start=0f, stop=5f, step=2f, dtype="float32")        /* ty=Tensor[(3), float32] */
+    cumsum(%x, axis=1, exclusive=True)                           /* running sums, each without itself */
+    topk(%x, k=2)                                                /* (values, indices), largest first */
+    one_hot(%i, 1f, 0f, depth=4)                                 /* a new last axis of 4 */
+    ndarray_size(%x, dtype="int64")                              /* a scalar: the element count */
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...errors import IRError, TypeInferenceError
+from ..op import OpPattern
+from ..types import TensorType, TupleType, check_dtype
+from ._util import kernel, norm_axis, reg, tensor_arg
+
+OPAQUE, INJECTIVE = OpPattern.OPAQUE, OpPattern.INJECTIVE
+
+
+def _dtype_check(op: str, key: str = "dtype", allow_empty: bool = False):
+    def check(attrs) -> None:
+        value = attrs[key]
+        if allow_empty and not value:
+            return
+        try:
+            check_dtype(value)
+        except IRError as err:
+            raise IRError(f"operator {op}: attribute {key}: {err}") from None
+
+    return check
+
+
+# -- arange -------------------------------------------------------------------------------
+def _arange_len(attrs) -> int:
+    start, stop, step = attrs.start, attrs.stop, attrs.step
+    if stop is None:
+        start, stop = 0, start
+    return max(int(math.ceil((stop - start) / step)), 0)
+
+
+def _arange_check(attrs) -> None:
+    for key in ("start", "stop", "step"):
+        v = attrs[key]
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise IRError(f"operator arange: attribute {key} must be a number, got {v!r}")
+    if attrs.start is None:
+        raise IRError("operator arange: attribute start is required")
+    if not attrs.step:
+        raise IRError("operator arange: attribute step must not be 0")
+    _dtype_check("arange")(attrs)
+
+
+def _arange_rel(types: list, attrs) -> TensorType:
+    return TensorType((_arange_len(attrs),), attrs.dtype)
+
+
+@kernel
+def _arange(args: list, attrs) -> np.ndarray:
+    start = 0 if attrs.stop is None else attrs.start
+    n = _arange_len(attrs)
+    return (start + np.arange(n, dtype="float64") * attrs.step).astype(attrs.dtype)
+
+
+reg("arange", 0, _arange_rel, _arange, attrs=(("start", None), ("stop", None), ("step", 1), ("dtype", "float32")),
+    pattern=OPAQUE, attr_check=_arange_check,
+    summary="Evenly spaced values in [start, stop) (stop omitted: [0, start)).")
+
+
+# -- cumsum -------------------------------------------------------------------------------
+def _cumsum_rel(types: list, attrs) -> TensorType:
+    data = tensor_arg("cumsum", types, 0, "data")
+    dtype = attrs.dtype or data.dtype
+    if attrs.axis is None:
+        return TensorType((int(np.prod(data.shape, dtype=np.int64)),), dtype)
+    norm_axis("cumsum", attrs.axis, data.ndim)
+    return TensorType(data.shape, dtype)
+
+
+@kernel
+def _cumsum(args: list, attrs) -> np.ndarray:
+    x = args[0]
+    dtype = attrs.dtype or x.dtype.name
+    axis = attrs.axis
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    out = np.cumsum(x, axis=axis, dtype=dtype)
+    if attrs.exclusive:
+        out = out - x.astype(dtype)
+    return out.astype(dtype, copy=False)
+
+
+reg("cumsum", 1, _cumsum_rel, _cumsum, attrs=(("axis", None), ("dtype", ""), ("exclusive", False)),
+    pattern=OPAQUE, attr_check=_dtype_check("cumsum", allow_empty=True),
+    summary="Running sums along an axis (None: of the flattened data); exclusive leaves each element out.")
+
+
+# -- topk ---------------------------------------------------------------------------------
+def _topk_check(attrs) -> None:
+    if attrs.ret_type not in ("both", "values", "indices"):
+        raise IRError(f"operator topk: ret_type must be 'both', 'values' or 'indices', got {attrs.ret_type!r}")
+    if isinstance(attrs.k, bool) or not isinstance(attrs.k, int) or attrs.k < 0:
+        raise IRError(f"operator topk: k must be a non-negative int, got {attrs.k!r}")
+    _dtype_check("topk")(attrs)
+
+
+def _topk_rel(types: list, attrs):
+    data = tensor_arg("topk", types, 0, "data")
+    axis = norm_axis("topk", attrs.axis, data.ndim)
+    k = attrs.k or data.shape[axis]
+    if k > data.shape[axis]:
+        raise TypeInferenceError(f"topk: k={k} is larger than axis {axis} of {data}")
+    shape = data.shape[:axis] + (k,) + data.shape[axis + 1:]
+    values, indices = TensorType(shape, data.dtype), TensorType(shape, attrs.dtype)
+    return {"both": TupleType([values, indices]), "values": values, "indices": indices}[attrs.ret_type]
+
+
+@kernel
+def _topk(args: list, attrs):
+    x = args[0]
+    axis = attrs.axis % x.ndim
+    k = attrs.k or x.shape[axis]
+    keys = x if attrs.is_ascend else -x.astype("float64") if x.dtype.kind != "b" else ~x
+    order = np.argsort(keys, axis=axis, kind="stable")  # ties: the smaller index first
+    idx = np.take(order, np.arange(k), axis=axis)
+    values = np.take_along_axis(x, idx, axis=axis)
+    indices = idx.astype(attrs.dtype)
+    return {"both": (values, indices), "values": values, "indices": indices}[attrs.ret_type]
+
+
+reg("topk", 1, _topk_rel, _topk,
+    attrs=(("k", 1), ("axis", -1), ("ret_type", "both"), ("is_ascend", False), ("dtype", "int32")),
+    pattern=OPAQUE, attr_check=_topk_check,
+    summary="The k largest (is_ascend: smallest) values along an axis and their indices; ties keep index order.")
+
+
+# -- one_hot ------------------------------------------------------------------------------
+def _one_hot_check(attrs) -> None:
+    if isinstance(attrs.depth, bool) or not isinstance(attrs.depth, int) or attrs.depth < 0:
+        raise IRError(f"operator one_hot: depth must be a non-negative int, got {attrs.depth!r}")
+    _dtype_check("one_hot")(attrs)
+
+
+def _one_hot_rel(types: list, attrs) -> TensorType:
+    indices = tensor_arg("one_hot", types, 0, "indices")
+    if indices.dtype.startswith(("float", "bool")):
+        raise TypeInferenceError(f"one_hot: indices must be integers, got {indices.dtype}")
+    for i, what in ((1, "on_value"), (2, "off_value")):
+        t = tensor_arg("one_hot", types, i, what)
+        if t.ndim != 0:
+            raise TypeInferenceError(f"one_hot: {what} must be a scalar, got {t}")
+    axis = norm_axis("one_hot", attrs.axis, indices.ndim, extra=1)
+    shape = indices.shape[:axis] + (attrs.depth,) + indices.shape[axis:]
+    return TensorType(shape, attrs.dtype)
+
+
+@kernel
+def _one_hot(args: list, attrs) -> np.ndarray:
+    indices, on, off = args
+    axis = attrs.axis % (indices.ndim + 1)
+    hot = np.expand_dims(indices, axis) == np.arange(attrs.depth).reshape(
+        (-1,) + (1,) * (indices.ndim - axis))
+    return np.where(hot, on, off).astype(attrs.dtype)
+
+
+reg("one_hot", 3, _one_hot_rel, _one_hot, attrs=(("depth", None), ("axis", -1), ("dtype", "float32")),
+    pattern=INJECTIVE, attr_check=_one_hot_check,
+    summary="on_value where a new axis of depth positions equals the index, off_value elsewhere.")
+
+
+# -- ndarray_size -------------------------------------------------------------------------
+def _size_rel(types: list, attrs) -> TensorType:
+    tensor_arg("ndarray_size", types, 0, "data")
+    return TensorType((), attrs.dtype)
+
+
+@kernel
+def _size(args: list, attrs) -> np.ndarray:
+    return np.asarray(args[0].size, dtype=attrs.dtype)
+
+
+reg("ndarray_size", 1, _size_rel, _size, attrs=(("dtype", "int32"),), pattern=OPAQUE,
+    attr_check=_dtype_check("ndarray_size"), summary="The number of elements of a tensor, as a scalar.")
