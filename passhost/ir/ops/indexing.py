@@ -84,7 +84,7 @@ def _strided_slice_rel(types: list, attrs) -> TensorType:
 @kernel
 def _strided_slice(args: list, attrs) -> np.ndarray:
     x = args[0]
-    return np.ascontiguousarray(x[slice_plan(x.shape, attrs)])
+    return np.require(x[slice_plan(x.shape, attrs)], requirements="C")
 
 
 def _check_strided_slice(attrs) -> None:
@@ -210,7 +210,7 @@ def _broadcast_to_rel(types: list, attrs) -> TensorType:
 
 @kernel
 def _broadcast_to(args: list, attrs) -> np.ndarray:
-    return np.ascontiguousarray(np.broadcast_to(args[0], tuple(attrs.shape)))
+    return np.require(np.broadcast_to(args[0], tuple(attrs.shape)), requirements="C")
 
 
 def _check_shape_attr(op: str):

@@ -85,7 +85,7 @@ def _layout_transform_rel(types: list, attrs) -> TensorType:
 
 @kernel
 def _layout_transform(args: list, attrs) -> np.ndarray:
-    return np.ascontiguousarray(np.transpose(args[0], layout_axes(attrs.src_layout, attrs.dst_layout)))
+    return np.require(np.transpose(args[0], layout_axes(attrs.src_layout, attrs.dst_layout)), requirements="C")
 
 
 def _check_layouts(attrs) -> None:

@@ -128,7 +128,7 @@ def _transpose_rel(types: list, attrs) -> TensorType:
 @kernel
 def _transpose(args: list, attrs) -> np.ndarray:
     x = args[0]
-    return np.ascontiguousarray(np.transpose(x, transpose_axes(x.ndim, attrs.axes)))
+    return np.require(np.transpose(x, transpose_axes(x.ndim, attrs.axes)), requirements="C")
 
 
 reg("transpose", 1, _transpose_rel, _transpose, attrs=(("axes", None),), pattern=INJ,

@@ -183,7 +183,7 @@ def little_endian(arr: np.ndarray) -> np.ndarray:
     """``arr`` C-contiguous and little-endian: ONNX's ``raw_data`` layout."""
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("<"))
-    return np.ascontiguousarray(arr)
+    return np.require(arr, requirements="C")  # (not ascontiguousarray: it makes a scalar 1-D)
 
 
 def tensor_head(name: str, arr: np.ndarray) -> onnx.TensorProto:
