@@ -1,5 +1,5 @@
 """Converters of operators passhost builds from several host operators: Mod, Trilu, Hardmax,
-OneHot, LpNormalization, RMSNormalization, MeanVarianceNormalization, Swish, CumSum, LpPool,
+OneHot, LpNormalization, RMSNormalization, MeanVarianceNormalization, Swish, CumSum, TopK, LpPool,
 EyeLike::
 
     Mod(a, b) (integers, fmod=0)     /* the remainder takes the divisor's sign */
@@ -73,16 +73,16 @@ def _hardmax(node):
 def _one_hot(node):
     depth = int(node.need_const(1, "the depth").reshape(-1)[0])
     values = node.inputs[2]
-    nd = node.ndim(0)
     indices = node.inputs[0]
     if np.dtype(node.dtype(0)).kind == "f":
         indices = _trunc(indices, node)
+    indices = call("cast", indices, dtype="int64")
     # negative indices count from the end
-    indices = call("where", call("less", indices, _c(node, 0)), call("add", indices, _c(node, depth)), indices)
-    hot = _one_hot_of(indices, depth, int(node.attr("axis", -1)), nd)
+    indices = call("where", call("less", indices, const(0, "int64")), call("add", indices, const(depth, "int64")),
+                   indices)
     off = call("take", values, ir.Constant(np.asarray(0, "int64")), axis=0, mode="fast")
     on = call("take", values, ir.Constant(np.asarray(1, "int64")), axis=0, mode="fast")
-    return call("where", hot, on, off)
+    return call("one_hot", indices, on, off, depth=depth, axis=int(node.attr("axis", -1)), dtype=node.dtype(2))
 
 
 @converter("LpNormalization", 1)
@@ -130,19 +130,19 @@ def _swish(node):
 
 @converter("CumSum", 11)
 def _cumsum(node):
-    """A matmul with a triangular 0/1 matrix along the (transposed-last) axis."""
-    shape = node.shape(0)
-    nd = len(shape)
+    """``cumsum``; ``reverse`` scans a flipped copy and flips the result back."""
+    nd = node.ndim(0)
     axis = int(node.need_const(1, "the axis").reshape(-1)[0]) % nd
-    n = int(shape[axis])
-    upper = np.triu(np.ones((n, n), dtype=node.dtype(0)), 1 if int(node.attr("exclusive", 0)) else 0)
-    tri = upper.T if int(node.attr("reverse", 0)) else upper  # out[j] = sum_i x[i] * tri[i, j]
-    perm = [i for i in range(nd) if i != axis] + [axis]
-    x = call("transpose", node.inputs[0], axes=tuple(perm)) if axis != nd - 1 else node.inputs[0]
-    out = call("nn.matmul", x, ir.Constant(tri))
-    if axis == nd - 1:
-        return out
-    return call("transpose", out, axes=tuple(int(i) for i in np.argsort(perm)))
+    x = node.inputs[0]
+    reverse = int(node.attr("reverse", 0))
+    if reverse:
+        x = _flip(x, axis)
+    out = call("cumsum", x, axis=axis, exclusive=bool(int(node.attr("exclusive", 0))))
+    return _flip(out, axis) if reverse else out
+
+
+def _flip(x, axis: int):
+    return call("strided_slice", x, begin=(-1,), end=(-(2 ** 62),), strides=(-1,), axes=(axis,))
 
 
 @converter("LpPool", 11)
@@ -172,3 +172,24 @@ def _eye_like(node):
     rows, cols = node.shape(0)
     dtype = to_dtype(int(node.attr("dtype")), repr(node)) if node.attr("dtype") is not None else node.dtype(0)
     return ir.Constant(np.eye(rows, cols, k=int(node.attr("k", 0)), dtype=dtype))
+
+
+def _topk(node, k: int):
+    shape = node.shape(0)
+    axis = int(node.attr("axis", -1)) % len(shape)
+    is_ascend = not bool(int(node.attr("largest", 1)))
+    if k == 0:  # ONNX's k=0 is an empty result, Relay's k=0 is the whole axis
+        t = call("topk", node.inputs[0], k=int(shape[axis]), axis=axis, is_ascend=is_ascend, dtype="int64")
+        return tuple(call("strided_slice", ir.TupleGetItem(t, i), begin=(0,), end=(0,), axes=(axis,)) for i in (0, 1))
+    t = call("topk", node.inputs[0], k=k, axis=axis, is_ascend=is_ascend, dtype="int64")
+    return ir.TupleGetItem(t, 0), ir.TupleGetItem(t, 1)
+
+
+@converter("TopK", 1)
+def _topk_1(node):
+    return _topk(node, int(node.attr("k")))
+
+
+@converter("TopK", 10)
+def _topk_10(node):
+    return _topk(node, int(node.need_const(1, "k").reshape(-1)[0]))

@@ -201,3 +201,56 @@ def _onnx(call) -> int:
     from .dtypes import to_onnx_type
 
     return to_onnx_type(call.checked_type.dtype)
+
+
+@emitter("cumsum")
+def _cumsum(em, call, args):
+    x = args[0]
+    axis = call.attrs.axis
+    if axis is None:
+        x, axis = em.one("Reshape", [x, em.ints([-1])]), 0
+    out_dtype = call.checked_type.dtype
+    if out_dtype != _tensor(call, 0).dtype:
+        from .dtypes import to_onnx_type
+
+        x = em.one("Cast", [x], to=to_onnx_type(out_dtype))
+    return em.one("CumSum", [x, em.ints([int(axis)])], exclusive=int(bool(call.attrs.exclusive)) or None)
+
+
+@emitter("topk")
+def _topk(em, call, args):
+    from .dtypes import to_onnx_type
+
+    a = call.attrs
+    shape = _tensor(call, 0).shape
+    axis = int(a.axis) % len(shape)
+    k = int(a.k) or int(shape[axis])
+    values, indices = em.node("TopK", [args[0], em.ints([k])], 2, axis=axis, largest=0 if a.is_ascend else None)
+    if a.dtype != "int64":
+        indices = em.one("Cast", [indices], to=to_onnx_type(a.dtype))
+    return {"both": (values, indices), "values": values, "indices": indices}[a.ret_type]
+
+
+@emitter("one_hot")
+def _one_hot(em, call, args):
+    from .dtypes import to_onnx_type
+
+    a = call.attrs
+    dt = call.checked_type.dtype
+    # ONNX counts negative indices from the end; Relay gives them off_value: map them past depth
+    idx = em.one("Cast", [args[0]], to=to_onnx_type("int64"))
+    idx = em.one("Where", [em.one("Less", [idx, em.const(np.asarray(0, "int64"))]),
+                           em.const(np.asarray(a.depth, "int64")), idx])
+    values = em.one("Concat", [em.one("Reshape", [em.one("Cast", [v], to=to_onnx_type(dt)), em.ints([1])])
+                               for v in (args[2], args[1])], axis=0)
+    return em.one("OneHot", [idx, em.ints([int(a.depth)]), values], axis=int(a.axis))
+
+
+@emitter("ndarray_size")
+def _ndarray_size(em, call, args):
+    return em.const(np.asarray(int(np.prod(_tensor(call, 0).shape, dtype=np.int64)), dtype=call.checked_type.dtype))
+
+
+@emitter("arange")
+def _arange(em, call, args):
+    return em.const(call.op.compute([], call.attrs))
