@@ -186,3 +186,16 @@ def test_bench_onnx_through_the_runner():
     assert "### ONNX models end to end" in run.markdown({"results": {"onnx": entry}, "machine": {},
                                                           "load_before": [], "load_after": [],
                                                           "settings": {"repeat": 1, "warmup": 0}})
+
+
+def test_bench_onnx_prepares_the_transformer_encoders_with_static_shapes(tmp_path):
+    pytest.importorskip("passhost_onnx")
+    pytest.importorskip("onnxruntime")
+    import onnx
+
+    info = bench_onnx.prepare("bert", str(tmp_path))
+    model = onnx.load(info["path"])
+    dims = [[d.dim_value for d in i.type.tensor_type.shape.dim] for i in model.graph.input]
+    assert dims == [[1, bench_onnx.TRANSFORMER_SEQ]] * 2 and info["nodes"] == len(model.graph.node)
+    outs = bench_onnx.ort_outputs(info["path"])  # int64 token ids and mask feeds
+    assert outs[0].shape == (1, bench_onnx.TRANSFORMER_SEQ, 256)
