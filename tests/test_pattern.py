@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import passhost
 from passhost import ir
 from passhost.ir.pattern import (
     DFPatternCallback, RewriteLimitError, dominates, explain, has_attr, is_constant, is_expr, is_op,
@@ -100,7 +101,7 @@ def test_explain_names_the_failing_subpattern():
     pat = is_op("multiply")(wildcard(), is_constant())
     assert explain(pat, ir.multiply(x, ir.const(1.0))) == []
     why = explain(pat, ir.exp(x))
-    assert why == ["multiply: expected operator multiply, found operator exp"]
+    assert why == ["multiply(*, is_constant()): expected a call of multiply, found a call of exp"]
     why = explain(pat, ir.multiply(x, x))
     assert all("is_constant(): expected a constant, found variable %x" == w for w in why)
 
@@ -304,3 +305,48 @@ def test_docs_patterns_examples_print_what_the_page_says(index, capsys):
 
 def test_docs_patterns_page_has_its_examples():
     assert len(_doc_blocks()) == 5
+
+
+def test_why_not_reports_the_deepest_failure_with_its_position():
+    from passhost.ir.pattern import why_not
+
+    x = _x(shape=(1, 3, 8, 8))
+    conv = ir.nn.conv2d(x, ir.const(np.ones((3, 3, 3, 3), "float32")), padding=(1, 1))
+    e = ir.multiply(ir.exp(x), conv)
+    assert why_not(is_op("multiply")(wildcard(), is_constant()), e) == \
+        "arg 1 of multiply: expected a constant, found a call of nn.conv2d"
+    assert why_not(is_op("multiply")(is_op("exp")(is_var("y")), wildcard()), e) == \
+        "arg 0 of multiply > arg 0 of exp: variable %x, not %y"
+    assert why_not(is_op("multiply")(wildcard(), wildcard()), e) == ""
+    shared = ir.add(conv, conv)
+    names = ir.printed_names(ir.Function([x], ir.multiply(shared, conv)))
+    assert names[conv] == "%0" and names[shared] == "%1"
+
+
+def test_explain_command_reports_each_rule_at_each_node(tmp_path, capsys):
+    from passhost.cli import main
+
+    src = tmp_path / "gelu.txt"
+    src.write_text('#[version = "0.0.5"]\n'
+                   'def @main(%x: Tensor[(2, 4), float32]) {\n'
+                   '  %0 = divide(%x, 1.41421356f);\n  %1 = erf(%0);\n  %2 = add(%1, 1f);\n'
+                   '  %3 = multiply(%x, %2);\n  %4 = multiply(%3, 0.5f);\n  %5 = multiply(%4, 2f);\n'
+                   '  %6 = multiply(%x, %x);\n  add(%5, %6)\n}\n')
+    assert main(["explain", "FuseGelu", str(src), "--op", "multiply"]) == 0
+    out = capsys.readouterr().out
+    assert "matched; rewrites it to nn.gelu" in out
+    assert "expected a call of add, found %" in out or "expected a constant" in out or "no: " in out
+    assert main(["explain", "FuseGelu", str(src), "--at", "%99"]) == 0
+    assert "no rule of FuseGelu is tried at node %99" in capsys.readouterr().out
+    assert main(["explain", "FoldConstant", str(src)]) == 2
+    assert "not made of rules" in capsys.readouterr().err
+    assert main(["explain", "FuseGelu", str(src), "--op", "nope"]) == 2
+
+
+def test_version_flag(capsys):
+    from passhost.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"passhost {passhost.__version__}"

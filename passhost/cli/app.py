@@ -10,7 +10,7 @@ import warnings
 from typing import Optional, Sequence
 
 from ..errors import PasshostError
-from . import bisect, listing, run
+from . import bisect, explain, listing, run
 from .common import ArgumentParser, CommandError, ExitCode, one_line
 
 __all__ = ["build_parser", "main"]
@@ -22,11 +22,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--strict-plugins", action="store_true",
                         help="fail when any plugin is broken or two plugins clash, instead of listing them")
     parser.add_argument("--traceback", action="store_true", help="show the Python traceback of an error")
+    parser.add_argument("--version", action="version", version=f"passhost {_version()}",
+                        help="print passhost's version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     listing.add_parsers(sub)
     run.add_parser(sub)
     bisect.add_parser(sub)
+    explain.add_parser(sub)
     return parser
+
+
+def _version() -> str:
+    import passhost
+
+    return passhost.__version__
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -48,7 +57,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         args = parser.parse_args(argv)
         if args.command is None:
-            raise CommandError("choose a command: list, info, run or bisect (see `passhost --help`)")
+            raise CommandError("choose a command: list, info, run, bisect or explain (see `passhost --help`)")
         return int(args.func(args))
     except PasshostError as err:
         if traceback:

@@ -29,7 +29,7 @@ from .builders import *  # noqa: F401,F403
 from .builders import __all__ as _builders_all
 from . import image, nn, pattern
 from .structural import assert_structural_equal, structural_equal, structural_hash
-from .printer import astext, pretty_print
+from .printer import astext, pretty_print, printed_names
 from .parser import fromtext, parse, parse_expr
 from .type_infer import infer_type
 from .interpreter import evaluate
@@ -53,7 +53,7 @@ __all__ = [
     "rewrite_post_order", "with_children", "free_vars", "bound_vars", "count_ops", "calls_any", "is_primitive", "module_changed",
     # structure, text, types, evaluation
     "structural_equal", "structural_hash", "assert_structural_equal",
-    "pretty_print", "astext", "parse", "parse_expr", "fromtext",
+    "pretty_print", "printed_names", "astext", "parse", "parse_expr", "fromtext",
     "infer_type", "evaluate", "well_formed", "bind_params_by_name", "load", "save", "paused_gc",
     # operators
     "nn", "image", *_builders_all,

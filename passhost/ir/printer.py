@@ -505,6 +505,17 @@ def _print(obj: Any) -> tuple:
     return text, p.meta
 
 
+def printed_names(obj: Union[IRModule, Expr]) -> dict:
+    """``{node: "%N"}`` for every node the text of ``obj`` binds to a number, so a tool can
+    name a node as the printed module does (``passhost explain --at %7``)."""
+    p = _Printer()
+    if isinstance(obj, IRModule):
+        p.print_module(obj)
+    else:
+        p.print_expr(obj)
+    return dict(p.memo)
+
+
 @gc_paused
 def pretty_print(obj: Union[IRModule, Expr]) -> str:
     """The text of a module or expression as ``str()`` shows it: no version header and

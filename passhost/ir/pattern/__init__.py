@@ -34,7 +34,7 @@ root can match (one dict look-up for every other node).
 """
 from __future__ import annotations
 
-from .match import COMMUTATIVE, explain, root_ops
+from .match import COMMUTATIVE, explain, root_ops, why_not
 from .nodes import (AltPattern, AttrPattern, CallPattern, ConstantPattern, DataTypePattern, DFPattern,
                     DominatorPattern, ExprPattern, FunctionPattern, IfPattern, LetPattern, ShapePattern,
                     TuplePattern, TupleGetItemPattern, TypePattern, VarPattern, WildcardPattern, dominates,
@@ -49,5 +49,5 @@ __all__ = [
     "ShapePattern", "AttrPattern", "DominatorPattern", "IfPattern", "LetPattern", "FunctionPattern",
     "wildcard", "is_op", "is_constant", "is_var", "is_expr", "is_tuple", "is_tuple_get_item",
     "is_if", "is_let", "has_attr", "has_type", "has_dtype", "has_shape", "dominates",
-    "DFPatternCallback", "rewrite", "rule", "partition", "explain", "root_ops", "COMMUTATIVE", "RewriteLimitError",
+    "DFPatternCallback", "rewrite", "rule", "partition", "explain", "why_not", "root_ops", "COMMUTATIVE", "RewriteLimitError",
 ]

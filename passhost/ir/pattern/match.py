@@ -63,12 +63,12 @@ class _Matcher:
         self.memo = {}
         return self.visit(pattern, expr, _true)
 
-    def visit(self, p: DFPattern, e: Expr, k: Callable[[], bool]) -> bool:
+    def visit(self, p: DFPattern, e: Expr, k: Callable[[], bool], label: str = "") -> bool:
         memo = self.memo
         bound = memo.get(p)
         if bound is not None:
             if bound is not e:
-                return self.fail(p, e, "this pattern already matched another node")
+                return self.fail(p, e, f"this pattern already matched {_kind(bound)}, so it cannot also be {_kind(e)}")
             return k()
 
         def bind() -> bool:
@@ -80,11 +80,11 @@ class _Matcher:
 
         return self._visit(p, e, bind)
 
-    def seq(self, pairs: list, i: int, k: Callable[[], bool]) -> bool:
+    def seq(self, pairs: list, i: int, k: Callable[[], bool], labels: Optional[Callable[[int], str]] = None) -> bool:
         if i == len(pairs):
             return k()
         p, e = pairs[i]
-        return self.visit(p, e, lambda: self.seq(pairs, i + 1, k))
+        return self.visit(p, e, lambda: self.seq(pairs, i + 1, k, labels), labels(i) if labels else "")
 
     def _visit(self, p: DFPattern, e: Expr, k: Callable[[], bool]) -> bool:  # noqa: C901 - one dispatch
         t = type(p)
@@ -93,6 +93,10 @@ class _Matcher:
         if t is CallPattern:
             if type(e) is not Call:
                 return self.fail(p, e, f"expected a call, found {_kind(e)}")
+            pop = p.op
+            if type(pop) is ExprPattern and isinstance(pop.expr, Op) and not (
+                    type(e.op) is Op and e.op.name == pop.expr.name):
+                return self.fail(p, e, f"expected a call of {pop.expr.name}, found {_kind(e)}")
             pargs, args = p.args, e.args
 
             def arguments() -> bool:
@@ -100,10 +104,11 @@ class _Matcher:
                     return k()
                 if len(args) != len(pargs):
                     return self.fail(p, e, f"expected {len(pargs)} arguments, found {len(args)}")
+                name = e.op.name if type(e.op) is Op else "the call"
                 if len(args) == 2 and type(e.op) is Op and e.op.name in COMMUTATIVE:
-                    return (self.seq([(pargs[0], args[0]), (pargs[1], args[1])], 0, k)
-                            or self.seq([(pargs[0], args[1]), (pargs[1], args[0])], 0, k))
-                return self.seq(list(zip(pargs, args)), 0, k)
+                    return (self.seq([(pargs[0], args[0]), (pargs[1], args[1])], 0, k, _arg_label(name, (0, 1)))
+                            or self.seq([(pargs[0], args[1]), (pargs[1], args[0])], 0, k, _arg_label(name, (1, 0))))
+                return self.seq(list(zip(pargs, args)), 0, k, _arg_label(name, range(len(args))))
 
             return self.visit(p.op, e.op, arguments)
         if t is ExprPattern:
@@ -223,6 +228,48 @@ def _true() -> bool:
     return True
 
 
+def _arg_label(op_name: str, order) -> Callable[[int], str]:
+    order = tuple(order)
+    return lambda i: f"arg {order[i]} of {op_name}"
+
+
+class _Explainer(_Matcher):
+    """A matcher that remembers where it was: every failure is recorded with the path of
+    argument positions from the root (``arg 1 of add > arg 0 of multiply``), so the deepest
+    one can be reported. Only :func:`explain` pays for this; matching does not."""
+
+    __slots__ = ("path", "deepest")
+
+    def __init__(self) -> None:
+        super().__init__(explaining=True)
+        self.path: tuple = ()
+        self.deepest: tuple = (-1, (), None, None, "")
+
+    def fail(self, pattern: DFPattern, expr: Expr, reason: str) -> bool:
+        self.why.append((pattern, expr, reason))
+        if len(self.path) > self.deepest[0]:
+            self.deepest = (len(self.path), self.path, pattern, expr, reason)
+        return False
+
+    def visit(self, p: DFPattern, e: Expr, k: Callable[[], bool], label: str = "") -> bool:
+        outer = self.path
+        here = outer + (label,) if label else outer
+
+        def resume() -> bool:  # the rest of the match runs at the parent's position
+            inner = self.path
+            self.path = outer
+            try:
+                return k()
+            finally:
+                self.path = inner
+
+        self.path = here
+        try:
+            return _Matcher.visit(self, p, e, resume)
+        finally:
+            self.path = outer
+
+
 _MISSING = object()
 
 
@@ -254,6 +301,23 @@ def explain(pattern: DFPattern, expr: Expr) -> list:
     if m.match(pattern, expr):
         return []
     return [f"{p!r}: {reason}" for p, _, reason in m.why]
+
+
+def why_not(pattern: DFPattern, expr: Expr, names: Optional[dict] = None) -> str:
+    """The one reason ``pattern`` does not match ``expr`` that got furthest: where (the
+    argument positions from the root) and what was expected, in words, or ``""`` on a
+    match. ``names`` maps nodes to their printed names (``%7``) to show what was found::
+
+        arg 1 of multiply: expected a constant, found %7 = nn.conv2d(...)
+    """
+    m = _Explainer()
+    if m.visit(pattern, expr, _true):
+        return ""
+    _, path, _, found, reason = m.deepest
+    where = " > ".join(path) if path else "the root"
+    if names and found is not None and found in names:
+        reason = reason.rsplit(", found ", 1)[0] + f", found {names[found]}" if ", found " in reason else reason
+    return f"{where}: {reason}"
 
 
 def root_ops(pattern: DFPattern) -> Optional[frozenset]:
