@@ -10,7 +10,7 @@ import warnings
 from typing import Optional, Sequence
 
 from ..errors import PasshostError
-from . import bisect, explain, listing, run
+from . import bisect, check_rules, explain, listing, run
 from .common import ArgumentParser, CommandError, ExitCode, one_line
 
 __all__ = ["build_parser", "main"]
@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_parser(sub)
     bisect.add_parser(sub)
     explain.add_parser(sub)
+    check_rules.add_parser(sub)
     return parser
 
 
@@ -57,7 +58,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         args = parser.parse_args(argv)
         if args.command is None:
-            raise CommandError("choose a command: list, info, run, bisect or explain (see `passhost --help`)")
+            raise CommandError("choose a command: list, info, run, bisect, explain or check-rules (see `passhost --help`)")
         return int(args.func(args))
     except PasshostError as err:
         if traceback:

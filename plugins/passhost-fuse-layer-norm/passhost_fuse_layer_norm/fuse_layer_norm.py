@@ -112,6 +112,8 @@ class ShiftIntoLayerNorm(DFPatternCallback):
 
     def callback(self, pre, post, node_map):
         norm = node_map[self.norm][0]
+        if not norm.attrs.center:  # without center the bias is not added: nothing to join
+            return None
         ty = norm.checked_type
         nd = len(ty.shape)
         axis = int(norm.attrs.axis) % nd
