@@ -29,6 +29,7 @@ PASSES: Final[Mapping[str, str]] = {
     "Inline": "passhost-inline",
     "PrintIR": "passhost-print-ir-pass",
     "RemoveUnusedFunctions": "passhost-remove-unused-functions",
+    "SimplifyExpr": "passhost-simplify-expr",
     "SimplifyInference": "passhost-simplify-inference",
     "ToANormalForm": "passhost-to-a-normal-form",
     "ToGraphNormalForm": "passhost-to-graph-normal-form",

@@ -1,0 +1,194 @@
+"""SimplifyExpr: TVM's ``SimplifyExpr`` rewrites, each a rule over :mod:`passhost.ir.pattern`::
+
+    reshape(reshape(%x, newshape=[6]), newshape=[3, 2])   ->  reshape(%x, newshape=[3, 2])
+    reshape(%x, newshape=[2, 3])      /* %x: (2, 3) */    ->  %x
+    transpose(transpose(%x, axes=[1, 0]), axes=[1, 0])    ->  %x
+    multiply(%x, 1f), add(%x, 0f), subtract(%x, 0f), divide(%x, 1f), add(%x, zeros(...))  ->  %x
+    cast(cast(%x, dtype="int32"), dtype="float32")  /* %x: int8 */  ->  cast(%x, dtype="float32")
+    cast(%x, dtype="float32")         /* %x: float32 */   ->  %x
+    zeros_like(%x), ones_like(%x), full_like(%x, %v)      ->  zeros(...), ones(...), full(%v, ...)
+
+An identity is removed only when the result has exactly ``%x``'s type (a constant that
+broadcasts ``%x`` to a larger shape, or changes its dtype, is kept). ``x * 0`` is *not*
+rewritten to zeros: it is NaN for infinite or NaN ``x``. A cast of a cast is shortened only
+when the first cast loses nothing (its dtype holds every value of ``%x``'s).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from passhost import ir
+from passhost.ir.pattern import DFPatternCallback, is_op, wildcard
+from passhost.transform import pattern_pass
+
+__all__ = ["SimplifyExpr", "simplify_rules", "ConsecutiveReshape", "RedundantReshape", "TransposeChain",
+           "EliminateIdentity", "CastOfCast", "NoOpCast", "ConcretizeLike"]
+
+_RESHAPES = ("reshape", "expand_dims", "squeeze", "nn.batch_flatten")
+
+
+def _ty(e: ir.Expr) -> Optional[ir.TensorType]:
+    t = e.checked_type
+    return t if isinstance(t, ir.TensorType) else None
+
+
+class ConsecutiveReshape(DFPatternCallback):
+    """``reshape(reshape-like(x))`` -> one ``reshape`` to the final shape."""
+
+    def __init__(self) -> None:
+        super().__init__(require_type=True, name="consecutive_reshape")
+        self.x = wildcard()
+        inner = is_op("reshape") | is_op("expand_dims") | is_op("squeeze") | is_op("nn.batch_flatten")
+        self.pattern = (is_op("reshape") | is_op("expand_dims") | is_op("squeeze"))(inner(self.x))
+
+    def callback(self, pre, post, node_map):
+        x, out = _ty(node_map[self.x][0]), _ty(post)
+        if x is None or out is None:
+            return None
+        return ir.reshape(node_map[self.x][0], tuple(int(d) for d in out.shape))
+
+
+class RedundantReshape(DFPatternCallback):
+    """A reshape-like call whose result has its input's shape -> the input."""
+
+    def __init__(self) -> None:
+        super().__init__(require_type=True, name="redundant_reshape")
+        self.x = wildcard()
+        self.pattern = (is_op("reshape") | is_op("expand_dims") | is_op("squeeze"))(self.x)
+
+    def callback(self, pre, post, node_map):
+        x = node_map[self.x][0]
+        return x if _ty(x) is not None and _ty(x) == _ty(post) else None
+
+
+class TransposeChain(DFPatternCallback):
+    """``transpose(transpose(x, a), b)`` -> ``transpose(x, a∘b)``, or ``x`` if that is the identity."""
+
+    def __init__(self) -> None:
+        super().__init__(require_type=True, name="transpose_chain")
+        self.x, self.inner = wildcard(), None
+        self.inner = is_op("transpose")(self.x)
+        self.pattern = is_op("transpose")(self.inner)
+
+    def callback(self, pre, post, node_map):
+        x = node_map[self.x][0]
+        t = _ty(x)
+        if t is None:
+            return None
+        nd = len(t.shape)
+
+        def perm(axes):
+            return list(range(nd))[::-1] if axes is None else [int(a) % nd for a in axes]
+
+        first, second = perm(node_map[self.inner][0].attrs.axes), perm(post.attrs.axes)
+        composed = [first[i] for i in second]
+        return x if composed == list(range(nd)) else ir.transpose(x, composed)
+
+
+def _filled_with(e: ir.Expr, value: float) -> bool:
+    """``e`` is a constant (or ``zeros``/``ones``/``*_like``) all of whose elements equal ``value``."""
+    if isinstance(e, ir.Constant):
+        return e.data.size > 0 and bool(np.all(e.data == value))
+    if isinstance(e, ir.Call) and isinstance(e.op, ir.Op):
+        name = e.op.name
+        return (value == 0 and name in ("zeros", "zeros_like")) or (value == 1 and name in ("ones", "ones_like"))
+    return False
+
+
+class EliminateIdentity(DFPatternCallback):
+    """``x * 1``, ``x / 1``, ``x + 0``, ``x - 0`` -> ``x`` when the result has ``x``'s type."""
+
+    def __init__(self) -> None:
+        super().__init__(require_type=True, name="eliminate_identity")
+        self.x, self.c = wildcard(), wildcard()
+        self.pattern = (is_op("multiply") | is_op("divide") | is_op("add") | is_op("subtract"))(self.x, self.c)
+
+    def callback(self, pre, post, node_map):
+        x, c = node_map[self.x][0], node_map[self.c][0]
+        name = post.op.name
+        if name in ("divide", "subtract") and post.args[0] is not x:
+            return None  # 1 / x and 0 - x are not identities
+        unit = 1.0 if name in ("multiply", "divide") else 0.0
+        if not _filled_with(c, unit) or _ty(x) is None or _ty(x) != _ty(post):
+            return None
+        return x
+
+
+_WIDENS = {
+    "bool": {"int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64"},
+    "int8": {"int16", "int32", "int64", "float16", "float32", "float64"},
+    "uint8": {"int16", "int32", "int64", "uint16", "uint32", "uint64", "float16", "float32", "float64"},
+    "int16": {"int32", "int64", "float32", "float64"},
+    "int32": {"int64", "float64"},
+    "float16": {"float32", "float64"},
+    "float32": {"float64"},
+}
+
+
+class CastOfCast(DFPatternCallback):
+    """``cast(cast(x, t1), t2)`` -> ``cast(x, t2)`` when ``t1`` holds every value of ``x``'s dtype."""
+
+    def __init__(self) -> None:
+        super().__init__(require_type=True, name="cast_of_cast")
+        self.x = wildcard()
+        self.inner = is_op("cast")(self.x)
+        self.pattern = is_op("cast")(self.inner)
+
+    def callback(self, pre, post, node_map):
+        x = node_map[self.x][0]
+        t = _ty(x)
+        mid = node_map[self.inner][0].attrs.dtype
+        if t is None or not (mid == t.dtype or mid in _WIDENS.get(t.dtype, ())):
+            return None
+        return x if post.attrs.dtype == t.dtype else ir.cast(x, post.attrs.dtype)
+
+
+class NoOpCast(DFPatternCallback):
+    """``cast(x, dtype)`` where ``x`` already has that dtype -> ``x``."""
+
+    def __init__(self) -> None:
+        super().__init__(require_type=True, name="no_op_cast")
+        self.x = wildcard()
+        self.pattern = is_op("cast")(self.x)
+
+    def callback(self, pre, post, node_map):
+        x = node_map[self.x][0]
+        t = _ty(x)
+        return x if t is not None and t.dtype == post.attrs.dtype else None
+
+
+class ConcretizeLike(DFPatternCallback):
+    """``zeros_like(x)``/``ones_like(x)``/``full_like(x, v)`` -> ``zeros``/``ones``/``full`` of
+    ``x``'s static shape and dtype (the result no longer depends on ``x``)."""
+
+    def __init__(self) -> None:
+        super().__init__(require_type=True, name="concretize_like")
+        self.x, self.v = wildcard(), wildcard()
+        self.pattern = is_op("zeros_like")(self.x) | is_op("ones_like")(self.x) | is_op("full_like")(self.x, self.v)
+
+    def callback(self, pre, post, node_map):
+        t = _ty(post)
+        if t is None:
+            return None
+        shape = tuple(int(d) for d in t.shape)
+        name = post.op.name
+        if name == "zeros_like":
+            return ir.zeros(shape, t.dtype)
+        if name == "ones_like":
+            return ir.ones(shape, t.dtype)
+        return ir.Call(ir.Op.get("full"), [node_map[self.v][0]], {"shape": shape, "dtype": t.dtype})
+
+
+def simplify_rules() -> list:
+    """The rules of SimplifyExpr, in the order they are tried."""
+    return [ConsecutiveReshape(), RedundantReshape(), TransposeChain(), EliminateIdentity(), CastOfCast(),
+            NoOpCast(), ConcretizeLike()]
+
+
+def SimplifyExpr():  # noqa: N802 - TVM-style pass constructor
+    """Algebraic simplifications of TVM's SimplifyExpr: reshape and transpose chains,
+    identities (``x*1``, ``x+0``, ``x-0``, ``x/1``), casts of casts and no-op casts, and
+    ``*_like`` calls made concrete."""
+    return pattern_pass("SimplifyExpr", simplify_rules, opt_level=0, doc=SimplifyExpr.__doc__)
