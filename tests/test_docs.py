@@ -131,7 +131,7 @@ def _import_file(path: Path):
 # -- the plugin of docs/plugins.md ------------------------------------------------------------
 @pytest.fixture
 def doc_plugin(tmp_path):
-    files = dict(FILE_BLOCK.findall((DOCS / "plugins.md").read_text()))
+    files = {n: b for n, b in FILE_BLOCK.findall((DOCS / "plugins.md").read_text()) if "/" not in n}
     assert sorted(files) == ["neg.txt", "passhost_double_negation.py", "pyproject.toml"]
     for name, body in files.items():
         (tmp_path / name).write_text(body)
@@ -158,3 +158,23 @@ def test_docs_plugin_registers_and_prints_what_the_page_says(doc_plugin):
     with use_registry(reg):
         out = passhost.pipeline("DoubleNegation")(ir.parse(files["neg.txt"]))
     assert ir.astext(out) == expected
+
+
+def test_docs_rules_plugin_runs_and_prints_what_the_page_says(tmp_path):
+    text = (DOCS / "plugins.md").read_text()
+    files = {n.split("/", 1)[1]: b for n, b in FILE_BLOCK.findall(text) if n.startswith("rules/")}
+    assert sorted(files) == ["passhost_expand_square.py", "pyproject.toml", "square.txt"]
+    assert '[project.entry-points.passhost]\nexpand-square = "passhost_expand_square"' in files["pyproject.toml"]
+    for name, body in files.items():
+        (tmp_path / name).write_text(body)
+    module = _import_file(tmp_path / "passhost_expand_square.py")
+    reg = Registry(load_entrypoints=False)
+    assert reg.register_plugin(module, "expand-square", distribution="passhost-expand-square", version="0.1.0")
+    section = text.split("## A plugin made of rules", 1)[1]
+    expected = re.search(r"^prints\n\n```text\n(.*?)^```", section, re.S | re.M).group(1)
+    with use_registry(reg):
+        out = passhost.pipeline("ExpandSquare")(ir.parse(files["square.txt"]))
+        rules = passhost.passes.get("ExpandSquare").pass_func.rules
+    assert ir.astext(out) == expected
+    assert [r.name for r in rules] == ["square"]
+    assert len([line for line in files["passhost_expand_square.py"].splitlines() if line.strip()]) <= 22
