@@ -257,7 +257,7 @@ class PassContext:
     """
 
     __slots__ = ("_opt_level", "_required", "_disabled", "_instruments", "_own_config",
-                 "_config", "_saved_configs", "_plan", "_skip_hooks", "__weakref__")
+                 "_config", "_saved_configs", "_plan", "_skip_hooks", "_rule_stats", "__weakref__")
 
     def __init__(self, opt_level: int = 2, required_pass: Optional[Iterable[str]] = None,
                  disabled_pass: Optional[Iterable[str]] = None, instruments: Optional[Iterable[Any]] = None,
@@ -271,6 +271,7 @@ class PassContext:
         self._own_config = _legalize(config)
         self._config = dict(self._own_config)
         self._saved_configs: list = []
+        self._rule_stats: dict = {}
         self._rebuild_plan()
 
     # -- read-only settings ---------------------------------------------------------
@@ -290,6 +291,13 @@ class PassContext:
     def instruments(self) -> tuple:
         """The installed instruments, in call order."""
         return self._instruments
+
+    @property
+    def rule_stats(self) -> dict:
+        """``{pass name: {rule name: {"tried", "matched", "rewritten"}}}``, summed over every
+        run in this context of a pass made of rules (``transform.pattern_pass``). The
+        ``report`` instrument shows each run's share; nothing in the passes reads it."""
+        return self._rule_stats
 
     @property
     def config(self) -> Mapping[str, Any]:

@@ -221,7 +221,8 @@ def pattern_pass(name: str, rules: Any, opt_level: int = 1, required: Sequence[s
             raise PassTypeError(f"pattern_pass {name!r}: {r!r} is not a DFPatternCallback")
 
     def transform(func: Any, mod: Any, ctx: Any) -> Any:
-        return rewrite(make(), func, mod=mod, max_iterations=max_iterations)
+        stats = ctx.rule_stats.setdefault(name, {}) if ctx is not None else None
+        return rewrite(make(), func, mod=mod, max_iterations=max_iterations, stats=stats)
 
     transform.__name__ = name
     transform.__doc__ = doc or f"{name}: rewrite rules " + ", ".join(r.name for r in listed)

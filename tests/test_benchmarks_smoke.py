@@ -199,3 +199,12 @@ def test_bench_onnx_prepares_the_transformer_encoders_with_static_shapes(tmp_pat
     assert dims == [[1, bench_onnx.TRANSFORMER_SEQ]] * 2 and info["nodes"] == len(model.graph.node)
     outs = bench_onnx.ort_outputs(info["path"])  # int64 token ids and mask feeds
     assert outs[0].shape == (1, bench_onnx.TRANSFORMER_SEQ, 256)
+
+
+def test_bench_rules_tiny():
+    from benchmarks import bench_rules
+
+    pairs = bench_rules.rule_pairs({("Conv", "Relu")})
+    assert len(pairs) == 46 and ("Conv", "Relu") not in pairs
+    rows = bench_rules.bench_scaling([300, 600], repeat=1)
+    assert [r["rules"] for r in rows] == [46, 46] and all(r["per_node_rule_ns"] > 0 for r in rows)

@@ -161,9 +161,14 @@ def test_the_docs_example_plugin_builds_installs_and_runs(tmp_path):
     src = tmp_path / "passhost-double-negation"
     src.mkdir()
     for name, body in re.findall(r"^```\w+ file=(\S+)\n(.*?)^```", text, re.S | re.M):
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
         (src / name).write_text(body)
     target = tmp_path / "site"
     pip_install(target, src)
+    pip_install(target, src / "rules")  # the plugin made of rules, from the same page
+    assert [p["name"] for p in listing(target)["passes"] if p["name"] == "ExpandSquare"] == ["ExpandSquare"]
+    result = run_passhost(target, "run", str(src / "rules" / "square.txt"), "-p", "ExpandSquare", "--no-meta-data")
+    assert result.returncode == 0 and "multiply(%x, %x)" in result.stdout, result.stderr
     [entry] = [p for p in listing(target)["passes"] if p["name"] == "DoubleNegation"]
     assert (entry["distribution"], entry["version"], entry["opt_level"]) == ("passhost-double-negation", "0.1.0", 1)
     result = run_passhost(target, "run", str(src / "neg.txt"), "-p", "DoubleNegation", "--no-meta-data")

@@ -45,7 +45,8 @@ class DFPatternCallback:
         return f"<rule {self.name}>"
 
 
-def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 64) -> Expr:
+def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 64,
+            stats: Optional[dict] = None) -> Expr:
     """Rewrite ``expr`` with ``callbacks`` (one or a list) bottom-up until none fires.
 
     Each sweep rebuilds the graph once, trying at every node the callbacks whose pattern
@@ -53,6 +54,9 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
     expression replaces the node. Sweeps repeat until one changes nothing; after
     ``max_iterations`` sweeps that still changed something it raises
     :class:`RewriteLimitError` naming the callbacks that fired in the last sweep.
+
+    :param stats: a dict to add ``{rule name: {"tried", "matched", "rewritten"}}`` counts
+        to (a rule is *tried* at a node it could be rooted at)
     """
     from ..visitor import rewrite_post_order
 
@@ -88,14 +92,29 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
                 return found if not anywhere else _ordered(found + anywhere, rules)
         return anywhere
 
+    quick = {id(cb): shallow_check(cb.pattern) for cb in rules}
+
+    counts = None
+    if stats is not None:
+        counts = {cb.name: stats.setdefault(cb.name, {"tried": 0, "matched": 0, "rewritten": 0}) for cb in rules}
+
     def rule(post: Expr, pre: Expr) -> Optional[Expr]:
         for cb in candidates(post):
+            if counts is not None:
+                counts[cb.name]["tried"] += 1
+            q = quick[id(cb)]
+            if q is not None and not q(post):
+                continue
             m = _Matcher()
             if not m.match(cb.pattern, post):
                 continue
+            if counts is not None:
+                counts[cb.name]["matched"] += 1
             out = cb.callback(pre, post, {p: [e] for p, e in m.memo.items()})
             if out is not None and out is not post:
                 fired[cb.name] = fired.get(cb.name, 0) + 1
+                if counts is not None:
+                    counts[cb.name]["rewritten"] += 1
                 return out
         return None
 
@@ -113,6 +132,45 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
     raise RewriteLimitError(f"rewrite did not reach a fixed point in {max_iterations} sweeps; "
                             f"still firing: {names}. A rule whose output it matches again loops: "
                             "make its pattern exclude its own result, or set rewrite_once")
+
+
+def _arg_ops(p: DFPattern) -> Optional[frozenset]:
+    """The operator names a node matching ``p`` must call, or None (no such constraint)."""
+    from .match import _op_names
+    from .nodes import CallPattern
+
+    return _op_names(p.op) if type(p) is CallPattern else None
+
+
+def shallow_check(pattern: DFPattern) -> Optional[Callable[[Expr], bool]]:
+    """A cheap test that rejects most nodes a call pattern cannot match -- the operators of
+    its arguments -- before the backtracking matcher builds anything; None when the
+    pattern's root gives no such test. It never rejects a node the pattern matches."""
+    from .match import COMMUTATIVE, _op_names
+    from .nodes import CallPattern
+
+    if type(pattern) is not CallPattern or pattern.args is None:
+        return None
+    need = tuple(_arg_ops(a) for a in pattern.args)
+    if all(r is None for r in need):
+        return None
+    names = _op_names(pattern.op)
+    swap = len(need) == 2 and names is not None and bool(names & COMMUTATIVE)
+    n = len(need)
+    _Call, _Op = Call, Op
+
+    def fits(r: Optional[frozenset], a: Expr) -> bool:
+        return r is None or (type(a) is _Call and type(a.op) is _Op and a.op.name in r)
+
+    def check(node: Expr) -> bool:
+        args = node.args
+        if len(args) != n:
+            return False
+        if all(fits(r, a) for r, a in zip(need, args)):
+            return True
+        return swap and fits(need[0], args[1]) and fits(need[1], args[0])
+
+    return check
 
 
 def _ordered(cbs: list, rules: list) -> list:

@@ -65,6 +65,8 @@ class PassReport:
     :ivar wall_ms: wall time in milliseconds, None when it did not finish
     :ivar ops_before: number of operator calls in the module before the pass
     :ivar ops_after: ... and after it (None when it did not finish)
+    :ivar rules: for a pass made of rules, ``{rule: {"tried", "matched", "rewritten"}}`` in
+        this run (from ``PassContext.rule_stats``), else None
     """
 
     index: int
@@ -78,6 +80,7 @@ class PassReport:
     wall_ms: Optional[float] = None
     ops_before: Optional[int] = None
     ops_after: Optional[int] = None
+    rules: Optional[dict] = None
 
     @property
     def op_delta(self) -> Optional[int]:
@@ -114,14 +117,19 @@ def module_op_count(mod: Any, cache: Optional[dict] = None) -> int:
 module_changed = ir.module_changed
 
 
+def _rule_counts(info: Any) -> dict:
+    return {r: dict(c) for r, c in PassContext.current().rule_stats.get(info.name, {}).items()}
+
+
 class _Frame:
-    __slots__ = ("entry", "mod", "t0", "children")
+    __slots__ = ("entry", "mod", "t0", "children", "rules_before")
 
     def __init__(self, entry: PassReport, mod: Any, t0: float) -> None:
         self.entry = entry
         self.mod = mod
         self.t0 = t0
         self.children: list = []
+        self.rules_before: dict = {}
 
 
 class ReportInstrument(PassInstrument):
@@ -187,7 +195,9 @@ class ReportInstrument(PassInstrument):
         entry = self._new(info, "failed", reason)
         if self.count_ops:
             entry.ops_before = module_op_count(mod, self._op_cache)
-        self._stack.append(_Frame(entry, mod, time.perf_counter()))
+        frame = _Frame(entry, mod, time.perf_counter())
+        frame.rules_before = _rule_counts(info)
+        self._stack.append(frame)
 
     def run_after_pass(self, mod: Any, info: Any) -> None:
         t1 = time.perf_counter()
@@ -198,6 +208,10 @@ class ReportInstrument(PassInstrument):
         entry.wall_ms = (t1 - frame.t0) * 1e3
         entry.status = "ran"
         entry.changed = module_changed(frame.mod, mod)
+        after = _rule_counts(info)
+        if after:
+            zero = {"tried": 0, "matched": 0, "rewritten": 0}
+            entry.rules = {r: {k: c[k] - frame.rules_before.get(r, zero)[k] for k in zero} for r, c in after.items()}
         if self.count_ops:
             entry.ops_after = entry.ops_before if not entry.changed else module_op_count(mod, self._op_cache)
 
@@ -237,4 +251,11 @@ class ReportInstrument(PassInstrument):
         for r in rows:
             cells = [c.rjust(w) if i == 5 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
             lines.append("  ".join(cells).rstrip())
+        ruled = [e for e in self.passes if e.rules]
+        if ruled:
+            lines.append("")
+            lines.append("rules (tried / matched / rewritten):")
+            for e in ruled:
+                for name, c in e.rules.items():
+                    lines.append(f"  {e.index}  {e.name}/{name}  {c['tried']} / {c['matched']} / {c['rewritten']}")
         return "\n".join(lines) + "\n"

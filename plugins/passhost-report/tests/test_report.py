@@ -206,3 +206,24 @@ def test_cli_report_into_a_missing_directory_fails_before_running(tmp_path, caps
     _, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1
     assert err.startswith(f"passhost: error: cannot write '{tmp_path / 'nope' / 'r.json'}': the directory ")
+
+
+def test_rule_counts_of_passes_made_of_rules():
+    import passhost
+    from passhost import ir, transform
+    from passhost.ir.pattern import is_op, rule
+
+    neg_neg = transform.pattern_pass("NegNeg", [rule(lambda x: is_op("negative")(is_op("negative")(x)), lambda x: x,
+                                                     name="neg_neg")])
+    x = ir.var("x", shape=(2,))
+    mod = ir.IRModule.from_expr(ir.Function([x], ir.add(ir.negative(ir.negative(x)), ir.negative(x))))
+    report = passhost.instruments.get("report")
+    with transform.PassContext(instruments=[report]):
+        neg_neg(mod)
+        neg_neg(mod)
+    entries = [e for e in report.passes if e.name == "NegNeg"]
+    assert len(entries) == 2
+    for e in entries:  # each run: 3 negatives tried in the first sweep, the one left in the second
+        assert e.rules == {"neg_neg": {"tried": 4, "matched": 1, "rewritten": 1}}
+    assert report.as_dict()["passes"][0]["rules"] == {"neg_neg": {"tried": 4, "matched": 1, "rewritten": 1}}
+    assert "NegNeg/neg_neg  4 / 1 / 1" in report.render()
