@@ -342,3 +342,98 @@ def _op_names(p: DFPattern) -> Optional[frozenset]:
         left, right = _op_names(p.left), _op_names(p.right)
         return None if left is None or right is None else left | right
     return None
+
+
+def compile_simple(pattern: DFPattern) -> Optional[Callable[[Expr], Optional[dict]]]:
+    """A matcher without backtracking for a pattern that has no choice points (no
+    alternatives, no commutative operators, no dominator patterns): ``match(expr)``
+    returns the bindings ``{pattern node: expr}`` or None. For other patterns, None: they
+    need the backtracking :class:`_Matcher`. Both give the same answers where both apply."""
+    if not _is_simple(pattern):
+        return None
+
+    def visit(p: DFPattern, e: Expr, memo: dict) -> bool:
+        bound = memo.get(p)
+        if bound is not None:
+            return bound is e
+        t = type(p)
+        if t is CallPattern:
+            if type(e) is not Call:
+                return False
+            op = p.op.expr
+            if type(e.op) is not Op or e.op.name != op.name:
+                return False
+            if p.args is not None:
+                args = e.args
+                if len(args) != len(p.args):
+                    return False
+                for pa, a in zip(p.args, args):
+                    if not visit(pa, a, memo):
+                        return False
+        elif t is ConstantPattern:
+            if type(e) is not Constant:
+                return False
+        elif t is VarPattern:
+            if type(e) is not Var or (p.name and e.name_hint != p.name):
+                return False
+        elif t is ExprPattern:
+            if e is not p.expr:
+                from ..structural import structural_equal
+
+                if not structural_equal(e, p.expr):
+                    return False
+        elif t is AttrPattern:
+            if not visit(p.pattern, e, memo) or not _Matcher()._attrs(p, e):
+                return False
+        elif t is DataTypePattern or t is ShapePattern or t is TypePattern:
+            if not visit(p.pattern, e, memo) or not _Matcher()._type(p, e):
+                return False
+        elif t is TupleGetItemPattern:
+            if type(e) is not TupleGetItem or (p.index >= 0 and e.index != p.index):
+                return False
+            if not visit(p.tuple, e.tuple_value, memo):
+                return False
+        elif t is TuplePattern:
+            if type(e) is not Tuple:
+                return False
+            if p.fields is not None:
+                if len(p.fields) != len(e.fields):
+                    return False
+                for pf, f in zip(p.fields, e.fields):
+                    if not visit(pf, f, memo):
+                        return False
+        elif t is not WildcardPattern:
+            return False
+        memo[p] = e
+        return True
+
+    def match(expr: Expr) -> Optional[dict]:
+        memo: dict = {}
+        return memo if visit(pattern, expr, memo) else None
+
+    return match
+
+
+def _is_simple(pattern: DFPattern) -> bool:
+    stack, seen = [pattern], set()
+    while stack:
+        p = stack.pop()
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        t = type(p)
+        if t is CallPattern:
+            if type(p.op) is not ExprPattern or not isinstance(p.op.expr, Op) or p.op.expr.name in COMMUTATIVE:
+                return False
+            stack.extend(p.args or ())
+        elif t in (AttrPattern, DataTypePattern, ShapePattern, TypePattern):
+            stack.append(p.pattern)
+        elif t is TupleGetItemPattern:
+            stack.append(p.tuple)
+        elif t is TuplePattern:
+            stack.extend(p.fields or ())
+        elif t not in (WildcardPattern, ConstantPattern, VarPattern, ExprPattern):
+            return False
+        elif t is ExprPattern and isinstance(p.expr, Op):
+            return False  # a bare operator as a value: leave it to the general matcher
+    return True

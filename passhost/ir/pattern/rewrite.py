@@ -7,7 +7,7 @@ from typing import Any, Callable, Optional
 from ...errors import IRError
 from ..expr import Call, Expr
 from ..op import Op
-from .match import _Matcher, root_ops
+from .match import _inputs, _Matcher, compile_simple, root_ops
 from .nodes import DFPattern, wildcard
 
 
@@ -85,46 +85,88 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
     once = all(cb.rewrite_once for cb in rules)
     fired: dict = {}
 
-    def candidates(node: Expr) -> list:
-        if type(node) is Call and type(node.op) is Op:
-            found = by_op.get(node.op.name)
-            if found is not None:
-                return found if not anywhere else _ordered(found + anywhere, rules)
-        return anywhere
-
     quick = {id(cb): shallow_check(cb.pattern) for cb in rules}
+    simple = {id(cb): compile_simple(cb.pattern) for cb in rules}
 
     counts = None
     if stats is not None:
         counts = {cb.name: stats.setdefault(cb.name, {"tried": 0, "matched": 0, "rewritten": 0}) for cb in rules}
 
+    # After a sweep, another is needed only if a replacement brought in a node some rule
+    # can be rooted at: every other node was offered the rules after its own inputs were
+    # final, and a pattern only looks down from its root. ``known`` holds the nodes already
+    # accounted for (built lazily at the first replacement of a sweep).
+    sweep: dict = {"order": None, "known": None, "more": False}
+    roots = frozenset(by_op)
+
+    def brings_roots(out: Expr) -> bool:
+        known = sweep["known"]
+        if known is None:
+            known = sweep["known"] = set(sweep["order"])
+        stack, found = [out], False
+        while stack:
+            n = stack.pop()
+            if n in known:
+                continue
+            known.add(n)
+            if anywhere or (type(n) is Call and type(n.op) is Op and n.op.name in roots):
+                found = True
+            stack.extend(_inputs(n))
+        return found
+
+    mixed = {name: _ordered(cbs + anywhere, rules) for name, cbs in by_op.items()} if anywhere else by_op
+    plan = [(cb, cb.name, quick[id(cb)], simple[id(cb)]) for cb in rules]
+    plans = {name: [p for p in plan if p[0] in cbs] for name, cbs in mixed.items()}
+    plan_anywhere = [p for p in plan if p[0] in anywhere]
+    _Call, _Op = Call, Op
+
     def rule(post: Expr, pre: Expr) -> Optional[Expr]:
-        for cb in candidates(post):
+        known = sweep["known"]
+        if known is not None and post is not pre:
+            known.add(post)  # rebuilt from replaced inputs in this sweep
+        todo = plan_anywhere
+        if type(post) is _Call:
+            op = post.op
+            if type(op) is _Op:
+                todo = plans.get(op.name, plan_anywhere)
+        for cb, name, q, direct in todo:
             if counts is not None:
-                counts[cb.name]["tried"] += 1
-            q = quick[id(cb)]
+                counts[name]["tried"] += 1
             if q is not None and not q(post):
                 continue
-            m = _Matcher()
-            if not m.match(cb.pattern, post):
-                continue
+            if direct is not None:
+                bound = direct(post)
+                if bound is None:
+                    continue
+            else:
+                m = _Matcher()
+                if not m.match(cb.pattern, post):
+                    continue
+                bound = m.memo
             if counts is not None:
-                counts[cb.name]["matched"] += 1
-            out = cb.callback(pre, post, {p: [e] for p, e in m.memo.items()})
+                counts[name]["matched"] += 1
+            out = cb.callback(pre, post, {p: [e] for p, e in bound.items()})
             if out is not None and out is not post:
-                fired[cb.name] = fired.get(cb.name, 0) + 1
+                fired[name] = fired.get(name, 0) + 1
                 if counts is not None:
-                    counts[cb.name]["rewritten"] += 1
+                    counts[name]["rewritten"] += 1
+                if brings_roots(out):
+                    sweep["more"] = True
                 return out
         return None
+
+    from ..visitor import post_order
 
     for _ in range(1 if once else max_iterations):
         if typed:
             expr = _typed(expr, mod)
         fired.clear()
-        new = rewrite_post_order(expr, rule, with_original=True, type_like=typed)
-        if new is expr:
-            return expr
+        order = post_order(expr)
+        sweep.update(order=order, known=None, more=False)
+        new = rewrite_post_order(expr, rule, with_original=True, type_like=typed, order=order)
+        sweep.update(order=None, known=None)
+        if new is expr or not sweep["more"]:
+            return new
         expr = new
     if once:
         return expr
