@@ -5,12 +5,25 @@
 ``print-ir`` instruments); :func:`write_bytes_atomic` is its binary twin, which format
 plugins use to write models (``passhost-onnx``). A reader never sees a half-written file, and a failed write
 leaves the old file (if any) in place.
+
+What ``path`` is decides how it is written:
+
+- a regular file or a new path: a temporary file beside it, renamed over it;
+- a symbolic link: the file it points to is written that way (the link stays a link);
+- ``-``: standard output, once the whole content is known;
+- a character device, pipe or socket (``/dev/null``, ``/dev/stdout``): opened and written
+  in place once the whole content is known -- never replaced by a regular file;
+- a directory: :class:`IsADirectoryError`.
 """
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import os
 import secrets
+import stat
+import sys
 from typing import BinaryIO, Iterator
 
 __all__ = ["write_text_atomic", "write_bytes_atomic", "atomic_writer"]
@@ -65,13 +78,28 @@ def atomic_writer(path: str, *, fsync: bool = True) -> Iterator[BinaryIO]:
         with atomic_writer("out.onnx") as f:
             for chunk in chunks:
                 f.write(chunk)
+
+    ``-``, devices, pipes and sockets get the content in one write at the end (see the
+    module docstring); symbolic links are followed.
     """
-    directory = os.path.dirname(os.path.abspath(path))
+    if path == "-":
+        with _buffered(sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None, path) as f:
+            yield f
+        return
+    target = os.path.realpath(path)
     try:
-        mode: int | None = os.stat(path).st_mode & 0o777
+        st: os.stat_result | None = os.stat(target)
     except FileNotFoundError:
-        mode = None
-    fd, tmp = _create_temp(directory, os.path.basename(path))
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "it is a directory, not a file", path)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        with _buffered(None, target) as f:
+            yield f
+        return
+    mode = None if st is None else st.st_mode & 0o777
+    directory = os.path.dirname(target)
+    fd, tmp = _create_temp(directory, os.path.basename(target))
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
@@ -80,10 +108,25 @@ def atomic_writer(path: str, *, fsync: bool = True) -> Iterator[BinaryIO]:
                 os.fsync(f.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         try:
             os.unlink(tmp)
         except OSError:
             pass
         raise
+
+
+@contextlib.contextmanager
+def _buffered(stream, path: str) -> Iterator[BinaryIO]:
+    """Collect the content in memory; write it to ``stream`` (or to ``path``, opened in
+    place, for a device or pipe) only when the block ends without an error."""
+    buf = io.BytesIO()
+    yield buf
+    data = buf.getvalue()
+    if stream is not None:
+        stream.write(data)
+        stream.flush()
+        return
+    with open(path, "wb") as out:
+        out.write(data)

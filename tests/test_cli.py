@@ -382,3 +382,21 @@ def test_the_bisect_and_reproducer_libraries_do_not_import_the_cli():
     code = ("import sys, passhost._bisect, passhost._reproducer; "
             "sys.exit(1 if any(m == 'passhost.cli' or m.startswith('passhost.cli.') for m in sys.modules) else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_output_dash_is_stdout_and_creates_no_file(tmp_path, monkeypatch, capsys):
+    from passhost.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--example", "tutorial", "-O3", "-o", "-", "--no-meta-data"]) == 0
+    assert capsys.readouterr().out.startswith('#[version = "0.0.5"]')
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_output_to_dev_null_keeps_the_device(capsys):
+    import stat
+
+    from passhost.cli import main
+
+    assert main(["run", "--example", "tutorial", "-O3", "-o", os.devnull]) == 0
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)

@@ -76,3 +76,66 @@ def test_atomic_writer_replaces_only_on_success(tmp_path):
         f.write(b"new ")
         f.write(memoryview(b"content"))
     assert path.read_bytes() == b"new content"
+
+
+def test_a_symlink_is_written_through_and_stays_a_link(tmp_path):
+    from passhost.io import write_text_atomic
+
+    target = tmp_path / "real.txt"
+    target.write_text("old")
+    link = tmp_path / "link.txt"
+    link.symlink_to(target)
+    write_text_atomic(str(link), "new")
+    assert link.is_symlink() and target.read_text() == "new"
+
+
+def test_a_character_device_is_written_in_place_not_replaced():
+    import stat
+
+    from passhost.io import write_text_atomic
+
+    before = os.stat(os.devnull)
+    write_text_atomic(os.devnull, "discarded")
+    after = os.stat(os.devnull)
+    assert stat.S_ISCHR(after.st_mode) and after.st_ino == before.st_ino
+
+
+def test_a_fifo_gets_the_whole_content_once(tmp_path):
+    import threading
+
+    from passhost.io import write_text_atomic
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    def read():
+        with open(fifo) as f:
+            got.append(f.read())
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    write_text_atomic(str(fifo), "through the pipe")
+    reader.join(10)
+    assert got == ["through the pipe"] and not any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
+
+
+def test_dash_is_stdout_and_nothing_is_written_on_an_error(capsysbinary, tmp_path, monkeypatch):
+    from passhost.io import atomic_writer
+
+    monkeypatch.chdir(tmp_path)
+    with atomic_writer("-") as f:
+        f.write(b"to stdout")
+    assert capsysbinary.readouterr().out == b"to stdout"
+    with pytest.raises(RuntimeError):
+        with atomic_writer("-") as f:
+            f.write(b"half")
+            raise RuntimeError("stop")
+    assert capsysbinary.readouterr().out == b""
+    assert not (tmp_path / "-").exists()
+
+
+def test_a_directory_is_refused(tmp_path):
+    from passhost.io import write_text_atomic
+
+    with pytest.raises(IsADirectoryError):
+        write_text_atomic(str(tmp_path), "x")
