@@ -209,6 +209,27 @@ def _mark_hook(exc: BaseException, hook: str) -> None:
             pass
 
 
+def _contained(exc: BaseException, name: str, where: str = "") -> BaseException:
+    """What to raise for a ``BaseException`` that is not an ``Exception`` escaping a pass
+    (or an instrument hook, ``where``): a real Ctrl-C or generator exit goes on; a
+    ``SystemExit`` or a custom ``BaseException`` from plugin code becomes a
+    :class:`PassError` naming the pass, so the run fails (exit 1) instead of ending the
+    interpreter with a stale output file."""
+    if isinstance(exc, (KeyboardInterrupt, GeneratorExit)):
+        return exc
+    who = f"instrument hook {where} during pass '{name}'" if where else f"pass '{name}'"
+    if isinstance(exc, SystemExit):
+        msg = f"{who} ended the interpreter (SystemExit({exc.code!r})); plugin code must return or raise an Exception"
+    else:
+        msg = f"{who} raised {type(exc).__name__}, which is a BaseException but not an Exception: {exc}"
+    err = PassError(msg, name)
+    if where:
+        err.passhost_hook = where
+    else:
+        err.passhost_pass_path = [name]
+    return err
+
+
 def _bad_result(out: Any, name: str) -> IRModule:
     if isinstance(out, IRModule):
         return out
@@ -227,6 +248,8 @@ def _run_immutable(body: Callable, mod: IRModule, ctx: PassContext, name: str) -
     except Exception as exc:
         _annotate(exc, name)
         raise
+    except BaseException as exc:
+        raise _contained(exc, name) from None
     if structural_hash(mod) != before:
         err = PassError(f"Immutable module has been modified in pass: {name}", name)
         err.passhost_pass_path = [name]
@@ -245,6 +268,8 @@ def _invoke(p: "Pass", mod: IRModule, ctx: PassContext) -> IRModule:
         except Exception as exc:
             _annotate(exc, name)
             raise
+        except BaseException as exc:
+            raise _contained(exc, name) from None
         if out.__class__ is not IRModule:
             out = _bad_result(out, name)
         return out
@@ -257,6 +282,8 @@ def _invoke(p: "Pass", mod: IRModule, ctx: PassContext) -> IRModule:
         except Exception as exc:
             _mark_hook(exc, "should_run")
             raise
+        except BaseException as exc:
+            raise _contained(exc, name, "should_run") from None
         if not run:
             if ctx._skip_hooks:
                 _notify_skipped(ctx, info, SKIP_VETO)
@@ -268,6 +295,8 @@ def _invoke(p: "Pass", mod: IRModule, ctx: PassContext) -> IRModule:
         except Exception as exc:
             _mark_hook(exc, "run_before_pass")
             raise
+        except BaseException as exc:
+            raise _contained(exc, name, "run_before_pass") from None
     if immutable:
         out = _run_immutable(p._body, mod, ctx, name)
     else:
@@ -276,6 +305,8 @@ def _invoke(p: "Pass", mod: IRModule, ctx: PassContext) -> IRModule:
         except Exception as exc:
             _annotate(exc, name)
             raise
+        except BaseException as exc:
+            raise _contained(exc, name) from None
     if out.__class__ is not IRModule:
         out = _bad_result(out, name)
     if after:
@@ -285,6 +316,8 @@ def _invoke(p: "Pass", mod: IRModule, ctx: PassContext) -> IRModule:
         except Exception as exc:
             _mark_hook(exc, "run_after_pass")
             raise
+        except BaseException as exc:
+            raise _contained(exc, name, "run_after_pass") from None
     return out
 
 
@@ -483,6 +516,8 @@ class Sequential(Pass):
                 except Exception as exc:
                     _annotate(exc, name)
                     raise
+                except BaseException as exc:
+                    raise _contained(exc, name) from None
             else:
                 if should_run and name not in forced:
                     run = True
@@ -493,6 +528,8 @@ class Sequential(Pass):
                     except Exception as exc:
                         _mark_hook(exc, "should_run")
                         raise
+                    except BaseException as exc:
+                        raise _contained(exc, name, "should_run") from None
                     if not run:
                         if ctx._skip_hooks:
                             _notify_skipped(ctx, info, SKIP_VETO)
@@ -504,6 +541,8 @@ class Sequential(Pass):
                     except Exception as exc:
                         _mark_hook(exc, "run_before_pass")
                         raise
+                    except BaseException as exc:
+                        raise _contained(exc, name, "run_before_pass") from None
                 if immutable:
                     out = _run_immutable(body, mod, ctx, name)
                 else:
@@ -512,6 +551,8 @@ class Sequential(Pass):
                     except Exception as exc:
                         _annotate(exc, name)
                         raise
+                    except BaseException as exc:
+                        raise _contained(exc, name) from None
                 if after:
                     if out.__class__ is not IRModule:
                         out = _bad_result(out, name)
@@ -521,6 +562,8 @@ class Sequential(Pass):
                     except Exception as exc:
                         _mark_hook(exc, "run_after_pass")
                         raise
+                    except BaseException as exc:
+                        raise _contained(exc, name, "run_after_pass") from None
             if out.__class__ is not IRModule:
                 out = _bad_result(out, name)
             mod = out

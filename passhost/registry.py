@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import io
 import os
 import threading
 from importlib import metadata
@@ -60,6 +61,19 @@ _RECORD_TYPES = {
     "passhost_register_formats": FormatEntry,
     "passhost_register_converters": ConverterEntry,
 }
+
+
+def _reraise_interrupts(err: BaseException) -> None:
+    """A real Ctrl-C (or a generator being closed) is not a plugin failure: let it go on."""
+    if isinstance(err, (KeyboardInterrupt, GeneratorExit)):
+        raise err
+
+
+def _describe_base(err: BaseException, when: str) -> str:
+    """One line for a ``SystemExit`` or a custom ``BaseException`` out of plugin code."""
+    if isinstance(err, SystemExit):
+        return f"ended the interpreter (SystemExit({err.code!r})) when {when}; plugin code must not call sys.exit"
+    return f"raised {type(err).__name__} (a BaseException, not an Exception) when {when}: {err}"
 
 
 def _one_line(err: BaseException) -> str:
@@ -138,9 +152,12 @@ class Registry:
                                      "uninstall one of them")
                 continue
             try:
-                obj = ep.load()
-            except Exception as err:  # any import-time failure isolates this plugin only
-                self._broken(source, _one_line(err))
+                # a plugin that prints at import (an argparse usage, say) prints into the void
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                    obj = ep.load()
+            except BaseException as err:  # any import-time failure isolates this plugin only
+                _reraise_interrupts(err)
+                self._broken(source, _one_line(err) if isinstance(err, Exception) else _describe_base(err, "imported"))
                 continue
             self._add(obj, source)
         self.entrypoints_loaded = True
@@ -212,6 +229,9 @@ class Registry:
                     raise
                 except Exception as err:
                     raise _RejectPlugin(f"{caller.name}() raised {_one_line(err)}") from err
+                except BaseException as err:
+                    _reraise_interrupts(err)
+                    raise _RejectPlugin(f"{caller.name}() {_describe_base(err, 'called')}") from None
                 want = _RECORD_TYPES[caller.name]
                 for item in items:
                     if not isinstance(item, want):
@@ -275,6 +295,9 @@ class Registry:
             built = entry.factory()
         except Exception as err:
             raise _RejectPlugin(f"{label}: factory() without options raised {_one_line(err)}") from err
+        except BaseException as err:
+            _reraise_interrupts(err)
+            raise _RejectPlugin(f"{label}: factory() {_describe_base(err, 'called')}") from None
         info = getattr(built, "info", None)
         if info is None or not callable(built):
             raise _RejectPlugin(f"{label}: factory() returned {built!r}, not a passhost.transform.Pass")
