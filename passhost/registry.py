@@ -160,6 +160,14 @@ class Registry:
                 self._broken(source, _one_line(err) if isinstance(err, Exception) else _describe_base(err, "imported"))
                 continue
             self._add(obj, source)
+        unknown = sorted(self.blocked - {ep.name for ep in eps})
+        if unknown:
+            import warnings
+
+            close = {n: difflib.get_close_matches(n, [ep.name for ep in eps], n=1) for n in unknown}
+            hints = ", ".join(f"{n!r}" + (f" (did you mean {close[n][0]!r}?)" if close[n] else "") for n in unknown)
+            warnings.warn(f"{DISABLE_PLUGINS_ENV} names no installed plugin: {hints}; it takes entry-point "
+                          "names as `passhost list` shows them", UserWarning, stacklevel=2)
         self.entrypoints_loaded = True
 
     def register_plugin(self, obj: Any, name: Optional[str] = None, *, distribution: Optional[str] = None,

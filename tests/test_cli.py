@@ -400,3 +400,4 @@ def test_output_to_dev_null_keeps_the_device(capsys):
 
     assert main(["run", "--example", "tutorial", "-O3", "-o", os.devnull]) == 0
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+

@@ -14,7 +14,8 @@ from ..errors import ParseError, PluginConflict, PluginLoadError, UsageError
 from ..io import write_text_atomic
 
 __all__ = ["EXAMPLES", "ExitCode", "CommandError", "ArgumentParser", "registry", "one_line", "dash",
-           "example", "load_input", "parse_input_shapes", "bind_params", "parse_config", "write_atomic"]
+           "example", "load_input", "parse_input_shapes", "bind_params", "parse_config", "write_atomic",
+           "pass_names"]
 
 #: the built-in workloads ``--example`` accepts
 EXAMPLES = ("tutorial", "resnet18", "resnet50")
@@ -94,6 +95,31 @@ def load_input(path: str, fmt: Optional[str] = None, input_shapes: Optional[dict
     if os.path.isdir(path):
         raise CommandError(f"cannot read INPUT {path!r}: it is a directory")
     return ir.load(path, format=fmt, input_shapes=input_shapes)
+
+
+def pass_names(reg: Any, items: Sequence[str], flag: str, installed: bool) -> list:
+    """``--disable``/``--require`` values (repeatable, each a comma list) as pass names, each
+    checked: an unknown name is a usage error with the registry's "did you mean" (a
+    first-party pass that is not installed is accepted by ``--disable``, which then has
+    nothing to do, and refused by ``--require``, which names what to install)."""
+    from ..errors import PassNotFound, PluginConflict
+    from .. import _catalog
+
+    names: list = []
+    for item in items:
+        for name in (n.strip() for n in str(item).split(",")):
+            if not name:
+                continue
+            try:
+                reg.pass_record(name)
+            except PluginConflict:
+                pass
+            except PassNotFound as err:
+                if installed or _catalog.distribution_for("pass", name) is None:
+                    raise CommandError(f"{flag} {name}: {one_line(err)}") from None
+            if name not in names:
+                names.append(name)
+    return names
 
 
 def parse_input_shapes(items: Sequence[str]) -> dict:

@@ -15,7 +15,7 @@ from . import reproduce
 from .batch import count_module_ops
 from .progress import Progress
 from .common import EXAMPLES, CommandError, ExitCode, bind_params, example, load_input, one_line, parse_config, \
-    parse_input_shapes, registry, write_atomic
+    parse_input_shapes, pass_names, registry, write_atomic
 
 __all__ = ["add_parser", "cmd_run", "run_failure"]
 
@@ -36,9 +36,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         "(default: the default pipeline for -O)")
     p.add_argument("-O", dest="opt_level", type=int, default=None, metavar="N",
                    help="PassContext opt_level (default 2)")
-    p.add_argument("--disable", action="append", default=[], metavar="NAME", help="disable a pass (repeatable)")
-    p.add_argument("--require", action="append", default=[], metavar="NAME",
-                   help="force a pass on regardless of -O (repeatable)")
+    p.add_argument("--disable", action="append", default=[], metavar="NAME[,NAME...]",
+                   help="disable passes (a comma list; repeatable); unknown names are an error")
+    p.add_argument("--require", action="append", default=[], metavar="NAME[,NAME...]",
+                   help="force passes on regardless of -O (a comma list; repeatable)")
     p.add_argument("--instrument", action="append", default=[], metavar="NAME(k=v)",
                    help="attach an instrument, e.g. timing (repeatable)")
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
@@ -137,6 +138,21 @@ def cmd_batch(args: argparse.Namespace, inputs: list, seq: Any) -> int:
     return batch_exit(rows)
 
 
+def _note_gated(seq: Any, args: argparse.Namespace) -> None:
+    """A pass named with ``-p`` that the level will skip (TVM's gating, kept) gets one note
+    on stderr saying how to run it, and so does one that ``--disable`` names."""
+    for p in getattr(seq, "passes", ()):
+        info = getattr(p, "info", None)
+        if info is None:
+            continue
+        if info.name in args.disable:
+            print(f"passhost: note: {info.name} is named in -p and disabled by --disable: it will not run",
+                  file=sys.stderr)
+        elif info.opt_level > args.opt_level and info.name not in args.require:
+            print(f"passhost: note: {info.name} (opt_level {info.opt_level}) is skipped at -O{args.opt_level}; "
+                  f"run it with -O{info.opt_level} or --require {info.name}", file=sys.stderr)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Run ``passhost run``; returns the exit status."""
     from .. import instruments as instruments_facade
@@ -149,10 +165,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         if inputs and value is not None:
             raise CommandError(f"argument INPUT: not allowed with argument {flag} (see `passhost run --help`)")
     repro = reproduce.apply_reproduce(args)  # --reproduce DIR fills the pipeline and settings
+    args.disable = pass_names(reg, args.disable, "--disable", installed=False)
+    args.require = pass_names(reg, args.require, "--require", installed=True)
     if args.pipeline is not None:
         seq = pipeline(args.pipeline)
+        if repro is None:  # a replay reruns what was recorded, gating included
+            _note_gated(seq, args)
     else:
         seq = default_pipeline(args.opt_level, required=tuple(args.require))
+        if not reg.pass_names():
+            print("passhost: warning: no passes are installed, so the default pipeline is empty and the module "
+                  "is written unchanged; install the first-party passes (`bash scripts/dev-install.sh` in the "
+                  "repository, or e.g. `pip install passhost-fold-constant`)", file=sys.stderr)
     if args.print_pipeline:
         print(seq.spec)
         return ExitCode.OK

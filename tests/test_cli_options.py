@@ -1,0 +1,55 @@
+"""--disable/--require lists and names, the -O gating note, PASSHOST_DISABLE_PLUGINS and an
+empty default pipeline, with the installed first-party passes (issue 15, items 2, 3, 5)."""
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def in_tmp_dir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a crash reproducer would land here
+
+
+def test_disable_and_require_take_comma_lists_and_refuse_unknown_names(capsys):
+    from passhost.cli import main
+
+    assert main(["run", "--example", "tutorial", "-O3", "--disable", "FoldConstant,FuseOps", "--no-meta-data"]) == 0
+    out = capsys.readouterr().out
+    assert "fn (" not in out and "multiply(" in out  # neither fused nor folded
+    assert main(["run", "--example", "tutorial", "-O3", "--disable", "FoldConstnt"]) == 2
+    assert "--disable FoldConstnt: unknown pass 'FoldConstnt'; did you mean 'FoldConstant'?" in capsys.readouterr().err
+    assert main(["run", "--example", "tutorial", "--require", "Nope"]) == 2
+    assert "--require Nope: unknown pass" in capsys.readouterr().err
+
+
+def test_a_pass_named_with_p_and_gated_by_the_level_gets_a_note(capsys):
+    from passhost.cli import main
+
+    assert main(["run", "--example", "tutorial", "-p", "FoldConstant,EliminateCommonSubexpr", "--no-meta-data"]) == 0
+    err = capsys.readouterr().err
+    assert ("passhost: note: EliminateCommonSubexpr (opt_level 3) is skipped at -O2; run it with -O3 or "
+            "--require EliminateCommonSubexpr") in err
+    assert main(["run", "--example", "tutorial", "-O3", "-p", "FoldConstant,EliminateCommonSubexpr",
+                 "--no-meta-data"]) == 0
+    assert "note" not in capsys.readouterr().err
+
+
+def test_unknown_names_in_passhost_disable_plugins_are_warned_about(monkeypatch):
+    import warnings
+
+    from passhost.registry import Registry
+
+    monkeypatch.setenv("PASSHOST_DISABLE_PLUGINS", "fold-constan")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        Registry()
+    assert any("did you mean 'fold-constant'" in str(w.message) for w in caught)
+
+
+def test_an_empty_default_pipeline_is_warned_about(capsys):
+    from passhost.cli import main
+    from passhost.registry import Registry, use_registry
+
+    with use_registry(Registry(load_entrypoints=False)):
+        assert main(["run", "--example", "tutorial", "--no-meta-data"]) == 0
+    assert "no passes are installed" in capsys.readouterr().err
