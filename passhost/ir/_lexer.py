@@ -27,6 +27,8 @@ __all__ = ["tokenize", "Source", "TokenReader", "literal", "decode_metadata"]
 _KEYWORDS = frozenset(["let", "fn", "def", "if", "else", "free_var", "meta", "type", "match", "extern",
                        "ref", "ref_read", "ref_write", "True", "False", "None", "nullptr"])
 _END = ""  # the token returned past the end of the input
+#: type names TVM's parser reads as a dtype
+_TYPE_ALIASES = {"int": "int32"}
 
 _NUMBER_RE = re.compile(r"(-?)([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|inf|nan)([A-Za-z][A-Za-z0-9]*)?$")
 _INT_SUFFIX = {"": "int32", "i": "int32", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
@@ -45,7 +47,7 @@ _INT_RANGE = {"int8": (-2**7, 2**7 - 1), "int16": (-2**15, 2**15 - 1), "int32": 
 _SKIP = r"(?:\s+|//[^\n]*|/\*[^*/]*(?:(?:\*(?!/)|/(?!\*))[^*/]*)*\*/)*"
 _TOKEN = (
     r"#\[[^\]\n]*\]"                                     # #[version = "0.0.5"], #[metadata]
-    r"|%[A-Za-z0-9_]+"                                   # %x, %0
+    r"|%[A-Za-z0-9_]+(?:/[A-Za-z0-9_]+|\.[A-Za-z_][A-Za-z0-9_]*)*"  # %x, %0, %base/conv1.weight (%0.1: a projection)
     r"|@[A-Za-z_][A-Za-z0-9_.]*"                         # @main
     r"|-?(?:inf|nan)f(?:16|32|64)?(?![A-Za-z0-9_])"      # inff, -inff16, nanf
     r"|-?[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?(?:[A-Za-z][A-Za-z0-9]*)?"  # 1, 1.5f, 1e-05f, 3i64
@@ -195,8 +197,12 @@ def decode_metadata(text: str) -> list:
         raise ValueError(f"the #[metadata] section is not valid JSON ({e})") from None
     if not isinstance(data, dict):
         raise ValueError('the #[metadata] section must be a JSON object {"relay.Constant": [...]}')
+    entries = data.get("relay.Constant", [])
+    if not isinstance(entries, list):
+        raise ValueError('"relay.Constant" in the #[metadata] section must be a list of constants, '
+                         f"found {type(entries).__name__}")
     arrays = []
-    for j, entry in enumerate(data.get("relay.Constant", [])):
+    for j, entry in enumerate(entries):
         try:
             dtype = entry["dtype"]
             if dtype not in DTYPES:
@@ -205,7 +211,7 @@ def decode_metadata(text: str) -> list:
             raw = base64.b64decode(entry["data"], validate=True)
             arr = np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<"))
             arrays.append(arr.reshape(shape).astype(np.dtype(dtype), copy=True))
-        except (KeyError, TypeError, ValueError, binascii.Error) as e:
+        except (KeyError, TypeError, ValueError, OverflowError, binascii.Error) as e:
             raise ValueError(f"relay.Constant entry {j} of the #[metadata] section is malformed ({e})") from None
     return arrays
 
@@ -353,6 +359,8 @@ class TokenReader:
         self.i += 1
         if tok in DTYPES:
             return TensorType((), tok)
+        if tok in _TYPE_ALIASES:  # TVM reads `int` as int32
+            return TensorType((), _TYPE_ALIASES[tok])
         if tok == "Tensor":
             self.expect("[")
             self.expect("(")
@@ -364,6 +372,8 @@ class TokenReader:
                     what = "dynamic dimensions (`?`) are not supported" if d == "?" else \
                         f"expected a dimension, found {self.describe(self.i)}"
                     raise self.error(what)
+                if len(m.group(1)) > 19:  # beyond int64 (and Python's 4300-digit int parsing limit)
+                    raise self.error(f"dimension {m.group(1)[:12]}... ({len(m.group(1))} digits) is too large")
                 dims.append(int(m.group(1)))
                 self.i += 1
                 if toks[self.i] == ",":

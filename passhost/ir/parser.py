@@ -118,7 +118,10 @@ class _Parser(TokenReader):
         ann = None
         if self.toks[self.i] == ":":
             self.i += 1
-            ann = yield self.p_type()
+            if self.toks[self.i] == "_":  # `_`: the type is left to inference, as TVM reads it
+                self.i += 1
+            else:
+                ann = yield self.p_type()
         return tok[1:], Var(tok[1:], ann)
 
     # -- expressions ---------------------------------------------------------------------
@@ -215,6 +218,14 @@ class _Parser(TokenReader):
             body = yield self.p_seq()
             self.expect("}")
             return body
+        if tok == "-":  # unary minus on an expression (`-10` alone is a literal): negative(...)
+            self.i += 1
+            operand = self.simple_atom()
+            if operand is None:
+                operand = yield self.p_atom()
+            from .builders import negative
+
+            return negative(operand)
         if tok in ("match", "ref", "ref_read", "ref_write", "type", "extern"):
             raise self.error(f"`{tok}` (algebraic data types and references) is not supported by passhost", start)
         raise self.error(f"expected an expression, found {self.describe(start)}", start)

@@ -80,7 +80,10 @@ METADATA_OMITTED = (
 _FLOAT_TYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
 _FLOAT_SUFFIX = {"float16": "f16", "float32": "f", "float64": "f64"}
 _INT_SUFFIX = {"int16": "i16", "int32": "", "int64": "i64"}
-_BAD_NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
+#: characters a printed variable name cannot hold: ``/`` between name characters and ``.``
+#: before a letter can (exporters name tensors ``encoder/layer_0/query.weight``, and such
+#: names round-trip); ``.`` before a digit would read as a tuple projection (``%x.0``)
+_BAD_NAME_CHARS = re.compile(r"[^A-Za-z0-9_./]|\.(?![A-Za-z_])|/(?![A-Za-z0-9_])|(?<![A-Za-z0-9_])[./]")
 
 # action codes of the printing machine
 _VISIT, _POST, _RESULT, _LET_VALUE, _FN_END, _IF_COND, _IF_THEN, _IF_END, _PAREN_END, _TAIL = range(10)

@@ -61,7 +61,7 @@ class Type:
     def __str__(self) -> str:
         text = self._text
         if text is None:
-            text = self._render()
+            text = _render_nested(self)
             _set(self, "_text", text)
         return text
 
@@ -204,3 +204,37 @@ class FuncType(Type):
 
     def __repr__(self) -> str:
         return f"FuncType({list(self.arg_types)!r}, {self.ret_type!r})"
+
+
+def _render_nested(t: Type) -> str:
+    """The text of ``t``, written piece by piece with an explicit stack: a tuple type
+    100,000 levels deep prints at the default recursion limit and in linear time (only
+    ``t``'s own text is kept; nested types that already have theirs reuse it)."""
+    out: list = []
+    stack: list = [t]
+    while stack:
+        x = stack.pop()
+        if type(x) is str:
+            out.append(x)
+        elif x._text is not None:
+            out.append(x._text)
+        elif isinstance(x, TupleType):
+            fields = x.fields
+            pieces: list = ["("]
+            for i, f in enumerate(fields):
+                if i:
+                    pieces.append(", ")
+                pieces.append(f)
+            pieces.append(",)" if len(fields) == 1 else ")")
+            stack.extend(reversed(pieces))
+        elif isinstance(x, FuncType):
+            pieces = ["fn ("]
+            for i, a in enumerate(x.arg_types):
+                if i:
+                    pieces.append(", ")
+                pieces.append(a)
+            pieces += [") -> ", x.ret_type]
+            stack.extend(reversed(pieces))
+        else:
+            out.append(x._render())
+    return "".join(out)
