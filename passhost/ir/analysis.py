@@ -3,6 +3,7 @@ operators are called, fused kernels, and whether a pass changed a module."""
 from __future__ import annotations
 
 import weakref
+from typing import Optional
 
 from ._gc import paused
 from .expr import OPS_EVER_CALLED, Call, Constant, Expr, Function, Let, Var
@@ -64,13 +65,52 @@ def is_primitive(expr: Expr) -> bool:
 def module_changed(before: IRModule, after: IRModule) -> bool:
     """Whether ``after`` differs from ``before`` (e.g. the module a pass returned): the same
     module object, or a module holding the same function objects, is unchanged without
-    further work; otherwise :func:`~passhost.ir.structural_hash` decides."""
+    further work; otherwise the structural hashes, and then the sharing, decide. Two graphs
+    that print the same tree but share differently differ: merging duplicate
+    ``exp(%x)`` calls into one (what EliminateCommonSubexpr does) is a change::
+
+        before: add(exp(%x), exp(%x))      after: %0 = exp(%x); add(%0, %0)     -> changed
+    """
     if before is after:
         return False
     b, a = dict(before.items()), dict(after.items())
     if b.keys() == a.keys() and all(a[k] is f for k, f in b.items()):
         return False
-    return structural_hash(before) != structural_hash(after)
+    if structural_hash(before) != structural_hash(after):
+        return True
+    by_name = {gv.name_hint: f for gv, f in a.items()}
+    return any(f is not by_name.get(gv.name_hint) and not _same_sharing(f, by_name.get(gv.name_hint))
+               for gv, f in b.items())
+
+
+def _same_sharing(x: Expr, y: Optional[Expr]) -> bool:
+    """For two graphs whose trees are equal: is there a node-for-node match that keeps every
+    edge? Their distinct nodes, in post order, must pair up one to one. Constants and
+    operators are leaves whose copies mean nothing (a printed and re-parsed ``2f`` is a new
+    object per use), so they are left out."""
+    if y is None:
+        return False
+    ox = [n for n in post_order(x) if type(n) not in _LEAVES]
+    oy = [n for n in post_order(y) if type(n) not in _LEAVES]
+    if len(ox) != len(oy):
+        return False
+    m = dict(zip(ox, oy))
+    for p, q in zip(ox, oy):
+        if type(p) is not type(q):
+            return False
+        kp, kq = children(p), children(q)
+        if len(kp) != len(kq):
+            return False
+        for c, d in zip(kp, kq):
+            if type(c) in _LEAVES:
+                if type(d) is not type(c):
+                    return False
+            elif m.get(c) is not d:
+                return False
+    return True
+
+
+_LEAVES = (Constant, Op)
 
 
 #: Function -> frozenset of the operators called anywhere under it (nested functions

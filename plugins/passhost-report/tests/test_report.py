@@ -231,3 +231,19 @@ def test_rule_counts_of_passes_made_of_rules():
         assert e.rules == {"neg_neg": {"tried": 3, "matched": 1, "rewritten": 1}}
     assert report.as_dict()["passes"][0]["rules"] == {"neg_neg": {"tried": 3, "matched": 1, "rewritten": 1}}
     assert "NegNeg/neg_neg  3 / 1 / 1" in report.render()
+
+
+def test_merged_duplicates_count_as_a_change_with_the_real_op_counts():
+    import passhost
+    from passhost import ir, transform
+
+    x = ir.var("x", shape=(2,))
+    mod = ir.infer_type(ir.IRModule.from_expr(ir.Function([x], ir.add(ir.exp(x), ir.exp(x)))))
+    assert ir.structural_hash(mod) == ir.structural_hash(passhost.passes.EliminateCommonSubexpr()(mod))  # same tree
+    report = passhost.instruments.get("report")
+    with transform.PassContext(opt_level=3, instruments=[report]):
+        passhost.pipeline("EliminateCommonSubexpr")(mod)
+    [cse] = [e for e in report.passes if e.name == "EliminateCommonSubexpr"]
+    assert cse.changed is True and (cse.ops_before, cse.ops_after) == (3, 2)  # but two exp calls became one
+    same = ir.infer_type(ir.IRModule.from_expr(ir.Function([x], ir.add(ir.exp(x), ir.exp(x)))))
+    assert not ir.module_changed(mod, same)  # equal trees, equal sharing
