@@ -24,6 +24,8 @@ keeps working.
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
@@ -59,6 +61,17 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 #: an extra operator: the host's operator definition (:class:`passhost.ir.OpDef`)
 OpEntry = OpDef
+
+
+#: what a pass or instrument name may be: it is printed in tables, typed in pipelines and
+#: shells, so no spaces, control characters or escape sequences
+NAME_GRAMMAR = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+
+
+def _check_name(record: str, name: str) -> None:
+    if NAME_GRAMMAR.fullmatch(name) is None or len(name) > 128:
+        raise PluginLoadError(f"{record}: name {name!r} is not a valid name (a letter or _, then letters, digits, "
+                              "_, . or -; at most 128 characters)")
 
 
 def _names(record: str, field_name: str, value: Any) -> tuple:
@@ -100,6 +113,7 @@ class PassEntry:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise PluginLoadError(f"PassEntry: name must be a non-empty string, got {self.name!r}")
+        _check_name("PassEntry", self.name)
         label = f"PassEntry {self.name!r}"
         if not callable(self.factory):
             raise PluginLoadError(f"{label}: factory must be callable, got {self.factory!r}")
@@ -127,6 +141,7 @@ class InstrumentEntry:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise PluginLoadError(f"InstrumentEntry: name must be a non-empty string, got {self.name!r}")
+        _check_name("InstrumentEntry", self.name)
         if not callable(self.factory):
             raise PluginLoadError(
                 f"InstrumentEntry {self.name!r}: factory must be callable, got {self.factory!r}")

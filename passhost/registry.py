@@ -307,8 +307,11 @@ class Registry:
             _reraise_interrupts(err)
             raise _RejectPlugin(f"{label}: factory() {_describe_base(err, 'called')}") from None
         info = getattr(built, "info", None)
-        if info is None or not callable(built):
-            raise _RejectPlugin(f"{label}: factory() returned {built!r}, not a passhost.transform.Pass")
+        if info is None or not callable(built) or not isinstance(built, transform.Pass):
+            shown = repr(built)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            raise _RejectPlugin(f"{label}: factory() returned {shown}, not a passhost.transform.Pass "
+                                "(build passes with transform.module_pass/function_pass/pattern_pass or Sequential)")
         if info.name != entry.name:
             raise _RejectPlugin(f"{label}: factory() builds a pass named {info.name!r}; "
                                 "the entry name must equal the pass's info.name")

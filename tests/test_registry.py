@@ -46,7 +46,21 @@ class PassPlugin:
 
     @hookimpl
     def passhost_register_passes(self):
-        return list(self.entries)
+        # an entry may be given as a function building it, to fail inside the hook
+        return [e if isinstance(e, PassEntry) else e() for e in self.entries]
+
+
+class _Duck:
+    """Looks like a pass (an ``info``, callable) but is not one."""
+
+    def __init__(self):
+        self.info = make_pass("Duck")().info
+
+    def __call__(self, mod):
+        return mod
+
+    def __repr__(self):
+        return "<duck>"
 
 
 def registry_with(*plugins, strict=False):
@@ -164,6 +178,9 @@ class NoHooks:
     (PassPlugin(PassEntry("Twice", make_pass("Twice")), PassEntry("Twice", make_pass("Twice"))),
      "registers pass 'Twice' twice"),
     (PassPlugin(PassEntry("NoPass", lambda: 42)), "PassEntry 'NoPass': factory() returned 42, not a passhost.transform.Pass"),
+    (PassPlugin(PassEntry("Duck", lambda: _Duck())), "PassEntry 'Duck': factory() returned <duck>, not a passhost.transform.Pass"),
+    (PassPlugin(lambda: PassEntry("Bad\nName", make_pass("Bad\nName"))), "name 'Bad\\nName' is not a valid name"),
+    (PassPlugin(lambda: PassEntry("\x1b[31mRed", make_pass("Red"))), "is not a valid name"),
 ])
 def test_a_broken_plugin_is_recorded_and_the_others_keep_working(plugin, error):
     good = PassPlugin(PassEntry("Good", make_pass("Good")))
