@@ -246,13 +246,8 @@ def _layer_norm(em, call, args):
         return em.one("LayerNormalization", [x, gamma, beta], axis=axis, epsilon=float(a.epsilon))
     dt = call.checked_type.dtype
     tail = nd - axis - 1
-    axes = em.ints([axis]) if em.opset >= 18 else None
-
-    def reduce_mean(v):
-        return em.one("ReduceMean", [v, axes]) if axes else em.one("ReduceMean", [v], axes=[axis])
-
-    centered = em.one("Sub", [x, reduce_mean(x)])
-    var = reduce_mean(em.one("Mul", [centered, centered]))
+    centered = em.one("Sub", [x, _reduce_node(em, "ReduceMean", 18, x, [axis], 1)])
+    var = _reduce_node(em, "ReduceMean", 18, em.one("Mul", [centered, centered]), [axis], 1)
     std = em.one("Sqrt", [em.one("Add", [var, em.const(np.asarray(a.epsilon, dtype=dt))])])
     out = em.one("Div", [centered, std])
     for on, vec, op in ((a.scale, gamma, "Mul"), (a.center, beta, "Add")):
@@ -298,13 +293,17 @@ def _reduce(onnx_op: str, since_input: int):
                                                       (axis if isinstance(axis, (tuple, list)) else (axis,))]
         if call.attrs.exclude:
             axes = [i for i in range(nd) if i not in axes]
-        keep = int(bool(call.attrs.keepdims))
         if not axes:
             return em.one("Identity", [args[0]])
-        if em.opset >= since_input:
-            return em.one(onnx_op, [args[0], em.ints(axes)], keepdims=keep)
-        return em.one(onnx_op, [args[0]], axes=axes, keepdims=keep)
+        return _reduce_node(em, onnx_op, since_input, args[0], axes, int(bool(call.attrs.keepdims)))
     return emit
+
+
+def _reduce_node(em, onnx_op: str, since_input: int, x: str, axes: list, keep: int) -> str:
+    """One ``Reduce*`` node: the axes as an input from opset ``since_input``, else as an attribute."""
+    if em.opset >= since_input:
+        return em.one(onnx_op, [x, em.ints(axes)], keepdims=keep)
+    return em.one(onnx_op, [x], axes=axes, keepdims=keep)
 
 
 EMITTERS["sum"] = _reduce("ReduceSum", 13)
