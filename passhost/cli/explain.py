@@ -9,6 +9,7 @@ fire at each node of the input (``--at %N`` or ``--op NAME`` narrow it to some n
 from __future__ import annotations
 
 import argparse
+from typing import Optional
 
 from .. import ir
 from ..ir.pattern import DFPatternCallback, root_ops, why_not
@@ -45,19 +46,34 @@ def _rules_of(name: str) -> tuple:
     return rules
 
 
-def _describe(node: ir.Expr, names: dict) -> str:
-    text = str(node).strip().splitlines()[-1]
+def _bound_lines(mod: ir.IRModule) -> dict:
+    """``{"%N": "%N = op(...) /* ty=... */"}`` from one print of the module."""
+    lines = {}
+    for line in ir.pretty_print(mod).splitlines():
+        line = line.strip()
+        if line.startswith("%") and " = " in line:
+            lines[line.split(" = ", 1)[0]] = line.rstrip(";")
+    return lines
+
+
+def _describe(node: ir.Expr, names: dict, lines: dict) -> str:
     label = names.get(node)
+    if label in lines:
+        return lines[label]
+    text = str(node).strip().splitlines()[-1]  # an unbound node (a function's result) prints on its own
     return f"{label} = {text}" if label else text
 
 
-def explain_rules(rules: tuple, mod: ir.IRModule, at: str = "", op: str = "") -> list:
+def explain_rules(rules: tuple, mod: ir.IRModule, at: str = "", op: str = "",
+                  names: Optional[dict] = None) -> list:
     """``[(node, [(rule name, verdict), ...]), ...]`` for the nodes of ``mod`` where a rule
     could be rooted (one of its root operators; every node for a rule rooted anywhere),
     narrowed to the node printed ``at`` or to calls of ``op``. A verdict is ``"no: <why>"``,
     ``"matched; its checks refused it"`` or ``"matched; rewrites it to <op>"``. The module
-    must be typed; nothing in it is changed."""
-    names = ir.printed_names(mod)
+    must be typed; nothing in it is changed. ``names``: ``ir.printed_names(mod)``, when the
+    caller has it."""
+    if names is None:
+        names = ir.printed_names(mod)
     full = {n: f"{label} = {n.op.name}(...)" if isinstance(n, ir.Call) and isinstance(n.op, ir.Op) else label
             for n, label in names.items()}
     rows = []
@@ -100,16 +116,17 @@ def cmd_explain(args: argparse.Namespace) -> int:
         except Exception:  # noqa: BLE001 - an unknown name is a usage error
             raise CommandError(f"--op {args.op!r}: no such operator (see docs/operators.md)") from None
     mod = ir.infer_type(load_input(args.input, args.from_format, parse_input_shapes(args.input_shape) or None))
-    rows = explain_rules(rules, mod, at=args.at or "", op=args.op or "")
+    names = ir.printed_names(mod)
+    rows = explain_rules(rules, mod, at=args.at or "", op=args.op or "", names=names)
     if not rows:
         where = f"node {args.at}" if args.at else f"calls of {args.op}" if args.op else "the input"
         print(f"no rule of {args.pass_name} is tried at {where}: their patterns are rooted at "
               + ", ".join(sorted({o for r in rules for o in (root_ops(r.pattern) or {'any node'})})))
         return ExitCode.OK
     width = max(len(name) for _, vs in rows for name, _ in vs)
-    names = ir.printed_names(mod)
+    lines = _bound_lines(mod)
     for node, verdicts in rows:
-        print(_describe(node, names))
+        print(_describe(node, names, lines))
         for name, verdict in verdicts:
             print(f"  {name:<{width}}  {verdict}")
     return ExitCode.OK
