@@ -228,10 +228,15 @@ reg("nn.prelu", 2, _prelu_rel, _prelu, attrs=(("axis", 1),), pattern=B,
 
 
 # -- softmax -------------------------------------------------------------------------
-def _softmax_rel(types: list, attrs) -> TensorType:
-    data = tensor_arg("nn.softmax", types, 0, "data")
-    norm_axis("nn.softmax", attrs.axis, data.ndim)
-    return data
+def _along_axis_rel(name: str):
+    """The relation of an operator that keeps its data's type and reads one ``axis``."""
+    def rel(types: list, attrs) -> TensorType:
+        data = tensor_arg(name, types, 0, "data")
+        norm_axis(name, attrs.axis, data.ndim)
+        return data
+
+    rel.__name__ = f"{name.replace('.', '_')}_rel"
+    return rel
 
 
 @kernel
@@ -241,14 +246,8 @@ def _softmax(args: list, attrs) -> np.ndarray:
     return (e / np.sum(e, axis=attrs.axis, keepdims=True)).astype(x.dtype, copy=False)
 
 
-reg("nn.softmax", 1, _softmax_rel, _softmax, attrs=(("axis", -1),), pattern=FUSABLE,
+reg("nn.softmax", 1, _along_axis_rel("nn.softmax"), _softmax, attrs=(("axis", -1),), pattern=FUSABLE,
     summary="Softmax along an axis.", extra={"channel_axis_attr": "axis"})
-
-
-def _log_softmax_rel(types: list, attrs) -> TensorType:
-    data = tensor_arg("nn.log_softmax", types, 0, "data")
-    norm_axis("nn.log_softmax", attrs.axis, data.ndim)
-    return data
 
 
 @kernel
@@ -258,7 +257,7 @@ def _log_softmax(args: list, attrs) -> np.ndarray:
     return (shifted - np.log(np.sum(np.exp(shifted), axis=attrs.axis, keepdims=True))).astype(x.dtype, copy=False)
 
 
-reg("nn.log_softmax", 1, _log_softmax_rel, _log_softmax, attrs=(("axis", -1),), pattern=OPAQUE,
+reg("nn.log_softmax", 1, _along_axis_rel("nn.log_softmax"), _log_softmax, attrs=(("axis", -1),), pattern=OPAQUE,
     summary="Log of the softmax along an axis.", extra={"channel_axis_attr": "axis"})
 
 
