@@ -68,3 +68,33 @@ def folds(call, want=None, rtol=1e-6, atol=1e-6):
 @pytest.fixture
 def opcheck():
     return SimpleNamespace(run=run, rel=rel, roundtrip=roundtrip, folds=folds)
+
+
+@pytest.fixture
+def fake_entry_points(monkeypatch, tmp_path):
+    """``install({module name: source})``: each module is written to ``tmp_path`` and becomes
+    an entry point of the group ``passhost`` (named with ``-`` for ``_``), replacing the
+    installed ones for ``metadata.entry_points(group="passhost")``; the modules are
+    forgotten afterwards."""
+    import sys
+    import textwrap
+    from importlib import metadata
+
+    installed: list = []
+
+    def install(modules: dict) -> None:
+        for name, source in modules.items():
+            (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
+        monkeypatch.syspath_prepend(str(tmp_path))
+        eps = [metadata.EntryPoint(name.replace("_", "-"), name, "passhost") for name in modules]
+        real = metadata.entry_points
+
+        def fake(**params):
+            return metadata.EntryPoints(eps) if params.get("group") == "passhost" else real(**params)
+
+        monkeypatch.setattr(metadata, "entry_points", fake)
+        installed.extend(modules)
+
+    yield install
+    for name in installed:
+        sys.modules.pop(name, None)

@@ -17,26 +17,6 @@ from passhost.registry import Registry, use_registry
 
 
 
-def _entry_points(monkeypatch, tmp_path, modules):
-    """``metadata.entry_points(group='passhost')`` returns one entry point per module."""
-    import textwrap
-    from importlib import metadata
-
-    for name, source in modules.items():
-        (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    eps = [metadata.EntryPoint(name.replace("_", "-"), name, "passhost") for name in modules]
-    real = metadata.entry_points
-
-    def fake(**params):
-        return metadata.EntryPoints(eps) if params.get("group") == "passhost" else real(**params)
-
-    monkeypatch.setattr(metadata, "entry_points", fake)
-    yield
-    for name in modules:
-        sys.modules.pop(name, None)
-
-
 class Boom(BaseException):
     pass
 
@@ -128,7 +108,7 @@ def test_a_factory_ending_the_interpreter_is_a_broken_plugin():
 
 
 @pytest.fixture
-def exiting_modules(monkeypatch, tmp_path):
+def exiting_modules(fake_entry_points):
     modules = {
         "aa_exits": "import sys\nsys.exit(3)\n",
         "bb_argparse": "import argparse\nargparse.ArgumentParser(prog='x').parse_args(['--nope'])\n",
@@ -138,7 +118,7 @@ def exiting_modules(monkeypatch, tmp_path):
                     "def _p(mod, ctx):\n    return mod\n\n@hookimpl\ndef passhost_register_passes():\n"
                     "    yield PassEntry('Dee', lambda: _p)\n"),
     }
-    yield from _entry_points(monkeypatch, tmp_path, modules)
+    fake_entry_points(modules)
 
 
 def test_plugins_that_exit_at_import_are_listed_as_broken_and_the_rest_works(exiting_modules, capsys):

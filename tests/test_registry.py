@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import re
 import sys
-import textwrap
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -383,25 +381,6 @@ def test_required_name_missing_everywhere_is_pass_not_found():
 
 
 # -- entry points (in process: fake modules on sys.path) -------------------------------------
-def _entry_points(monkeypatch, tmp_path, modules):
-    """Make ``metadata.entry_points(group='passhost')`` return one entry point per module."""
-    for name, source in modules.items():
-        (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    eps = [metadata.EntryPoint(name.replace("_", "-"), name, "passhost") for name in modules]
-    real = metadata.entry_points
-
-    def fake(**params):
-        if params.get("group") == "passhost":
-            return metadata.EntryPoints(eps)
-        return real(**params)
-
-    monkeypatch.setattr(metadata, "entry_points", fake)
-    yield
-    for name in modules:
-        sys.modules.pop(name, None)
-
-
 GOOD = """
 from passhost import hookimpl
 from passhost.hookspecs import PassEntry
@@ -418,13 +397,13 @@ def passhost_register_passes():
 
 
 @pytest.fixture
-def fake_eps(monkeypatch, tmp_path):
+def fake_eps(fake_entry_points):
     modules = {
         "zz_good": GOOD.format(name="Zed"),
         "aa_good": GOOD.format(name="Ay"),
         "mm_broken": "import does_not_exist_anywhere\n",
     }
-    yield from _entry_points(monkeypatch, tmp_path, modules)
+    fake_entry_points(modules)
 
 
 def test_entry_points_load_one_at_a_time_in_name_order(fake_eps):
@@ -451,19 +430,15 @@ def test_disable_autoload_env_loads_nothing(fake_eps):
     assert Registry(environ={"PASSHOST_DISABLE_PLUGIN_AUTOLOAD": "0"}).pass_names() == ["Ay", "Zed"]
 
 
-def test_a_plugin_using_the_registry_at_import_time_is_broken_not_recursive(monkeypatch, tmp_path):
+def test_a_plugin_using_the_registry_at_import_time_is_broken_not_recursive(fake_entry_points):
     modules = {
         "aa_eager": "import passhost\nNAMES = passhost.passes.names()\n",
         "bb_good": GOOD.format(name="Bee"),
     }
-    gen = _entry_points(monkeypatch, tmp_path, modules)
-    next(gen)
-    try:
-        with use_registry(None):
-            reg = get_registry()
-            assert get_registry() is reg
-    finally:
-        next(gen, None)
+    fake_entry_points(modules)
+    with use_registry(None):
+        reg = get_registry()
+        assert get_registry() is reg
     assert reg.pass_names() == ["Bee"]
     [broken] = reg.broken
     assert broken.name == "aa-eager"
