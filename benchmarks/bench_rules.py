@@ -164,7 +164,6 @@ def chain(blocks: int):
 
 
 def bench_scaling(sizes: list, repeat: int) -> list:
-    from passhost import ir
     from passhost.ir.pattern import rewrite
 
     rules = passhost_rules(rule_pairs())
@@ -177,8 +176,6 @@ def bench_scaling(sizes: list, repeat: int) -> list:
         calls = 3 * blocks
         rows.append({"calls": calls, "rules": len(rules), **r,
                      "per_node_rule_ns": r["cpu"]["median"] / calls / len(rules) * 1e9})
-        del r
-        ir  # noqa: B018 - keep the import for the chain builder
     return rows
 
 

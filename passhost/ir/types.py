@@ -160,11 +160,6 @@ class TupleType(Type):
     def __getitem__(self, i: int) -> Type:
         return self.fields[i]
 
-    def _render(self) -> str:
-        if len(self.fields) == 1:
-            return f"({self.fields[0]},)"
-        return "(" + ", ".join(str(f) for f in self.fields) + ")"
-
     def __repr__(self) -> str:
         return f"TupleType({list(self.fields)!r})"
 
@@ -198,9 +193,6 @@ class FuncType(Type):
 
     def __hash__(self) -> int:
         return self._hash
-
-    def _render(self) -> str:
-        return "fn (" + ", ".join(str(a) for a in self.arg_types) + f") -> {self.ret_type}"
 
     def __repr__(self) -> str:
         return f"FuncType({list(self.arg_types)!r}, {self.ret_type!r})"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
@@ -68,7 +68,6 @@ class RuleReport:
     fired: int = 0
     counterexample: Optional[Counterexample] = None
     seconds: float = 0.0
-    notes: list = field(default_factory=list)
 
     @property
     def sound(self) -> Optional[bool]:
