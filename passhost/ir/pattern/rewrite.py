@@ -159,7 +159,7 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
 
     for _ in range(1 if once else max_iterations):
         if typed:
-            expr = _typed(expr, mod)
+            expr = _typed(expr)
         fired.clear()
         order = post_order(expr)
         sweep.update(order=order, known=None, more=False)
@@ -220,7 +220,7 @@ def _ordered(cbs: list, rules: list) -> list:
     return [cb for cb in rules if id(cb) in want]
 
 
-def _typed(expr: Expr, mod: Any) -> Expr:  # mod: reserved for calls of globals
+def _typed(expr: Expr) -> Expr:
     from ..type_infer import infer_type
 
     if expr._checked_type is None:

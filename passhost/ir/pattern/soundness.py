@@ -362,6 +362,7 @@ def _fire(rule: DFPatternCallback, fn: Function, b: "_Builder", rng: np.random.R
     up to three of them, else a random sample) for one the rule accepts. Returns
     ``(graph, rewritten)``, ``rewritten`` None if it never fired."""
     from ..type_infer import infer_type
+    from ..visitor import rewrite_post_order
     from .rewrite import rewrite
 
     def attempt(f: Function):
@@ -380,8 +381,6 @@ def _fire(rule: DFPatternCallback, fn: Function, b: "_Builder", rng: np.random.R
               else [tuple(rng.randint(len(SPECIAL), size=n)) for _ in range(300)])
     for combo in combos:
         memo = {leaf: Constant(np.asarray(SPECIAL[i], dtype=leaf.data.dtype)) for leaf, i in zip(leaves, combo)}
-        from ..visitor import rewrite_post_order
-
         body = rewrite_post_order(fn.body, lambda e: None, memo=dict(memo))
         try:
             g = infer_type(Function(list(fn.params), body))
