@@ -12,6 +12,8 @@ Benchmarks (``--only`` names):
 
 ``ir``           :mod:`benchmarks.bench_ir` — print, parse, structural_hash, infer_type,
                  post_order_visit, memory per node
+``nesting``      :mod:`benchmarks.bench_nesting` — print and parse of scopes nested 250 to
+                 64,000 deep, and the log-log slope of time against depth
 ``scaling``      :mod:`benchmarks.bench_scaling` — four graph families through each -O3
                  pass and the whole pipeline; one fresh process per family and size
 ``passes``       ``bench_passes.py`` cases (CSE, DCE, FoldConstant on 100k chains)
@@ -50,10 +52,10 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import bench_ir, bench_onnx, bench_scaling, fmt_seconds, machine_info, measure, peers  # noqa: E402
+from benchmarks import bench_ir, bench_nesting, bench_onnx, bench_scaling, fmt_seconds, machine_info, measure, peers  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-BENCHES = ("ir", "scaling", "passes", "passmgr", "models", "instruments", "peers", "onnx")
+BENCHES = ("ir", "nesting", "scaling", "passes", "passmgr", "models", "instruments", "peers", "onnx")
 #: scripts owned by other parts of the project, run as subprocesses
 SCRIPTS = {"passmgr": "bench_passmgr.py", "models": "bench_models.py", "instruments": "bench_instruments.py"}
 
@@ -175,6 +177,9 @@ def print_report(report: dict, out=sys.stdout) -> None:
     if res.get("ir"):
         print("\n== IR (bench_ir)", file=out)
         bench_ir.print_table(res["ir"], out)
+    if res.get("nesting"):
+        print("\n== nested scopes (bench_nesting)", file=out)
+        bench_nesting.print_table(res["nesting"], out)
     if res.get("passes"):
         print("\n== passes (bench_passes)", file=out)
         print(f"{'case':<14}{'size':>9}{'cpu median':>12}{'min':>11}{'max':>11}{'wall median':>13}{'goal':>10}",
@@ -262,6 +267,18 @@ def markdown(report: dict) -> str:
             lines.append(f"| {r['case']} | {r['size']:,} | {_ms(c['median'])} | {_ms(c['min'])}–{_ms(c['max'])} | "
                          f"{_ms(r['wall']['median'])} | {_ms(r['goal_s'])} | {'yes' if r['meets_goal'] else '**no**'} |")
         lines.append("")
+    if res.get("nesting"):
+        lines += ["### Nested scopes (`bench_nesting.py`)", "",
+                  "| shape | depth | output chars | print CPU | parse CPU |", "|---|---:|---:|---:|---:|"]
+        slopes = []
+        for r in res["nesting"]:
+            if "slope_print" in r:
+                slopes.append(f"{r['case']}: print {r['slope_print']:.2f}, parse {r['slope_parse']:.2f}, "
+                              f"output {r['slope_output']:.2f} ({'met' if r['meets_goal'] else '**not met**'})")
+                continue
+            lines.append(f"| {r['case']} | {r['depth']:,} | {r['output_chars']:,} | "
+                         f"{_ms(r['print']['cpu']['median'])} | {_ms(r['parse']['cpu']['median'])} |")
+        lines += ["", "Log-log slopes against depth (goal ≤ 1.1): " + "; ".join(slopes) + ".", ""]
     if res.get("scaling"):
         rows = [r for r in res["scaling"] if "error" not in r]
         sizes = sorted({r["size"] for r in rows})
@@ -361,6 +378,10 @@ def main(argv=None) -> int:
         log("ir")
         results["ir"] = (bench_ir.run(n=1_000, big=10_000, repeat=repeat, warmup=warmup) if args.quick
                          else bench_ir.run(repeat=repeat, warmup=warmup))
+    if "nesting" in only:
+        log("nesting")
+        results["nesting"] = (bench_nesting.run((250, 1_000), repeat=1, warmup=0) if args.quick
+                              else bench_nesting.run(repeat=repeat, warmup=warmup))
     if "passes" in only:
         log("passes")
         results["passes"] = run_passes(1_000 if args.quick else 100_000, repeat, warmup)

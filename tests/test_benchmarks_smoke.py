@@ -114,25 +114,25 @@ def test_peers_passhost_side_and_optional_peers():
 
 
 def test_entry_point_quick_writes_json(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--only", "ir,passes,passmgr,models",
+    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--only", "ir,nesting,passes,passmgr,models",
                            "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     (path,) = tmp_path.glob("*.json")
     report = json.loads(path.read_text())
-    assert set(report["results"]) == {"ir", "passes", "passmgr", "models"}
+    assert set(report["results"]) == {"ir", "nesting", "passes", "passmgr", "models"}
     assert "error" not in report["results"]["models"], report["results"]["models"]
     assert report["machine"]["cores"] >= 1 and report["machine"]["cpu_model"]
     assert len(report["load_before"]) == 3
     assert {r["case"] for r in report["results"]["passes"]} == {"cse", "dce", "fold-nothing", "fold-all"}
     assert report["results"]["passmgr"]["per_pass_us"], report["results"]["passmgr"]
-    assert "== IR" in proc.stdout
+    assert "== IR" in proc.stdout and "== nested scopes" in proc.stdout
 
 
 def test_script_entry_point_help():
     proc = subprocess.run([sys.executable, "benchmarks/run.py", "--help"], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0 and "--quick" in proc.stdout and "--full" in proc.stdout
-    assert run.BENCHES == ("ir", "scaling", "passes", "passmgr", "models", "instruments", "peers", "onnx")
+    assert run.BENCHES == ("ir", "nesting", "scaling", "passes", "passmgr", "models", "instruments", "peers", "onnx")
 
 
 @pytest.fixture(scope="module")
@@ -208,3 +208,20 @@ def test_bench_rules_tiny():
     assert len(pairs) == 46 and ("Conv", "Relu") not in pairs
     rows = bench_rules.bench_scaling([300, 600], repeat=1)
     assert [r["rules"] for r in rows] == [46, 46] and all(r["per_node_rule_ns"] > 0 for r in rows)
+
+
+def test_bench_nesting_tiny():
+    from benchmarks import bench_nesting
+    rows = bench_nesting.run((200, 400, 800), repeat=1, warmup=0)
+    slopes = [r for r in rows if "slope_print" in r]
+    assert {r["case"] for r in slopes} == set(bench_nesting.SHAPES)
+    for r in rows:
+        if "slope_print" in r:
+            # output size is deterministic: linear in depth (the old printer's was ~2)
+            assert r["slope_output"] < 1.1 and r["meets_goal"] in (True, False)
+        else:
+            _check_stats(r["print"])
+            _check_stats(r["parse"])
+            assert r["output_chars"] > r["input_chars"] > r["depth"]
+    assert bench_nesting.slope([1, 2, 4], [3, 6, 12]) == pytest.approx(1.0)
+    assert bench_nesting.slope([1, 2, 4], [1, 4, 16]) == pytest.approx(2.0)

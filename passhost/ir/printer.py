@@ -36,7 +36,11 @@ Layout rules (TVM-NOTES §5):
   ``_`` become ``_`` (so every printed name can be parsed back).
 
 Nothing here recurses per node: the printer runs an explicit stack of actions, so a
-100,000-deep chain prints at the default recursion limit.
+100,000-deep chain prints at the default recursion limit. Printing is linear in the size
+of the module: a nested scope's text is kept as a rope (a list of pieces) that its
+enclosing scopes hold by reference and that is joined once at the end, and indentation
+stops growing at :data:`MAX_INDENT` levels, so ``let %v = { let %w = { ... } ... }``
+nested 100,000 deep prints in time and space proportional to its input.
 """
 from __future__ import annotations
 
@@ -64,6 +68,7 @@ __all__ = [
     "VERSION_HEADER",
     "METADATA_HEADER",
     "METADATA_OMITTED",
+    "MAX_INDENT",
 ]
 
 VERSION = "0.0.5"
@@ -76,6 +81,10 @@ METADATA_OMITTED = (
     " * option to `True` when invoking `astext`. \n"
     " */"
 )
+
+#: nesting depth beyond which scopes are indented no further (keeps the text linear in
+#: the program's size; the parser does not read indentation)
+MAX_INDENT = 32
 
 _FLOAT_TYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
 _FLOAT_SUFFIX = {"float16": "f16", "float32": "f", "float64": "f64"}
@@ -180,6 +189,25 @@ def _metadata_json(constants: list) -> str:
     if not rows:
         return '{\n  "relay.Constant": []\n}'
     return '{\n  "relay.Constant": [\n    ' + ",\n    ".join(rows) + "\n  ]\n}"
+
+
+def _join(rope: Any) -> str:
+    """The text of a rope (explicit stack: ropes nest as deep as the program's scopes)."""
+    if type(rope) is str:
+        return rope
+    out: list = []
+    add = out.append
+    stack = [rope]
+    push = stack.append
+    pop = stack.pop
+    while stack:
+        x = pop()
+        if type(x) is str:
+            add(x)
+        else:
+            for i in range(len(x) - 1, -1, -1):
+                push(x[i])
+    return "".join(out)
 
 
 class _Printer:
@@ -335,7 +363,11 @@ class _Printer:
             return s
         name = f"%{self.counter}"
         self.counter += 1
-        self.scopes[-1][0].append(f"{name} = {self.pending.pop(node)}{self.annot(node)};")
+        text = self.pending.pop(node)
+        if type(text) is str:
+            self.scopes[-1][0].append(f"{name} = {text}{self.annot(node)};")
+        else:
+            self.scopes[-1][0].append([name, " = ", text, self.annot(node), ";"])
         self.memo[node] = name
         return name
 
@@ -347,7 +379,10 @@ class _Printer:
         if s is not None:
             return s
         if self.uses.get(node, 0) <= 1:
-            return self.pending.pop(node) + self.annot(node)
+            text = self.pending.pop(node)
+            if type(text) is str:
+                return text + self.annot(node)
+            return [text, self.annot(node)]
         return self.ref(node)
 
     def fn_head(self, keyword: str, fn: Function, params: list) -> str:
@@ -358,11 +393,25 @@ class _Printer:
         return head + " {"
 
     @staticmethod
-    def close(scope: list, closer: str = "}") -> str:
+    def close(scope: list, closer: str = "}") -> Union[str, list]:
+        """The text of a finished scope (its lines, one per row, then ``closer``): a
+        string, or a rope when a line holds a nested scope's rope."""
         lines, depth, result = scope
+        depth = min(depth, MAX_INDENT)
         ind = "\n" + "  " * depth
         lines.append(result)
-        return ind + ind.join(lines) + "\n" + "  " * (depth - 1) + closer
+        tail = "\n" + "  " * (depth - 1) + closer
+        try:
+            return ind + ind.join(lines) + tail   # no nested scope inside: one string
+        except TypeError:
+            pass
+        rope: list = []
+        add = rope.append
+        for line in lines:
+            add(ind)
+            add(line)
+        add(tail)
+        return rope
 
     # -- the machine ------------------------------------------------------------
     def scope(self, root: Expr, depth: int) -> list:
@@ -451,11 +500,12 @@ class _Printer:
                 scopes[-1][2] = self.inline_if_unique(node)
             elif code == _LET_VALUE:
                 value = self.inline_if_unique(node.value)
-                scopes[-1][0].append(f"let {item[2]} = {value};")
+                scopes[-1][0].append(f"let {item[2]} = {value};" if type(value) is str
+                                     else ["let ", item[2], " = ", value, ";"])
                 push((_TAIL, node.body))
             elif code == _FN_END:
                 body = self.close(scopes.pop())
-                pending[node] = self.fn_head("fn ", node, item[2]) + body
+                pending[node] = [self.fn_head("fn ", node, item[2]), body]
             elif code == _IF_COND:
                 cond = ref(node.cond)
                 scopes.append([[], scopes[-1][1] + 1, None])
@@ -464,12 +514,12 @@ class _Printer:
             elif code == _IF_THEN:
                 then = self.close(scopes.pop())
                 scopes.append([[], scopes[-1][1] + 1, None])
-                push((_IF_END, node, f"if ({item[2]}) {{{then} else {{"))
+                push((_IF_END, node, [f"if ({item[2]}) {{", then, " else {"]))
                 push((_TAIL, node.false_branch))
             elif code == _IF_END:
-                pending[node] = item[2] + self.close(scopes.pop())
+                pending[node] = [item[2], self.close(scopes.pop())]
             elif code == _PAREN_END:
-                pending[node] = "(" + self.close(scopes.pop(), ")")
+                pending[node] = ["(", self.close(scopes.pop(), ")")]
         return scopes.pop()
 
     # -- entry points ------------------------------------------------------------
@@ -480,7 +530,7 @@ class _Printer:
             self.count_uses(fn)
             params = [self.var_def(p) for p in fn.params]
             head = self.fn_head(f"def @{gv.name_hint}", fn, params)
-            items.append(head + self.close(self.scope(fn.body, 1)))
+            items.append(head + _join(self.close(self.scope(fn.body, 1))))
         if not items:
             return ""
         return "\n\n".join(items) + "\n"
@@ -489,7 +539,7 @@ class _Printer:
         self.count_uses(expr)
         lines, _, result = self.scope(expr, 0)
         lines.append(result)
-        return "\n".join(lines)
+        return "\n".join([_join(line) for line in lines])
 
 
 _ATOMIC = frozenset([Var, Constant, Op, GlobalVar])
