@@ -1,8 +1,10 @@
 """Which first-party distribution provides which name.
 
-Used only to print an install hint when a name is not registered (for example after
-``pip uninstall passhost-fold-constant``). The registry itself never consults this
-table: what is installed is what the entry points say. ``tests/test_registry.py`` keeps
+Used to print an install hint when a name is not registered (for example after
+``pip uninstall passhost-fold-constant``), and to settle a name clash: when a third-party
+plugin registers a name this table gives to a first-party distribution (its own
+``FoldConstant``, say), the first-party one keeps the name and the other is excluded.
+Otherwise what is installed is what the entry points say. ``tests/test_registry.py`` keeps
 it in sync with ``plugins/*/pyproject.toml``.
 """
 from __future__ import annotations
@@ -58,9 +60,9 @@ SUFFIXES: Final[Mapping[str, str]] = {
 
 
 def distribution_for(kind: str, name: str) -> str | None:
-    """The first-party distribution providing pass or instrument ``name``, if any.
+    """The first-party distribution providing pass, instrument or format ``name``, if any.
 
-    :param kind: ``"pass"`` or ``"instrument"``
+    :param kind: ``"pass"``, ``"instrument"`` or ``"format"`` (other kinds have no owner)
     """
-    table = PASSES if kind == "pass" else INSTRUMENTS
+    table = {"pass": PASSES, "instrument": INSTRUMENTS, "format": FORMATS}.get(kind, {})
     return table.get(name)

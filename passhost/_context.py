@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Optional
 
+from ._blame import contained_hook, mark_hook
 from .errors import ConfigError, PasshostError
 from .instrument import HOOK_NAMES, InstrumentTypeError, overridden_hook
 
@@ -199,6 +200,16 @@ _STACK: contextvars.ContextVar[tuple] = contextvars.ContextVar("passhost_pass_co
 _THREAD = threading.local()
 
 
+def _blamed(exc: BaseException, hook: str, inst: Any) -> BaseException:
+    """``exc`` marked with the instrument and hook it came from (TVM semantics: the
+    exception itself propagates); a ``SystemExit`` or custom ``BaseException`` becomes a
+    :class:`~passhost.errors.PassError` naming the instrument."""
+    if isinstance(exc, Exception):
+        mark_hook(exc, hook, inst)
+        return exc
+    return contained_hook(exc, hook, inst)
+
+
 def current_context() -> "PassContext":
     """The innermost entered context, or this thread's default context."""
     stack = _STACK.get()
@@ -357,29 +368,31 @@ class PassContext:
 
     def _enter_instruments(self) -> None:
         entered = []
+        inst = None
         try:
             for inst in self._instruments:
                 fn = getattr(inst, "enter_pass_ctx", None)
                 if fn is not None:
                     fn()
                 entered.append(inst)
-        except BaseException:
+        except BaseException as exc:
             self._clear_instruments("entering pass context")
-            for inst in reversed(entered):
-                fn = getattr(inst, "exit_pass_ctx", None)
+            for done in reversed(entered):
+                fn = getattr(done, "exit_pass_ctx", None)
                 if fn is not None:
                     fn()
-            raise
+            raise _blamed(exc, "enter_pass_ctx", inst) from None
 
     def _exit_instruments(self) -> None:
+        inst = None
         try:
             for inst in self._instruments:
                 fn = getattr(inst, "exit_pass_ctx", None)
                 if fn is not None:
                     fn()
-        except BaseException:
+        except BaseException as exc:
             self._clear_instruments("exiting pass context")
-            raise
+            raise _blamed(exc, "exit_pass_ctx", inst) from None
 
     def override_instruments(self, instruments: Optional[Iterable[Any]]) -> None:
         """Replace the instruments: ``exit_pass_ctx`` of the current ones, then

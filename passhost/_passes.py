@@ -12,6 +12,7 @@ from gc import disable as _gc_disable
 from gc import isenabled as _gc_isenabled
 from typing import Any, Callable, Optional, Sequence
 
+from ._blame import contained_hook, mark_hook
 from ._context import PassContext, current_context
 from .errors import PassError, PasshostError, PassNotFound
 from .ir._gc import resume as _resume_gc
@@ -175,7 +176,7 @@ def _notify_skipped(ctx: PassContext, info: PassInfo, reason: str) -> None:
         for fn in ctx._skip_hooks:
             fn(info, reason)
     except Exception as exc:
-        _mark_hook(exc, "on_pass_skipped")
+        mark_hook(exc, "on_pass_skipped", getattr(fn, "__self__", None), info.name)
         raise
 
 
@@ -201,32 +202,21 @@ def _annotate(exc: BaseException, name: str) -> None:
         pass
 
 
-def _mark_hook(exc: BaseException, hook: str) -> None:
-    if getattr(exc, "passhost_hook", None) is None and getattr(exc, "passhost_pass_path", None) is None:
-        try:
-            exc.passhost_hook = hook
-        except (AttributeError, TypeError):  # pragma: no cover
-            pass
-
-
-def _contained(exc: BaseException, name: str, where: str = "") -> BaseException:
-    """What to raise for a ``BaseException`` that is not an ``Exception`` escaping a pass
-    (or an instrument hook, ``where``): a real Ctrl-C or generator exit goes on; a
-    ``SystemExit`` or a custom ``BaseException`` from plugin code becomes a
-    :class:`PassError` naming the pass, so the run fails (exit 1) instead of ending the
-    interpreter with a stale output file."""
+def _contained(exc: BaseException, name: str) -> BaseException:
+    """What to raise for a ``BaseException`` that is not an ``Exception`` escaping a pass:
+    a real Ctrl-C or generator exit goes on; a ``SystemExit`` or a custom
+    ``BaseException`` from plugin code becomes a :class:`PassError` naming the pass, so
+    the run fails (exit 1) instead of ending the interpreter with a stale output file.
+    (Instrument hooks: :func:`passhost._blame.contained_hook`.)"""
     if isinstance(exc, (KeyboardInterrupt, GeneratorExit)):
         return exc
-    who = f"instrument hook {where} during pass '{name}'" if where else f"pass '{name}'"
+    who = f"pass '{name}'"
     if isinstance(exc, SystemExit):
         msg = f"{who} ended the interpreter (SystemExit({exc.code!r})); plugin code must return or raise an Exception"
     else:
         msg = f"{who} raised {type(exc).__name__}, which is a BaseException but not an Exception: {exc}"
     err = PassError(msg, name)
-    if where:
-        err.passhost_hook = where
-    else:
-        err.passhost_pass_path = [name]
+    err.passhost_pass_path = [name]
     return err
 
 
@@ -280,10 +270,10 @@ def _invoke(p: "Pass", mod: IRModule, ctx: PassContext) -> IRModule:
                 if not fn(mod, info):
                     run = False
         except Exception as exc:
-            _mark_hook(exc, "should_run")
+            mark_hook(exc, "should_run", getattr(fn, "__self__", None), name)
             raise
         except BaseException as exc:
-            raise _contained(exc, name, "should_run") from None
+            raise contained_hook(exc, "should_run", getattr(fn, "__self__", None), name) from None
         if not run:
             if ctx._skip_hooks:
                 _notify_skipped(ctx, info, SKIP_VETO)
@@ -293,10 +283,10 @@ def _invoke(p: "Pass", mod: IRModule, ctx: PassContext) -> IRModule:
             for fn in before:
                 fn(mod, info)
         except Exception as exc:
-            _mark_hook(exc, "run_before_pass")
+            mark_hook(exc, "run_before_pass", getattr(fn, "__self__", None), name)
             raise
         except BaseException as exc:
-            raise _contained(exc, name, "run_before_pass") from None
+            raise contained_hook(exc, "run_before_pass", getattr(fn, "__self__", None), name) from None
     if immutable:
         out = _run_immutable(p._body, mod, ctx, name)
     else:
@@ -314,10 +304,10 @@ def _invoke(p: "Pass", mod: IRModule, ctx: PassContext) -> IRModule:
             for fn in after:
                 fn(out, info)
         except Exception as exc:
-            _mark_hook(exc, "run_after_pass")
+            mark_hook(exc, "run_after_pass", getattr(fn, "__self__", None), name)
             raise
         except BaseException as exc:
-            raise _contained(exc, name, "run_after_pass") from None
+            raise contained_hook(exc, "run_after_pass", getattr(fn, "__self__", None), name) from None
     return out
 
 
@@ -526,10 +516,10 @@ class Sequential(Pass):
                             if not fn(mod, info):
                                 run = False
                     except Exception as exc:
-                        _mark_hook(exc, "should_run")
+                        mark_hook(exc, "should_run", getattr(fn, "__self__", None), name)
                         raise
                     except BaseException as exc:
-                        raise _contained(exc, name, "should_run") from None
+                        raise contained_hook(exc, "should_run", getattr(fn, "__self__", None), name) from None
                     if not run:
                         if ctx._skip_hooks:
                             _notify_skipped(ctx, info, SKIP_VETO)
@@ -539,10 +529,10 @@ class Sequential(Pass):
                         for fn in before:
                             fn(mod, info)
                     except Exception as exc:
-                        _mark_hook(exc, "run_before_pass")
+                        mark_hook(exc, "run_before_pass", getattr(fn, "__self__", None), name)
                         raise
                     except BaseException as exc:
-                        raise _contained(exc, name, "run_before_pass") from None
+                        raise contained_hook(exc, "run_before_pass", getattr(fn, "__self__", None), name) from None
                 if immutable:
                     out = _run_immutable(body, mod, ctx, name)
                 else:
@@ -560,10 +550,10 @@ class Sequential(Pass):
                         for fn in after:
                             fn(out, info)
                     except Exception as exc:
-                        _mark_hook(exc, "run_after_pass")
+                        mark_hook(exc, "run_after_pass", getattr(fn, "__self__", None), name)
                         raise
                     except BaseException as exc:
-                        raise _contained(exc, name, "run_after_pass") from None
+                        raise contained_hook(exc, "run_after_pass", getattr(fn, "__self__", None), name) from None
             if out.__class__ is not IRModule:
                 out = _bad_result(out, name)
             mod = out

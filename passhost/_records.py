@@ -122,14 +122,30 @@ class PassRecord(_EntryRecord):
 
         :raises PipelineError: if the factory rejects the options
         """
-        if not options:
-            return self.entry.factory()
         try:
-            return self.entry.factory(**options)
+            built = self.entry.factory(**options)
         except Exception as err:
-            raise PipelineError(
-                f"pass {self.name!r} ({self.source.requirement}) rejected the options "
-                f"({_options_text(options)}): {type(err).__name__}: {err}") from err
+            if options:
+                raise PipelineError(
+                    f"pass {self.name!r} ({self.source.requirement}) rejected the options "
+                    f"({_options_text(options)}): {type(err).__name__}: {err}") from err
+            raise PipelineError(f"pass {self.name!r} ({self.source.requirement}) could not be built: its "
+                                f"factory raised {type(err).__name__}: {err}") from err
+        except BaseException as err:
+            if isinstance(err, (KeyboardInterrupt, GeneratorExit)):
+                raise
+            raise PipelineError(f"pass {self.name!r} ({self.source.requirement}) could not be built: its factory "
+                                f"raised {type(err).__name__}, which is not an Exception") from None
+        from .transform import Pass
+
+        info = getattr(built, "info", None)
+        if not isinstance(built, Pass) or getattr(info, "name", None) != self.name:
+            shown = repr(built)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            what = (f"a pass named {info.name!r}" if isinstance(built, Pass) else f"{shown}, not a passhost Pass")
+            raise PipelineError(f"pass {self.name!r} ({self.source.requirement}) could not be built: its "
+                                f"factory returned {what}")
+        return built
 
     def as_dict(self) -> dict:
         return {
@@ -231,18 +247,34 @@ class ConfigRecord:
 
 @dataclass(frozen=True)
 class Conflict:
-    """Two or more plugins registered the same name; the name is unusable until one goes."""
+    """Two or more plugins registered the same name.
+
+    When one of them is the first-party distribution that owns the name (``FoldConstant``
+    is ``passhost-fold-constant``'s), it keeps the name (``kept``) and the others are
+    excluded; otherwise the name is unusable until all but one are removed.
+    """
 
     kind: str
     name: str
     sources: tuple
+    kept: Optional[PluginSource] = None
+
+    @property
+    def excluded(self) -> tuple:
+        """The sources whose record is not used."""
+        return tuple(s for s in self.sources if s != self.kept)
 
     @property
     def message(self) -> str:
+        if self.kept is not None:
+            who = " and ".join(s.describe() for s in self.excluded)
+            return (f"{self.kind} {self.name!r} from {who} is excluded: the name belongs to "
+                    f"{self.kept.describe()}; the third-party {self.kind} must be renamed")
         who = " and ".join(f"by {s.describe()}" for s in self.sources)
         return (f"{self.kind} {self.name!r} is registered {len(self.sources)} times: {who}; "
                 "uninstall (or disable with PASSHOST_DISABLE_PLUGINS) all but one of them")
 
     def as_dict(self) -> dict:
         return {"kind": self.kind, "name": self.name, "plugins": [s.as_dict() for s in self.sources],
-                "error": self.message}
+                "kept": self.kept.as_dict() if self.kept is not None else None,
+                "excluded": [s.as_dict() for s in self.excluded], "error": self.message}

@@ -14,6 +14,12 @@ What ``path`` is decides how it is written:
 - a character device, pipe or socket (``/dev/null``, ``/dev/stdout``): opened and written
   in place once the whole content is known -- never replaced by a regular file;
 - a directory: :class:`IsADirectoryError`.
+
+:func:`plugin_output_to_stderr` keeps standard output for passhost's own output: while it
+is active, ``sys.stdout`` is standard error, so whatever plugin code prints (at import,
+in a hook, a pass or an instrument) cannot corrupt a printed module or ``list --json``,
+and :func:`output_stream` is the real standard output, which ``-`` and the command line
+write to.
 """
 from __future__ import annotations
 
@@ -26,9 +32,28 @@ import stat
 import sys
 from typing import BinaryIO, Iterator
 
-__all__ = ["write_text_atomic", "write_bytes_atomic", "atomic_writer"]
+__all__ = ["write_text_atomic", "write_bytes_atomic", "atomic_writer", "output_stream", "plugin_output_to_stderr"]
 
 _TRIES = 100
+_OUTPUT: list = []   # the real standard output, while plugin_output_to_stderr is active
+
+
+def output_stream():
+    """The stream passhost's own output goes to: standard output, even while
+    :func:`plugin_output_to_stderr` sends everything else printed there to stderr."""
+    return _OUTPUT[-1] if _OUTPUT else sys.stdout
+
+
+@contextlib.contextmanager
+def plugin_output_to_stderr() -> Iterator[None]:
+    """Send ``print()`` output to stderr for the duration; passhost writes its results
+    to :func:`output_stream`. ``passhost`` runs every command inside it."""
+    _OUTPUT.append(sys.stdout)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        _OUTPUT.pop()
 
 
 def _create_temp(directory: str, name: str) -> tuple:
@@ -83,7 +108,7 @@ def atomic_writer(path: str, *, fsync: bool = True) -> Iterator[BinaryIO]:
     module docstring); symbolic links are followed.
     """
     if path == "-":
-        with _buffered(sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None, path) as f:
+        with _buffered(output_stream(), path) as f:
             yield f
         return
     target = os.path.realpath(path)
@@ -124,9 +149,15 @@ def _buffered(stream, path: str) -> Iterator[BinaryIO]:
     buf = io.BytesIO()
     yield buf
     data = buf.getvalue()
-    if stream is not None:
-        stream.write(data)
-        stream.flush()
+    if stream is not None:  # standard output: its byte buffer, or the text stream itself
+        raw = getattr(stream, "buffer", None)
+        if raw is not None:
+            stream.flush()
+            raw.write(data)
+            raw.flush()
+        else:
+            stream.write(data.decode("utf-8", "replace"))
+            stream.flush()
         return
     with open(path, "wb") as out:
         out.write(data)

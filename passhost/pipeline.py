@@ -16,11 +16,12 @@ from __future__ import annotations
 import ast
 import heapq
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence, Union
 
 from . import transform
-from .errors import PipelineError, PluginConflict
+from .errors import PipelineError
 
 __all__ = ["Pipeline", "PassSpec", "PipelineSpec", "parse_pipeline", "parse_element", "pipeline", "default_pipeline",
            "order_passes"]
@@ -213,14 +214,9 @@ def pipeline(text: Union[str, PipelineSpec], *, registry: Any = None) -> Any:
     return Pipeline(passes, spec)
 
 
-def order_passes(entries: Iterable[Any]) -> list:
-    """Order records having ``name``, ``after`` and ``before`` (a stable topological sort).
-
-    Ties are broken by name; names in ``after``/``before`` that are not among the
-    entries are ignored.
-
-    :raises PipelineError: naming the passes of a cycle
-    """
+def _toposort(entries: Iterable[Any]) -> tuple:
+    """``(ordered, cycle)``: a stable topological order of the entries (ties by name), or
+    the names of one ordering cycle (closing name repeated) when there is one."""
     by_name = {e.name: e for e in entries}
     succ: dict = {n: set() for n in by_name}
     preds: dict = {n: set() for n in by_name}
@@ -245,8 +241,21 @@ def order_passes(entries: Iterable[Any]) -> list:
             if indeg[s] == 0:
                 heapq.heappush(ready, s)
     if len(out) < len(by_name):
-        left = {n for n, d in indeg.items() if d > 0}
-        raise PipelineError(f"the default pipeline has an ordering cycle: {' -> '.join(_cycle(left, preds))}; "
+        return out, _cycle({n for n, d in indeg.items() if d > 0}, preds)
+    return out, None
+
+
+def order_passes(entries: Iterable[Any]) -> list:
+    """Order records having ``name``, ``after`` and ``before`` (a stable topological sort).
+
+    Ties are broken by name; names in ``after``/``before`` that are not among the
+    entries are ignored.
+
+    :raises PipelineError: naming the passes of a cycle
+    """
+    out, cycle = _toposort(entries)
+    if cycle is not None:
+        raise PipelineError(f"the default pipeline has an ordering cycle: {' -> '.join(cycle)}; "
                             "fix the after=/before= of these passes' PassEntry records")
     return out
 
@@ -267,6 +276,36 @@ def _cycle(left: set, preds: dict) -> list:
     return loop + [loop[0]]
 
 
+def _left_out(record: Any, why: str) -> None:
+    warnings.warn(f"pass {record.name!r} ({record.source.requirement}) is left out of the default pipeline: "
+                  f"{why}", UserWarning, stacklevel=3)
+
+
+def _ordered_defaults(records: list) -> list:
+    """``records`` in pipeline order. An ordering cycle excludes its third-party members
+    (those not shipped by the first-party distribution owning the name), each with a
+    warning; a cycle of first-party passes alone is a :class:`PipelineError`."""
+    from ._catalog import distribution_for
+
+    def first_party(r: Any) -> bool:
+        owner = distribution_for("pass", r.name)
+        dist = r.source.distribution
+        return owner is not None and dist is not None and dist.replace("_", "-").lower() == owner
+
+    while True:
+        ordered, cycle = _toposort(records)
+        if cycle is None:
+            return ordered
+        members = set(cycle)
+        guilty = [r for r in records if r.name in members and not first_party(r)]
+        if not guilty:
+            raise PipelineError(f"the default pipeline has an ordering cycle: {' -> '.join(cycle)}; "
+                                "fix the after=/before= of these passes' PassEntry records")
+        for r in guilty:
+            _left_out(r, f"its after=/before= close an ordering cycle ({' -> '.join(cycle)})")
+        records = [r for r in records if r not in guilty]
+
+
 def default_pipeline(opt_level: int = 2, *, required: Sequence[str] = (), registry: Any = None) -> Any:
     """The pipeline of every installed pass whose entry says ``default=True``.
 
@@ -275,8 +314,14 @@ def default_pipeline(opt_level: int = 2, *, required: Sequence[str] = (), regist
     The Sequential is named ``default_pipeline`` and carries ``spec`` like
     :func:`pipeline`.
 
-    :raises PipelineError: for a bad ``opt_level`` or an ordering cycle
-    :raises PluginConflict: if two plugins register a pass of the default pipeline
+    A third-party plugin cannot switch the default pipeline off for everyone: a member
+    whose factory fails or returns something other than its pass, a name two plugins
+    register with no first-party owner among them, and the third-party members of an
+    ordering cycle are each left out with one warning naming the pass and its
+    distribution, and the rest runs.
+
+    :raises PipelineError: for a bad ``opt_level``, or an ordering cycle among
+        first-party passes alone
     """
     from .registry import get_registry
 
@@ -285,10 +330,17 @@ def default_pipeline(opt_level: int = 2, *, required: Sequence[str] = (), regist
     if isinstance(required, str) or not isinstance(required, (list, tuple, set, frozenset)):
         raise PipelineError(f"required must be a collection of pass names, got {required!r}")
     reg = registry if registry is not None else get_registry()
-    for conflict in reg.conflicts:
+    for conflict in reg.unresolved_conflicts():
         if conflict.kind == "pass" and reg.conflict_is_default(conflict.name):
-            raise PluginConflict(conflict.message)
+            warnings.warn(f"pass {conflict.name!r} is left out of the default pipeline: {conflict.message}",
+                          UserWarning, stacklevel=2)
     records = [r for r in reg.pass_records() if r.entry.default]
-    chosen = [r for r in order_passes(records) if r.opt_level <= opt_level or r.name in required]
-    spec = PipelineSpec(tuple(PassSpec(r.name) for r in chosen))
-    return Pipeline([r.build() for r in chosen], spec, opt_level, "default_pipeline")
+    chosen = [r for r in _ordered_defaults(records) if r.opt_level <= opt_level or r.name in required]
+    built = []
+    for r in chosen:
+        try:
+            built.append((r, r.build()))
+        except PipelineError as err:
+            _left_out(r, str(err))
+    spec = PipelineSpec(tuple(PassSpec(r.name) for r, _ in built))
+    return Pipeline([p for _, p in built], spec, opt_level, "default_pipeline")

@@ -28,6 +28,7 @@ import contextlib
 import difflib
 import io
 import os
+import sys
 import threading
 from importlib import metadata
 from typing import Any, Iterator, Optional
@@ -151,15 +152,21 @@ class Registry:
                 self._broken(source, f"entry point name {ep.name!r} is also used by {other.describe()}; "
                                      "uninstall one of them")
                 continue
+            printed = io.StringIO()
             try:
-                # a plugin that prints at import (an argparse usage, say) prints into the void
-                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                # what a plugin prints at import is held back: it goes to stderr if the import
+                # succeeds (never to stdout, which carries passhost's output), and is dropped
+                # if it fails (an argparse usage, say), since the broken-plugin line says why
+                with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
                     obj = ep.load()
             except BaseException as err:  # any import-time failure isolates this plugin only
                 _reraise_interrupts(err)
                 self._broken(source, _one_line(err) if isinstance(err, Exception) else _describe_base(err, "imported"))
                 continue
-            self._add(obj, source)
+            if printed.getvalue():
+                sys.stderr.write(printed.getvalue())
+            with contextlib.redirect_stdout(sys.stderr):  # its hooks and factories print to stderr too
+                self._add(obj, source)
         unknown = sorted(self.blocked - {ep.name for ep in eps})
         if unknown:
             import warnings
@@ -352,24 +359,31 @@ class Registry:
             self._claim("converter", self._converters, record.name, record, source)
 
     def _claim(self, kind: str, table: dict, name: str, record: Any, source: PluginSource) -> bool:
-        """Add ``record`` under ``name`` unless another plugin has it (then: a conflict)."""
+        """Add ``record`` under ``name``. If another plugin has the name, it is a conflict:
+        the first-party distribution that owns the name (see :mod:`passhost._catalog`) keeps
+        it and the others are excluded; with no owner among them, nobody gets it.
+
+        :returns: whether ``record`` is the one registered under ``name``
+        """
         key = (kind, name)
-        if key in self._conflicts:
-            old = self._conflicts[key]
-            self._conflicts[key] = Conflict(kind, name, old.sources + (source,))
-            self._conflict_records[key].append(record)
-            return False
-        if name in table:
-            first = table[name]
-            conflict = Conflict(kind, name, (first.source, source))
-            if self.strict:
-                raise PluginConflict(conflict.message)
-            del table[name]
-            self._conflicts[key] = conflict
-            self._conflict_records[key] = [first, record]
-            return False
-        table[name] = record
-        return True
+        claimants = self._conflict_records.get(key)
+        if claimants is None:
+            if name not in table:
+                table[name] = record
+                return True
+            claimants = self._conflict_records[key] = [table[name]]
+        claimants.append(record)
+        owner = _catalog.distribution_for(kind, name)
+        kept = next((r for r in claimants if owner is not None and _same_dist(r.source.distribution, owner)), None)
+        conflict = Conflict(kind, name, tuple(r.source for r in claimants), kept.source if kept else None)
+        self._conflicts[key] = conflict
+        if self.strict:
+            raise PluginConflict(conflict.message)
+        if kept is not None:
+            table[name] = kept
+        else:
+            table.pop(name, None)
+        return kept is record
 
     # -- queries ------------------------------------------------------------------------
     @property
@@ -380,6 +394,10 @@ class Registry:
     def conflict_is_default(self, name: str) -> bool:
         """Whether any of the clashing records of pass ``name`` joins the default pipeline."""
         return any(r.entry.default for r in self._conflict_records.get(("pass", name), ()))
+
+    def unresolved_conflicts(self) -> list:
+        """The conflicts that left their name unusable (no first-party owner among them)."""
+        return [c for c in self.conflicts if c.kept is None]
 
     def pass_names(self) -> list:
         return sorted(self._passes)

@@ -59,7 +59,7 @@ def test_an_instrument_hook_calling_sys_exit_fails_the_run():
         return mod
 
     with transform.PassContext(instruments=[Exits()]):
-        with pytest.raises(PassError, match="instrument hook run_after_pass during pass 'Fine' ended the interpreter"):
+        with pytest.raises(PassError, match="instrument 'Exits' in run_after_pass during pass 'Fine' ended the interpreter"):
             transform.Sequential([fine])(_mod())
 
 

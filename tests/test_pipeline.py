@@ -8,7 +8,7 @@ from hypothesis import given, strategies as st
 
 import passhost
 from passhost import hookimpl, ir
-from passhost.errors import PassNotFound, PipelineError, PluginConflict
+from passhost.errors import PassNotFound, PipelineError
 from passhost.hookspecs import PassEntry
 from passhost.pipeline import Pipeline, PassSpec, PipelineSpec, order_passes, parse_element, parse_pipeline
 from passhost.registry import Registry, use_registry
@@ -199,11 +199,12 @@ def test_default_pipeline_argument_validation():
             passhost.default_pipeline(2, required="Fuse")
 
 
-def test_default_pipeline_refuses_a_clashing_default_pass():
-    reg = _registry(PassEntry("Fold", _factory("Fold"), default=True),
+def test_default_pipeline_leaves_out_a_clashing_default_pass_with_a_warning():
+    reg = _registry(PassEntry("Fold", _factory("Fold"), default=True), PassEntry("Keep", _factory("Keep"), default=True),
                     conflicting=[PassEntry("Fold", _factory("Fold"))])
-    with use_registry(reg), pytest.raises(PluginConflict, match="pass 'Fold' is registered 2 times"):
-        passhost.default_pipeline()
+    with use_registry(reg), pytest.warns(UserWarning, match="pass 'Fold' is left out of the default pipeline: "
+                                                            "pass 'Fold' is registered 2 times"):
+        assert str(passhost.default_pipeline().spec) == "Keep"
     reg = _registry(PassEntry("Fold", _factory("Fold")), PassEntry("Keep", _factory("Keep"), default=True),
                     conflicting=[PassEntry("Fold", _factory("Fold"))])
     with use_registry(reg):

@@ -232,7 +232,7 @@ def test_the_reproducer_starts_at_the_failing_element(capsys, registry, model, t
 def test_instrument_failures_and_missing_passes_leave_no_reproducer(capsys, registry, model, tmp_path):
     code, _, err = run(capsys, "run", str(model), "-p", "Negate", "--instrument", "exploding",
                        "--crash-dir", str(tmp_path / "c1"))
-    assert code == ExitCode.PASS_FAILED and "instrument hook run_before_pass failed" in one_line(err)
+    assert code == ExitCode.PASS_FAILED and "instrument 'Exploding' failed in run_before_pass during pass 'sequential': RuntimeError" in one_line(err)
     assert not (tmp_path / "c1").exists()
 
 

@@ -4,14 +4,16 @@ stderr with the exit status of :class:`~passhost.cli.common.ExitCode`."""
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 import warnings
 from typing import Optional, Sequence
 
 from ..errors import PasshostError
+from ..io import output_stream, plugin_output_to_stderr
 from . import bisect, check_rules, explain, listing, run
-from .common import ArgumentParser, CommandError, ExitCode, one_line
+from .common import ArgumentParser, CommandError, ExitCode, one_line, printable, shorten
 
 __all__ = ["build_parser", "main"]
 
@@ -41,7 +43,8 @@ def _version() -> str:
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Warnings (e.g. an ONNX input dimension bound to 1) as one ``passhost: warning:`` line."""
-    print(f"passhost: warning: {' '.join(str(message).split())}", file=sys.stderr if file is None else file)
+    text = shorten(printable(" ".join(str(message).split())))
+    print(f"passhost: warning: {text}", file=sys.stderr if file is None else file)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -59,7 +62,10 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         args = parser.parse_args(argv)
         if args.command is None:
             raise CommandError("choose a command: list, info, run, bisect, explain or check-rules (see `passhost --help`)")
-        return int(args.func(args))
+        with plugin_output_to_stderr():  # what plugin code prints cannot corrupt our stdout
+            code = int(args.func(args))
+            output_stream().flush()
+        return code
     except PasshostError as err:
         if traceback:
             raise
@@ -73,9 +79,25 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("passhost: interrupted", file=sys.stderr)
         return 130
+    except OSError as err:
+        if traceback or getattr(err, "filename", None) or err.errno not in _OUTPUT_ERRNOS:
+            if traceback:
+                raise
+            return _internal(err)
+        # standard output is a full or broken device (`passhost run m.txt > /dev/full`)
+        print(f"passhost: error: cannot write output: {err.strerror or err}", file=sys.stderr)
+        return ExitCode.PASS_FAILED
     except Exception as err:  # a bug in passhost or a plugin outside any pass
         if traceback:
             raise
-        print(f"passhost: error: internal error {type(err).__name__}: {one_line(err)} "
-              "(rerun with --traceback and report it)", file=sys.stderr)
-        return ExitCode.PASS_FAILED
+        return _internal(err)
+
+
+#: write errors of standard output itself (a full disk or device, an I/O error)
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG})
+
+
+def _internal(err: BaseException) -> int:
+    print(f"passhost: error: internal error {type(err).__name__}: {one_line(err)} "
+          "(rerun with --traceback and report it)", file=sys.stderr)
+    return ExitCode.PASS_FAILED

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from typing import Any
 
 from .. import ir, transform
 from .._bisect import bisect, flatten, load_inputs, seeded_inputs
 from ..pipeline import pipeline
-from .common import EXAMPLES, CommandError, ExitCode, bind_params, example, load_input, parse_config, registry, \
+from .common import EXAMPLES, CommandError, ExitCode, bind_params, example, load_input, parse_config, stdout, registry, \
     write_atomic
 
 __all__ = ["add_parser", "cmd_bisect"]
@@ -64,14 +63,14 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     inputs = load_inputs(mod, args.inputs) if args.inputs else seeded_inputs(mod, args.seed)
     with ctx:
         leaves = flatten(seq, ctx)
-    print("passes: " + ", ".join(f"#{i} {_label(p, w)}" for i, (p, w) in enumerate(leaves, 1)))
-    found = bisect(mod, leaves, ctx, inputs, rtol=args.rtol, atol=args.atol, log=print)
+    print("passes: " + ", ".join(f"#{i} {_label(p, w)}" for i, (p, w) in enumerate(leaves, 1)), file=stdout())
+    found = bisect(mod, leaves, ctx, inputs, rtol=args.rtol, atol=args.atol, log=lambda line: print(line, file=stdout()))
     if found.index is None:
         print(f"no pass changes the results: all {len(leaves)} passes agree with the unoptimised module "
-              f"(rtol={args.rtol:g}, atol={args.atol:g})")
+              f"(rtol={args.rtol:g}, atol={args.atol:g})", file=stdout())
         return ExitCode.PASS_FAILED
     p, where = leaves[found.index - 1]
-    print(f"first bad pass: #{found.index} {_label(p, where)}: {found.reason}")
+    print(f"first bad pass: #{found.index} {_label(p, where)}: {found.reason}", file=stdout())
     out_dir = args.output_dir or os.path.join(
         os.curdir, "passhost-bisect-" + time.strftime("%Y%m%d-%H%M%S"))
     try:
@@ -86,6 +85,6 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         text = ir.astext(module, show_meta_data=True).rstrip("\n") + "\n"
         write_atomic(path, text)
         written.append(path)
-    print("wrote " + " and ".join(written))
-    sys.stdout.flush()
+    print("wrote " + " and ".join(written), file=stdout())
+    stdout().flush()
     return ExitCode.OK

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import CommandError, ExitCode
+from .common import CommandError, ExitCode, stdout
 
 __all__ = ["add_parser", "cmd_check_rules"]
 
@@ -45,7 +45,7 @@ def cmd_check_rules(args: argparse.Namespace) -> int:
     names = list(args.passes) or list(passes.names())
     todo = [(n, r) for n in names for r in _rules(n, bool(args.passes))]
     if not todo:
-        print("no installed pass is made of rules")
+        print("no installed pass is made of rules", file=stdout())
         return ExitCode.OK
     rows, bad = [], []
     for name, r in todo:
@@ -57,9 +57,9 @@ def cmd_check_rules(args: argparse.Namespace) -> int:
     head = ("PASS", "RULE", "TRIALS", "FIRED", "SECONDS", "RESULT")
     widths = [max(len(row[i]) for row in rows + [head]) for i in range(len(head))]
     for row in [head] + rows:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip(), file=stdout())
     for name, rule_name, example in bad:
-        print(f"\n{name}/{rule_name}: {example}")
+        print(f"\n{name}/{rule_name}: {example}", file=stdout())
     quiet = sum(1 for row in rows if row[-1] == "not exercised")
-    print(f"\n{len(rows)} rule(s): {len(rows) - len(bad) - quiet} sound, {len(bad)} unsound, {quiet} not exercised")
+    print(f"\n{len(rows)} rule(s): {len(rows) - len(bad) - quiet} sound, {len(bad)} unsound, {quiet} not exercised", file=stdout())
     return ExitCode.PASS_FAILED if bad else ExitCode.OK

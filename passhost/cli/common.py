@@ -5,17 +5,44 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+import re
 import sys
 from enum import IntEnum
 from typing import Any, Optional, Sequence
 
 from .. import ir
 from ..errors import ParseError, PluginConflict, PluginLoadError, UsageError
-from ..io import write_text_atomic
+from ..io import output_stream, write_text_atomic
 
 __all__ = ["EXAMPLES", "ExitCode", "CommandError", "ArgumentParser", "registry", "one_line", "dash",
            "example", "load_input", "parse_input_shapes", "bind_params", "parse_config", "write_atomic",
-           "pass_names"]
+           "pass_names", "printable", "shorten", "stdout", "MAX_MESSAGE"]
+
+#: the longest one-line message printed whole; longer ones (echoing a huge ``-p`` text,
+#: say) keep their start and end, and say how much was cut
+MAX_MESSAGE = 600
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def stdout():
+    """Where the sub-commands print their results: the real standard output (plugin code
+    that prints while a command runs goes to stderr; see :func:`passhost.io.plugin_output_to_stderr`)."""
+    return output_stream()
+
+
+def printable(text: Any) -> str:
+    """``text`` with control characters (an ANSI escape, a carriage return) escaped as
+    ``\\x1b``: names and summaries from plugins are untrusted text."""
+    text = str(text)
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text) if _CONTROL.search(text) else text
+
+
+def shorten(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text`` cut in the middle to about ``limit`` characters, saying how many were cut."""
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit * 2 // 3], text[-(limit // 3):]
+    return f"{head} ... [{len(text) - len(head) - len(tail):,} characters cut] ... {tail}"
 
 #: the built-in workloads ``--example`` accepts
 EXAMPLES = ("tutorial", "resnet18", "resnet50")
@@ -41,8 +68,14 @@ class ArgumentParser(argparse.ArgumentParser):
         raise CommandError(f"{message} (see `{self.prog} --help`)")
 
 
-def registry(args: argparse.Namespace) -> Any:
-    """The plugin registry; with ``--strict-plugins`` a broken or clashing plugin is an error."""
+def registry(args: argparse.Namespace, announce: bool = True) -> Any:
+    """The plugin registry; with ``--strict-plugins`` a broken or clashing plugin is an error.
+
+    :param announce: warn, one line each, of every broken plugin and name clash (``list``
+        and ``info`` show them in their output instead)
+    """
+    import warnings
+
     from ..registry import get_registry
 
     reg = get_registry()
@@ -51,15 +84,22 @@ def registry(args: argparse.Namespace) -> Any:
             raise PluginLoadError(reg.broken[0].message + " (--strict-plugins)")
         if reg.conflicts:
             raise PluginConflict(reg.conflicts[0].message + " (--strict-plugins)")
+    if announce:
+        for broken in reg.broken:
+            warnings.warn(f"{broken.message} (left out; see `passhost list`)", UserWarning, stacklevel=2)
+        for conflict in reg.conflicts:
+            warnings.warn(conflict.message, UserWarning, stacklevel=2)
     return reg
 
 
 def one_line(err: BaseException) -> str:
-    """The error as one line (a parse error as ``file:line:col: error: message``)."""
+    """The error as one line (a parse error as ``file:line:col: error: message``), control
+    characters escaped and cut to :data:`MAX_MESSAGE` characters."""
     if isinstance(err, ParseError) and err.line:
-        return f"{err.source_name}:{err.line}:{err.column}: error: {err.message}"
-    text = " ".join(str(err).split())
-    return text or type(err).__name__
+        text = f"{err.source_name}:{err.line}:{err.column}: error: {' '.join(str(err.message).split())}"
+    else:
+        text = " ".join(str(err).split())
+    return shorten(printable(text)) if text else type(err).__name__
 
 
 def dash(value: Any) -> str:

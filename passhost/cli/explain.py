@@ -14,7 +14,7 @@ from typing import Optional
 from .. import ir
 from ..ir.pattern import DFPatternCallback, root_ops, why_not
 from ..ir.pattern.match import _Matcher
-from .common import CommandError, ExitCode, load_input, parse_input_shapes
+from .common import CommandError, ExitCode, load_input, parse_input_shapes, stdout
 
 __all__ = ["add_parser", "cmd_explain", "explain_rules"]
 
@@ -121,12 +121,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if not rows:
         where = f"node {args.at}" if args.at else f"calls of {args.op}" if args.op else "the input"
         print(f"no rule of {args.pass_name} is tried at {where}: their patterns are rooted at "
-              + ", ".join(sorted({o for r in rules for o in (root_ops(r.pattern) or {'any node'})})))
+              + ", ".join(sorted({o for r in rules for o in (root_ops(r.pattern) or {'any node'})})), file=stdout())
         return ExitCode.OK
     width = max(len(name) for _, vs in rows for name, _ in vs)
     lines = _bound_lines(mod)
     for node, verdicts in rows:
-        print(_describe(node, names, lines))
+        print(_describe(node, names, lines), file=stdout())
         for name, verdict in verdicts:
-            print(f"  {name:<{width}}  {verdict}")
+            print(f"  {name:<{width}}  {verdict}", file=stdout())
     return ExitCode.OK

@@ -6,7 +6,7 @@ import inspect
 import json
 from typing import Any
 
-from .common import ExitCode, dash, registry
+from .common import ExitCode, dash, printable, registry, stdout
 
 __all__ = ["add_parsers", "cmd_list", "cmd_info"]
 
@@ -24,7 +24,7 @@ def add_parsers(sub: Any) -> None:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Print every installed pass and instrument (a table, or JSON with ``--json``)."""
-    reg = registry(args)
+    reg = registry(args, announce=False)
     passes = reg.pass_records()
     instruments = reg.instrument_records()
     formats = reg.format_records()
@@ -39,7 +39,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             "conflicts": [c.as_dict() for c in reg.conflicts],
             "disabled": [s.as_dict() for s in reg.disabled],
         }
-        print(json.dumps(doc, indent=2))
+        print(json.dumps(doc, indent=2), file=stdout())
         return ExitCode.OK
     rows = [("NAME", "KIND", "OPT", "REQUIRED", "DISTRIBUTION", "SUMMARY")]
     for r in passes:
@@ -48,21 +48,22 @@ def cmd_list(args: argparse.Namespace) -> int:
         rows.append((r.name, "instrument", "-", "-", r.source.requirement, r.summary))
     for r in formats:  # OPT/REQUIRED hold the suffixes and read/write for a format
         rows.append((r.name, "format", r.modes, " ".join(r.suffixes), r.source.requirement, r.summary))
+    rows = [tuple(printable(cell) for cell in row) for row in rows]  # plugin metadata is untrusted text
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[5])
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[5], file=stdout())
     if len(rows) == 1 + len(formats):
         print("(no passes or instruments installed: pip install a passhost plugin, "
-              "e.g. passhost-fold-constant)")
+              "e.g. passhost-fold-constant)", file=stdout())
     for title, items in (("broken plugins", [b.message for b in reg.broken]),
                          ("conflicts", [c.message for c in reg.conflicts]),
                          ("disabled plugins", [f"{s.describe()} (PASSHOST_DISABLE_PLUGINS)" for s in reg.disabled])):
         if items:
-            print(f"\n{title}:")
+            print(f"\n{title}:", file=stdout())
             for line in items:
-                print(f"  {line}")
+                print(f"  {printable(line)}", file=stdout())
     if not reg.autoload:
-        print("\nplugin autoloading is disabled (PASSHOST_DISABLE_PLUGIN_AUTOLOAD)")
+        print("\nplugin autoloading is disabled (PASSHOST_DISABLE_PLUGIN_AUTOLOAD)", file=stdout())
     return ExitCode.OK
 
 
@@ -70,7 +71,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     """Describe one pass or instrument: its record and its documentation."""
     from ..errors import InstrumentNotFound, PassNotFound
 
-    reg = registry(args)
+    reg = registry(args, announce=False)
     try:
         record = reg.pass_record(args.name)
     except PassNotFound as pass_err:
@@ -87,20 +88,20 @@ def cmd_info(args: argparse.Namespace) -> int:
     fields += [("distribution", record.source.requirement), ("plugin", record.source.name),
                ("summary", record.summary)]
     for key, value in fields:
-        print(f"{key + ':':<18}{dash(value)}")
+        print(f"{key + ':':<18}{printable(dash(value))}", file=stdout())
     doc = getattr(record.entry.factory, "__doc__", None)
     if record.kind == "pass":
         pass_func = getattr(record.build(), "pass_func", None)
         rules = getattr(pass_func, "rules", None)
         if isinstance(rules, tuple) and rules:
-            print(f"{'rules:':<18}{len(rules)}, tried in this order (priority, then as listed)")
+            print(f"{'rules:':<18}{len(rules)}, tried in this order (priority, then as listed)", file=stdout())
             for r in sorted(rules, key=lambda r: -int(getattr(r, "priority", 0))):
                 shown = repr(getattr(r, "pattern", ""))
                 shown = shown if len(shown) <= 90 else shown[:87] + "..."
-                print(f"  {getattr(r, 'name', r)!s:<28} priority {getattr(r, 'priority', 0)}  {shown}")
+                print(f"  {getattr(r, 'name', r)!s:<28} priority {getattr(r, 'priority', 0)}  {shown}", file=stdout())
         if not (isinstance(doc, str) and doc.strip()):
             doc = getattr(pass_func, "__doc__", None)
     if isinstance(doc, str) and doc.strip():
-        print()
-        print(inspect.cleandoc(doc))
+        print(file=stdout())
+        print(inspect.cleandoc(doc), file=stdout())
     return ExitCode.OK

@@ -10,11 +10,11 @@ from typing import Any
 
 from .. import ir, transform
 from .._reproducer import CrashTracker
-from ..errors import PasshostError, PassNotFound
+from ..errors import PassError, PasshostError, PassNotFound
 from . import reproduce
 from .batch import count_module_ops
 from .progress import Progress
-from .common import EXAMPLES, CommandError, ExitCode, bind_params, example, load_input, one_line, parse_config, \
+from .common import EXAMPLES, CommandError, ExitCode, bind_params, example, load_input, one_line, parse_config, stdout, \
     parse_input_shapes, pass_names, registry, write_atomic
 
 __all__ = ["add_parser", "cmd_run", "run_failure"]
@@ -76,6 +76,13 @@ def run_failure(err: BaseException) -> tuple:
     name = transform.failed_pass(err)
     hook = getattr(err, "passhost_hook", None)
     detail = f"{type(err).__name__}: {one_line(err)}"
+    instrument = getattr(err, "passhost_instrument", None)
+    if hook is not None and instrument is not None:
+        if isinstance(err, PassError) and instrument in str(err):  # already says who (a SystemExit, say)
+            return ExitCode.PASS_FAILED, one_line(err)
+        around = name or getattr(err, "passhost_hook_pass", None)
+        during = f" during pass {around!r}" if around else ""
+        return ExitCode.PASS_FAILED, f"{instrument} failed in {hook}{during}: {detail}"
     if isinstance(err, PassNotFound):  # a required pass is not installed: fix the environment
         return ExitCode.USAGE_ERROR, one_line(err) + (f" (required by pass {name!r})" if name else "")
     if name is not None:
@@ -87,6 +94,31 @@ def run_failure(err: BaseException) -> tuple:
     if isinstance(err, PasshostError):
         return err.exit_code, one_line(err)
     return ExitCode.PASS_FAILED, f"the pipeline failed: {detail}"
+
+
+def _render(insts: list) -> list:
+    """Each instrument's ``render()`` text; a failure or a non-string names the instrument."""
+    from .._blame import contained_hook, instrument_label, mark_hook
+
+    reports = []
+    for inst in insts:
+        render = getattr(inst, "render", None)
+        if not callable(render):
+            continue
+        try:
+            text = render()
+        except Exception as exc:
+            mark_hook(exc, "render", inst)
+            raise
+        except BaseException as exc:
+            raise contained_hook(exc, "render", inst) from None
+        if text is not None and not isinstance(text, str):
+            err = PassError(f"{instrument_label(inst)} failed in render: it returned {type(text).__name__}, "
+                            "not a str (render() returns the report text, or None)")
+            err.passhost_hook, err.passhost_instrument = "render", instrument_label(inst)
+            raise err
+        reports.append(text)
+    return reports
 
 
 def save_options(args: argparse.Namespace, path: str) -> dict:
@@ -134,7 +166,7 @@ def cmd_batch(args: argparse.Namespace, inputs: list, seq: Any) -> int:
                         args.from_format, args.to_format, shapes,
                         save_options(args, dst) if dst else {}, args.check))
     rows = run_batch(jobs, args.jobs)
-    print(format_table(rows))
+    print(format_table(rows), file=stdout())
     return batch_exit(rows)
 
 
@@ -178,7 +210,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                   "is written unchanged; install the first-party passes (`bash scripts/dev-install.sh` in the "
                   "repository, or e.g. `pip install passhost-fold-constant`)", file=sys.stderr)
     if args.print_pipeline:
-        print(seq.spec)
+        print(seq.spec, file=stdout())
         return ExitCode.OK
     if _is_batch(args, inputs):
         return cmd_batch(args, inputs, seq)
@@ -233,7 +265,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         with ctx:
             out = seq(mod)
             # reports are read inside the context: instruments may drop them on exit (timing)
-            reports = [inst.render() for inst in insts if callable(getattr(inst, "render", None))]
+            reports = _render(insts)
     except Exception as err:
         if args.traceback:
             raise
@@ -254,8 +286,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         ir.save(out, args.output, format=args.to_format, **out_options)
     else:
         text = ir.astext(out, show_meta_data=args.meta_data)
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        sys.stdout.flush()
+        stdout().write(text if text.endswith("\n") else text + "\n")
+        stdout().flush()
     if args.check:
         from .batch import format_table
         from .check import max_difference
