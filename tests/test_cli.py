@@ -239,7 +239,7 @@ def test_a_failing_pass_exits_1_naming_it_and_keeps_the_output_file(capsys, src,
     out_path.write_text("precious")
     code, out, err = run(capsys, "run", src, "-p", "Negate,Fails", "-o", str(out_path))
     assert code == ExitCode.PASS_FAILED and out == ""
-    assert_one_line_error(err, "pass 'Fails' failed: ValueError: Fails cannot handle this second line")
+    assert_one_line_error(err, "pass 'Fails' (from passhost-test-plugin==0.3.0) failed: ValueError: Fails cannot handle this second line")
     assert out_path.read_text() == "precious"
     assert sorted(os.listdir(tmp_path)) == ["in.txt", "result.txt"]
 

@@ -82,7 +82,7 @@ def test_cli_run_exits_1_and_leaves_the_output_alone(tmp_path, capsys, monkeypat
     with use_registry(reg):
         code = main(["run", "--example", "tutorial", "-p", "Quit", "-o", str(out)])
     err = capsys.readouterr().err
-    assert code == 1 and "pass 'Quit' ended the interpreter" in err and "Traceback" not in err
+    assert code == 1 and "pass 'Quit' (from passhost-quit==0.1.0) ended the interpreter" in err and "Traceback" not in err
     assert out.read_text() == "stale"
 
 

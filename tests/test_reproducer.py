@@ -56,7 +56,7 @@ def @main(%x: Tensor[(2, 3), float32], %w: Tensor[(2, 3), float32]) {
 }
 """
 
-ERROR = "pass 'ZzrCrash' failed: ValueError: ZzrCrash saw a negated result (max_depth=8)"
+ERROR = "pass 'ZzrCrash' (from passhost-zzr-planted==2.0.3) failed: ValueError: ZzrCrash saw a negated result (max_depth=8)"
 
 
 @pytest.fixture(scope="module")
@@ -221,12 +221,12 @@ def run(capsys, *argv):
 ])
 def test_the_reproducer_starts_at_the_failing_element(capsys, registry, model, tmp_path, pipe, remaining, negated):
     code, _, err = run(capsys, "run", str(model), "-p", pipe, "--crash-dir", str(tmp_path / "c"))
-    assert code == ExitCode.PASS_FAILED and "pass 'Boom' failed: RuntimeError: boom" in err
+    assert code == ExitCode.PASS_FAILED and "pass 'Boom' (from passhost-repro-test==0.0.1) failed: RuntimeError: boom" in err
     repro = load_reproducer(str(tmp_path / "c"))
     assert repro.pipeline == remaining
     assert ("negative(" in repro.module.astext()) is negated
     code, _, replay = run(capsys, "run", "--reproduce", str(tmp_path / "c"))
-    assert code == ExitCode.PASS_FAILED and one_line(replay) == "pass 'Boom' failed: RuntimeError: boom"
+    assert code == ExitCode.PASS_FAILED and one_line(replay) == "pass 'Boom' (from passhost-repro-test==0.0.1) failed: RuntimeError: boom"
 
 
 def test_instrument_failures_and_missing_passes_leave_no_reproducer(capsys, registry, model, tmp_path):

@@ -86,14 +86,28 @@ def run_failure(err: BaseException) -> tuple:
     if isinstance(err, PassNotFound):  # a required pass is not installed: fix the environment
         return ExitCode.USAGE_ERROR, one_line(err) + (f" (required by pass {name!r})" if name else "")
     if name is not None:
+        who = f"pass {name!r}" + _provenance(name)
+        if isinstance(err, PasshostError) and f"pass {name!r}" in str(err):
+            return ExitCode.PASS_FAILED, one_line(err).replace(f"pass {name!r}", who, 1)
         if isinstance(err, PasshostError) and name in str(err):
             return ExitCode.PASS_FAILED, one_line(err)
-        return ExitCode.PASS_FAILED, f"pass {name!r} failed: {detail}"
+        return ExitCode.PASS_FAILED, f"{who} failed: {detail}"
     if hook is not None:
         return ExitCode.PASS_FAILED, f"instrument hook {hook} failed: {detail}"
     if isinstance(err, PasshostError):
         return err.exit_code, one_line(err)
     return ExitCode.PASS_FAILED, f"the pipeline failed: {detail}"
+
+
+def _provenance(pass_name: str) -> str:
+    """`` (from passhost-x==1.0)`` for an installed pass: who to report a failure to."""
+    from ..registry import get_registry
+
+    try:
+        record = get_registry().pass_record(pass_name)
+    except Exception:  # not registered (a pass built in Python), or a clash
+        return ""
+    return f" (from {record.source.requirement})" if record.source.distribution else ""
 
 
 def _render(insts: list) -> list:
