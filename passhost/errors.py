@@ -18,6 +18,7 @@ __all__ = [
     "PluginConflict",
     "PluginLoadError",
     "ConfigError",
+    "SourceTypeError",
     "PipelineError",
     "UsageError",
     "FormatError",
@@ -70,6 +71,12 @@ class ParseError(IRError):
         head = f"{self.source_name}:{self.line}:{self.column}: error: {self.message}"
         caret = " " * max(self.column - 1, 0) + "^"
         return f"{head}\n{self.source_line}\n{caret}"
+
+
+class SourceTypeError(TypeInferenceError, ParseError):
+    """A type error in parsed text: a :class:`TypeInferenceError` that also carries the
+    :class:`ParseError` location (``line``, ``column``, ``source_name``) of the expression
+    that failed, so it prints as ``file:line:col: error: ...``."""
 
 
 class PassError(PasshostError):

@@ -195,6 +195,9 @@ def decode_metadata(text: str) -> list:
         data = json.loads(text)
     except ValueError as e:
         raise ValueError(f"the #[metadata] section is not valid JSON ({e})") from None
+    except RecursionError:
+        raise ValueError("the #[metadata] section nests JSON too deeply (passhost writes a flat list of "
+                         "constants)") from None
     if not isinstance(data, dict):
         raise ValueError('the #[metadata] section must be a JSON object {"relay.Constant": [...]}')
     entries = data.get("relay.Constant", [])
@@ -208,12 +211,19 @@ def decode_metadata(text: str) -> list:
             if dtype not in DTYPES:
                 raise ValueError(f"unknown dtype {dtype!r}")
             shape = tuple(int(d) for d in entry["shape"])
+            if any(type(d) is not int or not 0 <= d < 2 ** 63 for d in entry["shape"]):
+                raise ValueError(f"shape {list(entry['shape'])} must hold integers from 0 to 2**63 - 1")
             raw = base64.b64decode(entry["data"], validate=True)
             arr = np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<"))
             arrays.append(arr.reshape(shape).astype(np.dtype(dtype), copy=True))
         except (KeyError, TypeError, ValueError, OverflowError, binascii.Error) as e:
             raise ValueError(f"relay.Constant entry {j} of the #[metadata] section is malformed ({e})") from None
     return arrays
+
+
+#: how deeply attribute values may nest (``[[1, 2], [3, 4]]`` is 2); deeper values are
+#: refused where they start, as nothing in the operator library takes them
+MAX_ATTR_DEPTH = 32
 
 
 class TokenReader:
@@ -292,6 +302,9 @@ class TokenReader:
                     self.i += 1
                     value: Any = {} if tok == "{" else ()
                 else:
+                    if len(stack) >= MAX_ATTR_DEPTH:
+                        raise self.error(f"attribute value nested deeper than {MAX_ATTR_DEPTH} levels "
+                                         "(operator attributes are flat lists, or lists of lists)", start)
                     stack.append([{} if tok == "{" else [], close, None])
                     continue
             elif tok[:1].isdigit() or (tok[:1] == "-" and len(tok) > 1) or tok[:3] in ("inf", "nan"):

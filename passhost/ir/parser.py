@@ -27,11 +27,11 @@ stack (nested constructs are generators driven by one loop), so a 100,000-deep
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
-from ..errors import IRError, ParseError
+from ..errors import IRError, ParseError, PasshostError, SourceTypeError, TypeInferenceError
 from ._gc import gc_paused
 from ._lexer import _END, _KEYWORDS, Source, TokenReader, tokenize
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
@@ -83,6 +83,9 @@ class _Parser(TokenReader):
         self.module_mode = False
         self._meta: Optional[list] = None
         self._literals: dict = {}
+        #: node -> token index where its text starts; filled only when a second parse is
+        #: run to locate a type error (see :func:`parse`), so the common parse pays nothing
+        self.spans: Optional[dict] = None
 
     # -- variables ----------------------------------------------------------------------
     def bind(self, var: Var, name: str) -> None:
@@ -138,6 +141,8 @@ class _Parser(TokenReader):
             self.i = i + 1
             return self.number(tok, i)
         if c == "@":
+            if len(tok) < 2:
+                raise self.error("expected a global function name after `@`, like @main", i)
             self.i = i + 1
             gv = self.globals.get(tok[1:])
             if gv is None:
@@ -195,7 +200,10 @@ class _Parser(TokenReader):
             self.expect("{")
             other = yield self.p_seq()
             self.expect("}")
-            return If(cond, then, other)
+            node = If(cond, then, other)
+            if self.spans is not None:
+                self.spans[node] = start
+            return node
         if tok == "(":
             self.i += 1
             if toks[self.i] == ")":
@@ -212,7 +220,10 @@ class _Parser(TokenReader):
                     break
                 fields.append((yield self.p_seq()))
             self.expect(")")
-            return Tuple(fields)
+            node = Tuple(fields)
+            if self.spans is not None:
+                self.spans[node] = start
+            return node
         if tok == "{":
             self.i += 1
             body = yield self.p_seq()
@@ -233,6 +244,7 @@ class _Parser(TokenReader):
     def p_fn_rest(self, name: Optional[str]):
         """``(params, attrs) [-> T] { body }`` after ``fn`` / ``def @name``."""
         toks = self.toks
+        start = self.i - 1
         self.expect("(")
         params: list = []
         names: list = []
@@ -260,7 +272,10 @@ class _Parser(TokenReader):
         for pname in names:
             self.unbind(pname)
         self.expect("}")
-        return Function(params, body, ret, attrs or None)
+        fn = Function(params, body, ret, attrs or None)
+        if self.spans is not None:
+            self.spans[fn] = start
+        return fn
 
     def arg_fast(self) -> Optional[Expr]:
         """An argument that is a single atom followed by `,` or `)` (the common case)."""
@@ -343,13 +358,20 @@ class _Parser(TokenReader):
             except IRError as e:
                 self.i = i
                 raise self.error(str(e), start) from None
+            if self.spans is not None:
+                self.spans[node] = start
             tok = toks[i]
         while tok == ".":
             idx = toks[i + 1]
             if not idx.isdigit():
                 self.i = start
                 return None
+            if len(idx) > 18:
+                self.i = i + 1
+                raise self.error(f"tuple index {idx[:12]}... ({len(idx)} digits) is too large", i + 1)
             node = TupleGetItem(node, int(idx))
+            if self.spans is not None:
+                self.spans[node] = start
             i += 2
             tok = toks[i]
         if tok == "(" or tok in _BINOPS:
@@ -382,7 +404,11 @@ class _Parser(TokenReader):
                         raise self.error(f"expected a tuple index after `.`, found {self.describe(self.i)}")
                     self.i += 1
                     for p in parts:
+                        if len(p) > 18:
+                            raise self.error(f"tuple index {p[:12]}... ({len(p)} digits) is too large", self.i - 1)
                         node = TupleGetItem(node, int(p))
+                        if self.spans is not None:
+                            self.spans[node] = start
                 else:
                     break
             operands.append(node)
@@ -402,9 +428,12 @@ class _Parser(TokenReader):
         rhs = operands.pop()
         lhs = operands.pop()
         try:
-            operands.append(Call(Op.get(name), [lhs, rhs]))
+            node = Call(Op.get(name), [lhs, rhs])
         except IRError as e:
             raise self.error(str(e), index) from None
+        if self.spans is not None:
+            self.spans[node] = index
+        operands.append(node)
 
     def p_call(self, callee: Expr, start: int):
         toks = self.toks
@@ -425,9 +454,12 @@ class _Parser(TokenReader):
                 raise self.error(f"expected `,` or `)` in the argument list, found {self.describe(self.i)}")
         self.i += 1
         try:
-            return Call(callee, args, attrs or None)
+            node = Call(callee, args, attrs or None)
         except IRError as e:
             raise self.error(str(e), start) from None
+        if self.spans is not None:
+            self.spans[node] = start
+        return node
 
     def p_seq(self):
         """Bindings (``let``, ``%N = ...;``, ``free_var``) followed by an expression."""
@@ -437,6 +469,7 @@ class _Parser(TokenReader):
         while True:
             tok = toks[self.i]
             if tok == "let":
+                let_at = self.i
                 self.i += 1
                 name, var = yield self.var_decl()
                 self.expect("=")
@@ -450,7 +483,7 @@ class _Parser(TokenReader):
                 if not recursive:
                     self.bind(var, name)
                 bound.append(name)
-                lets.append((var, value))
+                lets.append((var, value, let_at))
                 continue
             if tok[:1] == "%" and tok[1:2].isdigit() and toks[self.i + 1] == "=":
                 self.i += 2
@@ -475,11 +508,14 @@ class _Parser(TokenReader):
             if toks[self.i] == ";":
                 # `a; b` evaluates a, then b
                 self.i += 1
-                lets.append((Var("_"), node))
+                lets.append((Var("_"), node, self.i - 1))
                 continue
             break
-        for var, value in reversed(lets):
+        spans = self.spans
+        for var, value, at in reversed(lets):
             node = Let(var, value, node)
+            if spans is not None:
+                spans[node] = at
         for name in bound:
             self.unbind(name)
         return node
@@ -488,7 +524,7 @@ class _Parser(TokenReader):
         start = self.i
         self.i += 1
         tok = self.toks[self.i]
-        if tok[:1] != "@":
+        if tok[:1] != "@" or len(tok) < 2:
             raise self.error(f"expected a global name like @main after `def`, found {self.describe(self.i)}")
         self.i += 1
         fn = yield self.p_fn_rest(tok[1:])
@@ -529,7 +565,8 @@ class _Parser(TokenReader):
         # globals may be used before their definition
         for k in range(self.i, len(toks) - 1):
             if toks[k] == "def" and toks[k + 1][:1] == "@":
-                self.globals.setdefault(toks[k + 1][1:], GlobalVar(toks[k + 1][1:]))
+                if len(toks[k + 1]) > 1:  # a bare `@` is reported where `def` reads it
+                    self.globals.setdefault(toks[k + 1][1:], GlobalVar(toks[k + 1][1:]))
         mod = IRModule()
         while toks[self.i] != _END:
             if toks[self.i] == "def":
@@ -572,6 +609,26 @@ def _infer(mod: IRModule) -> IRModule:
     return out if isinstance(out, IRModule) else mod
 
 
+def _locate(text: str, source_name: str, err: TypeInferenceError) -> Exception:
+    """The type error ``err`` of a parsed module, with the file, line and column of the
+    expression that failed: the text is parsed again recording where each node starts and
+    typed again (deterministic, so it fails at the same node). Only failures pay for this."""
+    parser = _Parser(text, source_name)
+    parser.spans = {}
+    mod = parser.module()
+    try:
+        _infer(mod)
+    except TypeInferenceError as again:
+        index = parser.spans.get(getattr(again, "node", None))
+        if index is None:
+            return again
+        at = parser.error(str(again), index)
+        located = SourceTypeError(at.message, at.line, at.column, at.source_line, at.source_name)
+        located.node = again.node
+        return located
+    return err  # pragma: no cover - typing is deterministic
+
+
 @gc_paused
 def parse(text: str, source_name: str = "<string>") -> IRModule:
     """Parse a module in the text format and type it (as TVM's ``relay.parse`` does).
@@ -583,12 +640,39 @@ def parse(text: str, source_name: str = "<string>") -> IRModule:
     :param source_name: the name used in error messages
     :raises ParseError: on malformed text (with line, column and a caret)
     """
-    return _infer(_Parser(text, source_name).module())
+    mod = _guarded(text, source_name, _Parser.module)
+    try:
+        return _infer(mod)
+    except TypeInferenceError as err:
+        raise _locate(text, source_name, err) from None
+    except PasshostError:
+        raise
+    except (RecursionError, ValueError, TypeError, OverflowError, MemoryError) as err:
+        raise ParseError(f"cannot type this module: {type(err).__name__}: {err}", source_name=source_name) from None
+
+
+def _guarded(text: str, source_name: str, method: Any) -> Any:
+    """``method(_Parser(text))``, with nothing but a :class:`PasshostError` escaping: any
+    other failure caused by the input (a number too long for Python's ``int``, nesting
+    deeper than a recursion somewhere) becomes a :class:`ParseError` at the token where
+    the parser stood."""
+    parser = None
+    try:
+        parser = _Parser(text, source_name)
+        return method(parser)
+    except PasshostError:
+        raise
+    except (RecursionError, ValueError, TypeError, OverflowError, MemoryError, IndexError, KeyError) as err:
+        detail = " ".join(str(err).split())[:200]
+        message = f"cannot read this input ({type(err).__name__}: {detail})"
+        if parser is None or not getattr(parser, "toks", None):
+            raise ParseError(message, source_name=source_name) from None
+        raise parser.error(message, min(parser.i, len(parser.toks) - 3)) from None
 
 
 def parse_expr(text: str, source_name: str = "<string>") -> Expr:
     """Parse one expression (the version header is optional; no type inference)."""
-    with_gc = gc_paused(lambda: _Parser(text, source_name).expression())
+    with_gc = gc_paused(lambda: _guarded(text, source_name, _Parser.expression))
     return with_gc()
 
 

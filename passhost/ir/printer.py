@@ -107,7 +107,7 @@ def format_float(value: float, dtype: str = "float64") -> str:
     """
     v = float(value)
     if math.isnan(v):
-        return "nan"
+        return "-nan" if math.copysign(1.0, v) < 0 else "nan"  # the sign bit survives a round trip
     if math.isinf(v):
         return "inf" if v > 0 else "-inf"
     text = "%g" % v

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Optional
 
-from ..errors import FormatError, UsageError
+from ..errors import ParseError, UsageError
 from .module import IRModule
 from .parser import parse
 from .printer import astext
@@ -63,12 +63,21 @@ def load_text(path: str, *, input_shapes: Optional[Mapping] = None, keep_params:
         raise UsageError(f"{path!r} is a text-format module, whose inputs are typed in the text; "
                          "input shapes apply to model formats such as onnx")
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except UnicodeDecodeError:
-        raise FormatError(f"cannot read {path!r}: it is not a text-format module (not UTF-8 text)") from None
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as err:
         raise UsageError(f"cannot read {path!r}: {err.strerror or err}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        shown = data[max(0, data.rfind(b"\n", 0, err.start) + 1):err.start].decode("utf-8", "replace")
+        raise ParseError(f"byte 0x{data[err.start]:02x} is not UTF-8 text (a text-format module is UTF-8; is "
+                         "this a binary model? give its format with --from, or the suffix that names it)",
+                         line, column, shown, path) from None
+    if "\r" in text:  # universal newlines, as a text-mode open() reads them
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     mod = parse(text, source_name=path)
     return (mod, {}) if keep_params else mod
 

@@ -312,258 +312,263 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None,
     settype = _set_type
     _id = id
     _Call, _Var, _Constant, _GlobalVar, _Op, _Function = Call, Var, Constant, GlobalVar, Op, Function
-    while stack:
-        node = stack[-1]
-        if node._checked_type is not None:
-            pop()
-            continue
-        t = type(node)
-        if t is _Call:
-            op = node.op
-            args = node.args
-            if type(op) is _Op:
-                # Fast path: an op call of one or two typed (or annotated) arguments.
-                n = len(args)
-                if n == 2:
-                    a0, a1 = args
-                    t0 = a0._checked_type
-                    if t0 is None:
-                        ta = type(a0)
-                        if ta is _Var:
-                            t0 = a0.type_annotation
-                            if t0 is not None:
+    try:
+        while stack:
+            node = stack[-1]
+            if node._checked_type is not None:
+                pop()
+                continue
+            t = type(node)
+            if t is _Call:
+                op = node.op
+                args = node.args
+                if type(op) is _Op:
+                    # Fast path: an op call of one or two typed (or annotated) arguments.
+                    n = len(args)
+                    if n == 2:
+                        a0, a1 = args
+                        t0 = a0._checked_type
+                        if t0 is None:
+                            ta = type(a0)
+                            if ta is _Var:
+                                t0 = a0.type_annotation
+                                if t0 is not None:
+                                    settype(a0, t0)
+                            elif ta is _Constant:
+                                t0 = _constant_type(a0.data)
                                 settype(a0, t0)
-                        elif ta is _Constant:
-                            t0 = _constant_type(a0.data)
-                            settype(a0, t0)
-                    t1 = a1._checked_type
-                    if t1 is None:
-                        ta = type(a1)
-                        if ta is _Var:
-                            t1 = a1.type_annotation
-                            if t1 is not None:
+                        t1 = a1._checked_type
+                        if t1 is None:
+                            ta = type(a1)
+                            if ta is _Var:
+                                t1 = a1.type_annotation
+                                if t1 is not None:
+                                    settype(a1, t1)
+                            elif ta is _Constant:
+                                t1 = _constant_type(a1.data)
                                 settype(a1, t1)
-                        elif ta is _Constant:
-                            t1 = _constant_type(a1.data)
-                            settype(a1, t1)
-                    if t0 is not None:
-                        if t1 is not None:
+                        if t0 is not None:
+                            if t1 is not None:
+                                pop()
+                                attrs = node.attrs
+                                if attrs is op._defaults or not attrs:
+                                    key = (op, _id(t0), _id(t1))
+                                    hit = memo_get(key)
+                                    if hit is None:
+                                        ty = _relate(op, [t0, t1], attrs)
+                                        memo[key] = (ty, t0, t1)
+                                    else:
+                                        ty = hit[0]
+                                else:
+                                    ty = _relate(op, [t0, t1], attrs)
+                                settype(node, ty)
+                                continue
+                            if type(a1) is _Call:
+                                push(a1)
+                                continue
+                        elif type(a0) is _Call:
+                            if t1 is None:
+                                if type(a1) is _Call:
+                                    push(a1)
+                                    push(a0)
+                                    continue
+                            else:
+                                push(a0)
+                                continue
+                    elif n == 1:
+                        a0 = args[0]
+                        t0 = a0._checked_type
+                        if t0 is None:
+                            ta = type(a0)
+                            if ta is _Var:
+                                t0 = a0.type_annotation
+                                if t0 is not None:
+                                    settype(a0, t0)
+                            elif ta is _Constant:
+                                t0 = _constant_type(a0.data)
+                                settype(a0, t0)
+                        if t0 is not None:
                             pop()
                             attrs = node.attrs
                             if attrs is op._defaults or not attrs:
-                                key = (op, _id(t0), _id(t1))
+                                key = (op, _id(t0))
                                 hit = memo_get(key)
                                 if hit is None:
-                                    ty = _relate(op, [t0, t1], attrs)
-                                    memo[key] = (ty, t0, t1)
+                                    ty = _relate(op, [t0], attrs)
+                                    memo[key] = (ty, t0)
                                 else:
                                     ty = hit[0]
                             else:
-                                ty = _relate(op, [t0, t1], attrs)
+                                ty = _relate(op, [t0], attrs)
                             settype(node, ty)
                             continue
-                        if type(a1) is _Call:
-                            push(a1)
-                            continue
-                    elif type(a0) is _Call:
-                        if t1 is None:
-                            if type(a1) is _Call:
-                                push(a1)
-                                push(a0)
-                                continue
-                        else:
+                        if type(a0) is _Call:
                             push(a0)
                             continue
-                elif n == 1:
-                    a0 = args[0]
-                    t0 = a0._checked_type
-                    if t0 is None:
-                        ta = type(a0)
-                        if ta is _Var:
-                            t0 = a0.type_annotation
-                            if t0 is not None:
-                                settype(a0, t0)
-                        elif ta is _Constant:
-                            t0 = _constant_type(a0.data)
-                            settype(a0, t0)
-                    if t0 is not None:
-                        pop()
-                        attrs = node.attrs
-                        if attrs is op._defaults or not attrs:
-                            key = (op, _id(t0))
-                            hit = memo_get(key)
-                            if hit is None:
-                                ty = _relate(op, [t0], attrs)
-                                memo[key] = (ty, t0)
-                            else:
-                                ty = hit[0]
-                        else:
-                            ty = _relate(op, [t0], attrs)
-                        settype(node, ty)
-                        continue
-                    if type(a0) is _Call:
-                        push(a0)
-                        continue
-            elif op._checked_type is not None:
-                # A typed callee (function, closure, global) whose arguments are typed.
-                for a in args:
-                    if a._checked_type is None:
-                        break
-                else:
-                    pop()
-                    settype(node, _call_type(node, op))
-                    continue
-            elif type(op) is _Function:
-                # A call of a fresh function (FuseOps output) whose untyped arguments are
-                # calls: push them, then the function (typed first, as below).
-                for a in args:
-                    if a._checked_type is None and type(a) is not _Call:
-                        break
-                else:
-                    for i in range(len(args) - 1, -1, -1):
-                        a = args[i]
+                elif op._checked_type is not None:
+                    # A typed callee (function, closure, global) whose arguments are typed.
+                    for a in args:
                         if a._checked_type is None:
-                            push(a)
-                    push(op)
-                    continue
-            pushed = False
-            unknown = False
-            for a in reversed(args):
-                if a._checked_type is None:
-                    ta = type(a)
-                    if ta is _Var:
-                        ann = a.type_annotation
-                        if ann is not None:
-                            settype(a, ann)
-                        else:
-                            unknown = True
-                    elif ta is _Constant:
-                        settype(a, _constant_type(a.data))
-                    elif ta is _GlobalVar or ta is _Op:
-                        _leaf(a, resolve)
-                    else:
-                        push(a)
-                        pushed = True
-            top = type(op)
-            if top is not _Op and op._checked_type is None:
-                if top is _Function:
-                    push(op)
-                    pushed = True
-                elif _leaf(op, resolve):
-                    push(op)
-                    pushed = True
-                elif op._checked_type is None:
-                    raise _untyped_var(op, "a called variable")
-            if pushed:
-                continue
-            pop()
-            if top is _Op:
-                arg_types = [a._checked_type for a in args]
-                attrs = node.attrs
-                if unknown:
-                    ty = _relate(op, arg_types, attrs)
-                    _fill_vars(args, arg_types, pending)
-                elif attrs is op._defaults or not attrs:
-                    held = tuple(arg_types)
-                    key = (op, *map(_id, held))
-                    hit = memo_get(key)
-                    if hit is None:
-                        ty = _relate(op, arg_types, attrs)
-                        memo[key] = (ty, held)
-                    else:
-                        ty = hit[0]
-                else:
-                    ty = _relate(op, arg_types, attrs)
-            else:
-                ty = _call_type(node, op)
-            settype(node, ty)
-        elif t is _Function:
-            body = node.body
-            if body._checked_type is None and (type(body) is _Call or _leaf(body, resolve)):
-                push(body)
-                continue
-            pop()
-            rt = node.ret_type
-            bt = body._checked_type
-            if rt is not None and bt is not None and (rt is bt or rt == bt):
-                # common case (e.g. FuseOps output): typed/annotated params, matching ret
-                key = [_FN_KEY, _id(bt)]
-                for p in node.params:
-                    pt = p._checked_type
-                    if pt is None:
-                        pt = p.type_annotation
-                        if pt is None:
                             break
-                        settype(p, pt)
-                    key.append(_id(pt))
-                else:
-                    key = tuple(key)
-                    hit = memo_get(key)
-                    if hit is None:
-                        ptypes = [p._checked_type for p in node.params]
-                        ft = FuncType(ptypes, bt)
-                        memo[key] = (ft, bt, ptypes)
                     else:
-                        ft = hit[0]
-                    settype(node, ft)
+                        pop()
+                        settype(node, _call_type(node, op))
+                        continue
+                elif type(op) is _Function:
+                    # A call of a fresh function (FuseOps output) whose untyped arguments are
+                    # calls: push them, then the function (typed first, as below).
+                    for a in args:
+                        if a._checked_type is None and type(a) is not _Call:
+                            break
+                    else:
+                        for i in range(len(args) - 1, -1, -1):
+                            a = args[i]
+                            if a._checked_type is None:
+                                push(a)
+                        push(op)
+                        continue
+                pushed = False
+                unknown = False
+                for a in reversed(args):
+                    if a._checked_type is None:
+                        ta = type(a)
+                        if ta is _Var:
+                            ann = a.type_annotation
+                            if ann is not None:
+                                settype(a, ann)
+                            else:
+                                unknown = True
+                        elif ta is _Constant:
+                            settype(a, _constant_type(a.data))
+                        elif ta is _GlobalVar or ta is _Op:
+                            _leaf(a, resolve)
+                        else:
+                            push(a)
+                            pushed = True
+                top = type(op)
+                if top is not _Op and op._checked_type is None:
+                    if top is _Function:
+                        push(op)
+                        pushed = True
+                    elif _leaf(op, resolve):
+                        push(op)
+                        pushed = True
+                    elif op._checked_type is None:
+                        raise _untyped_var(op, "a called variable")
+                if pushed:
                     continue
-            settype(node, _function_type(node, root, name, memo))
-        elif t is Let:
-            value = node.value
-            if _leaf(value, resolve):
-                push(value)
-                continue
-            vt = _known(value, "let value")
-            var = node.var
-            cur = var._checked_type
-            if cur is None:
-                ann = var.type_annotation
-                if ann is None:
-                    _set_annotation(var, vt)
-                    cur = vt
+                pop()
+                if top is _Op:
+                    arg_types = [a._checked_type for a in args]
+                    attrs = node.attrs
+                    if unknown:
+                        ty = _relate(op, arg_types, attrs)
+                        _fill_vars(args, arg_types, pending)
+                    elif attrs is op._defaults or not attrs:
+                        held = tuple(arg_types)
+                        key = (op, *map(_id, held))
+                        hit = memo_get(key)
+                        if hit is None:
+                            ty = _relate(op, arg_types, attrs)
+                            memo[key] = (ty, held)
+                        else:
+                            ty = hit[0]
+                    else:
+                        ty = _relate(op, arg_types, attrs)
                 else:
-                    cur = ann
-                settype(var, cur)
-            if cur is not vt and cur != vt:
-                raise TypeInferenceError(
-                    f"let %{var.name_hint} is annotated {cur} but its value has type {vt}: "
-                    "fix the annotation or the value")
-            body = node.body
-            if _leaf(body, resolve):
-                push(body)
-                continue
-            pop()
-            settype(node, _known(body, "let body"))
-        elif t is Tuple:
-            pushed = False
-            for f in reversed(node.fields):
-                if _leaf(f, resolve):
-                    push(f)
-                    pushed = True
-            if pushed:
-                continue
-            pop()
-            settype(node, TupleType([_known(f, "tuple field") for f in node.fields]))
-        elif t is TupleGetItem:
-            tv = node.tuple_value
-            if _leaf(tv, resolve):
-                push(tv)
-                continue
-            pop()
-            settype(node, _getitem_type(node, _known(tv, "tuple")))
-        elif t is If:
-            pushed = False
-            for c in (node.false_branch, node.true_branch, node.cond):
-                if _leaf(c, resolve):
-                    push(c)
-                    pushed = True
-            if pushed:
-                continue
-            pop()
-            settype(node, _if_type(node))
-        else:  # leaves only reach here as the root, which _leaf handled
-            raise TypeInferenceError(f"cannot infer the type of a {t.__name__}")
+                    ty = _call_type(node, op)
+                settype(node, ty)
+            elif t is _Function:
+                body = node.body
+                if body._checked_type is None and (type(body) is _Call or _leaf(body, resolve)):
+                    push(body)
+                    continue
+                pop()
+                rt = node.ret_type
+                bt = body._checked_type
+                if rt is not None and bt is not None and (rt is bt or rt == bt):
+                    # common case (e.g. FuseOps output): typed/annotated params, matching ret
+                    key = [_FN_KEY, _id(bt)]
+                    for p in node.params:
+                        pt = p._checked_type
+                        if pt is None:
+                            pt = p.type_annotation
+                            if pt is None:
+                                break
+                            settype(p, pt)
+                        key.append(_id(pt))
+                    else:
+                        key = tuple(key)
+                        hit = memo_get(key)
+                        if hit is None:
+                            ptypes = [p._checked_type for p in node.params]
+                            ft = FuncType(ptypes, bt)
+                            memo[key] = (ft, bt, ptypes)
+                        else:
+                            ft = hit[0]
+                        settype(node, ft)
+                        continue
+                settype(node, _function_type(node, root, name, memo))
+            elif t is Let:
+                value = node.value
+                if _leaf(value, resolve):
+                    push(value)
+                    continue
+                vt = _known(value, "let value")
+                var = node.var
+                cur = var._checked_type
+                if cur is None:
+                    ann = var.type_annotation
+                    if ann is None:
+                        _set_annotation(var, vt)
+                        cur = vt
+                    else:
+                        cur = ann
+                    settype(var, cur)
+                if cur is not vt and cur != vt:
+                    raise TypeInferenceError(
+                        f"let %{var.name_hint} is annotated {cur} but its value has type {vt}: "
+                        "fix the annotation or the value")
+                body = node.body
+                if _leaf(body, resolve):
+                    push(body)
+                    continue
+                pop()
+                settype(node, _known(body, "let body"))
+            elif t is Tuple:
+                pushed = False
+                for f in reversed(node.fields):
+                    if _leaf(f, resolve):
+                        push(f)
+                        pushed = True
+                if pushed:
+                    continue
+                pop()
+                settype(node, TupleType([_known(f, "tuple field") for f in node.fields]))
+            elif t is TupleGetItem:
+                tv = node.tuple_value
+                if _leaf(tv, resolve):
+                    push(tv)
+                    continue
+                pop()
+                settype(node, _getitem_type(node, _known(tv, "tuple")))
+            elif t is If:
+                pushed = False
+                for c in (node.false_branch, node.true_branch, node.cond):
+                    if _leaf(c, resolve):
+                        push(c)
+                        pushed = True
+                if pushed:
+                    continue
+                pop()
+                settype(node, _if_type(node))
+            else:  # leaves only reach here as the root, which _leaf handled
+                raise TypeInferenceError(f"cannot infer the type of a {t.__name__}")
 
+    except TypeInferenceError as err:
+        if getattr(err, "node", None) is None:
+            err.node = node  # the expression being typed when it failed: callers locate it
+        raise
     for v in pending:
         if v._checked_type is None:
             raise _untyped_var(v)
