@@ -56,6 +56,8 @@ class ConfigOption:
     type: type
     default: Any
     doc: str = ""
+    #: ``check(value)`` returns ``None`` for a good value or says what is wrong with it
+    check: Optional[Callable[[Any], Optional[str]]] = None
 
 
 _OPTIONS: dict[str, ConfigOption] = {}
@@ -69,7 +71,8 @@ IMMUTABLE_KEY = "testing.immutable_module"
 SKIP_HOOK = "on_pass_skipped"
 
 
-def register_config(key: str, type: type, default: Any, doc: str = "") -> ConfigOption:
+def register_config(key: str, type: type, default: Any, doc: str = "",
+                    check: Optional[Callable[[Any], Optional[str]]] = None) -> ConfigOption:
     """Register a config option that ``PassContext(config={key: value})`` accepts.
 
     Registering the same key again with the same type and default is a no-op (so a
@@ -78,15 +81,20 @@ def register_config(key: str, type: type, default: Any, doc: str = "") -> Config
     :param key: dotted option name, e.g. ``"relay.FuseOps.max_depth"``
     :param type: the value type (``int``, ``bool``, ``float``, ``str``, ``tuple`` or any class)
     :param default: the value passes use when the option is not set (``None`` = no default)
+    :param check: ``check(value)`` is ``None`` for a good value, else a phrase saying what
+        it must be (``"must be a non-negative int"``); ``PassContext(config=...)`` runs it,
+        so a bad value is refused before any pass runs
     :raises ConfigError: bad arguments or a conflicting earlier registration.
     """
     if not isinstance(key, str) or not key:
         raise ConfigError(f"config option keys are non-empty strings, got {key!r}")
     if not isinstance(type, builtins.type):
         raise ConfigError(f"config option '{key}': type must be a class such as int or bool, got {type!r}")
+    if check is not None and not callable(check):
+        raise ConfigError(f"config option '{key}': check must be callable, got {check!r}")
     if default is not None:
         default = _coerce(key, type, default)
-    option = ConfigOption(key, type, default, doc)
+    option = ConfigOption(key, type, default, doc, check)
     old = _OPTIONS.get(key)
     if old is not None:
         if old.type is type and old.default == default:
@@ -183,12 +191,20 @@ def _legalize(config: Optional[Mapping[str, Any]]) -> dict:
     out = {}
     for key, value in config.items():
         option = lookup_config(key)
-        out[key] = _coerce(key, option.type, value)
+        value = out[key] = _coerce(key, option.type, value)
+        if option.check is not None:
+            problem = option.check(value)
+            if problem:
+                raise ConfigError(f"PassContext config {key} {problem}, got {value!r}")
     return out
 
 
+def _non_negative(value: int) -> Optional[str]:
+    return None if value >= 0 else "must be a non-negative int"
+
+
 register_config("relay.FuseOps.max_depth", int, 256,
-                "maximum number of operators fused into one primitive function")
+                "maximum number of operators fused into one primitive function", check=_non_negative)
 register_config(IMMUTABLE_KEY, bool, False,
                 "check that no pass modifies its input module (structural hash before and after)")
 

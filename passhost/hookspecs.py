@@ -159,12 +159,16 @@ class ConfigEntry:
         ``PassContext(config=...)`` rejects values of another type
     :param default: the value passes read when the option is not set
     :param doc: one line shown by ``passhost info`` and in the "known keys" error
+    :param check: optional ``check(value) -> None | str``: ``None`` for a good value, else
+        what it must be (``"must be a non-negative int"``); a bad value is then refused when
+        the ``PassContext`` is built, before anything runs (``passhost run`` exits 2)
     """
 
     key: str
     type: type
     default: Any
     doc: str = ""
+    check: Optional[Callable[[Any], Optional[str]]] = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.key, str) or not self.key:
@@ -173,6 +177,8 @@ class ConfigEntry:
             raise PluginLoadError(f"ConfigEntry {self.key!r}: type must be a class, got {self.type!r}")
         if not isinstance(self.doc, str):
             raise PluginLoadError(f"ConfigEntry {self.key!r}: doc must be a string, got {self.doc!r}")
+        if self.check is not None and not callable(self.check):
+            raise PluginLoadError(f"ConfigEntry {self.key!r}: check must be callable, got {self.check!r}")
 
 
 def _suffixes(label: str, value: Any) -> tuple:

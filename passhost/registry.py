@@ -342,7 +342,7 @@ class Registry:
             if self._claim("config", self._configs, record.key, record, source):
                 claimed.append(record.key)
                 try:
-                    transform.register_config(entry.key, entry.type, entry.default, entry.doc)
+                    transform.register_config(entry.key, entry.type, entry.default, entry.doc, entry.check)
                 except PasshostError as err:
                     for key in claimed:
                         del self._configs[key]

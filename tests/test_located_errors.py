@@ -132,3 +132,26 @@ def test_control_characters_in_messages_are_escaped(capsys):
     code = main(["run", "--example", "tutorial", "-p", "Fold\x1b[31mConstant"])
     err = capsys.readouterr().err
     assert code == 2 and "\x1b" not in err and "\\x1b" in err
+
+
+def test_a_bad_config_value_is_a_usage_error_before_anything_runs(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a crash reproducer would land here
+    code = main(["run", "--example", "tutorial", "--config", "relay.FuseOps.max_depth=-5"])
+    err = capsys.readouterr().err
+    assert code == 2 and err == ("passhost: error: PassContext config relay.FuseOps.max_depth must be a "
+                                 "non-negative int, got -5\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_config_entries_can_declare_a_check():
+    from passhost import transform
+    from passhost.errors import ConfigError
+
+    transform.register_config("testing.even", int, 2, "an even number",
+                              check=lambda v: None if v % 2 == 0 else "must be even")
+    try:
+        assert transform.PassContext(config={"testing.even": 4}).config["testing.even"] == 4
+        with pytest.raises(ConfigError, match="testing.even must be even, got 3"):
+            transform.PassContext(config={"testing.even": 3})
+    finally:
+        transform.unregister_config("testing.even")
