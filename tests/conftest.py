@@ -98,3 +98,11 @@ def fake_entry_points(monkeypatch, tmp_path):
     yield install
     for name in installed:
         sys.modules.pop(name, None)
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("passhost fuzz", "the text-format fuzzer (tests/test_fuzz_text.py)")
+    group.addoption("--fuzz-mutants", type=int, default=None,
+                    help="mutants to check (default: the quick CI count)")
+    group.addoption("--fuzz-seed", type=int, default=None, help="the fuzzer's seed")
+    group.addoption("--fuzz-only", type=int, default=None, help="check only this mutant index")

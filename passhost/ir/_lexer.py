@@ -173,6 +173,8 @@ def literal(tok: str, as_attr: bool = False):
         raise ValueError(f"float literals need an `f` suffix: write `{sign}{digits}f`")
     value = int(sign + digits)
     if as_attr:
+        if not -2 ** 63 <= value < 2 ** 63:  # attributes are int64, as in TVM
+            raise ValueError(f"attribute value `{tok}` does not fit in int64")
         return value
     dtype = _INT_SUFFIX[suffix]
     lo, hi = _INT_RANGE[dtype]

@@ -236,7 +236,13 @@ class _Parser(TokenReader):
                 operand = yield self.p_atom()
             from .builders import negative
 
-            return negative(operand)
+            try:
+                node = negative(operand)
+            except IRError as e:
+                raise self.error(str(e), start) from None
+            if self.spans is not None:
+                self.spans[node] = start
+            return node
         if tok in ("match", "ref", "ref_read", "ref_write", "type", "extern"):
             raise self.error(f"`{tok}` (algebraic data types and references) is not supported by passhost", start)
         raise self.error(f"expected an expression, found {self.describe(start)}", start)
@@ -580,6 +586,7 @@ class _Parser(TokenReader):
             else:
                 if "main" in mod:
                     raise self.error(f"expected `def` or the end of the module, found {self.describe(self.i)}")
+                expr_start = self.i
                 expr = self.run(self.p_seq())
                 if toks[self.i] != _END:
                     raise self.error(f"expected the end of the module, found {self.describe(self.i)}")
@@ -587,6 +594,8 @@ class _Parser(TokenReader):
                     from .analysis import free_vars
 
                     expr = Function(free_vars(expr), expr)
+                    if self.spans is not None:
+                        self.spans[expr] = expr_start
                 mod[self.globals.setdefault("main", GlobalVar("main"))] = expr
         return mod
 

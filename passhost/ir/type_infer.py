@@ -297,9 +297,15 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None,
     """
     if root._checked_type is not None:
         return root._checked_type
-    if not _leaf(root, resolve):
-        if root._checked_type is None:
+    try:
+        leaf = _leaf(root, resolve)
+        if not leaf and root._checked_type is None:
             raise _untyped_var(root)
+    except TypeInferenceError as err:
+        if getattr(err, "node", None) is None:
+            err.node = root
+        raise
+    if not leaf:
         return root._checked_type
     if memo is None:
         memo = {}
