@@ -22,7 +22,6 @@ import re
 import signal
 from pathlib import Path
 
-import pytest
 
 from passhost import ir
 from passhost.errors import ParseError
