@@ -12,7 +12,8 @@ The public door (CONTRACT §1-§7)::
 
 Importing passhost loads no plugin: the registry is built on first use of
 :mod:`passhost.passes`, :mod:`passhost.instruments`, :func:`pipeline` or
-:func:`default_pipeline`.
+:func:`default_pipeline`. :mod:`passhost.testing` (workloads, checks) is imported on first
+use too: ``passhost.testing.example()`` works after a bare ``import passhost``.
 """
 from __future__ import annotations
 
@@ -38,6 +39,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "testing":  # the contract's passhost.testing.example(), without importing it first
+        import importlib
+
+        return importlib.import_module(".testing", __name__)
     if name == "__version__":
         from importlib.metadata import PackageNotFoundError, version
 

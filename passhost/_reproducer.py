@@ -101,9 +101,14 @@ class Reproducer:
 
 
 def default_crash_dir(now: Optional[float] = None) -> str:
-    """``./passhost-crash-<YYYYmmdd-HHMMSS>`` (with ``-2``, ``-3`` ... if taken)."""
+    """``<temp dir>/passhost-crash-<YYYYmmdd-HHMMSS>`` (with ``-2``, ``-3`` ... if taken):
+    under the system's temporary directory (``$TMPDIR``, else ``/tmp``), as clang leaves
+    its crash reproducers, so a failing run never writes into the working directory
+    uninvited; ``--crash-dir`` chooses another place."""
+    import tempfile
+
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
-    base = os.path.join(os.curdir, f"passhost-crash-{stamp}")
+    base = os.path.join(tempfile.gettempdir(), f"passhost-crash-{stamp}")
     path, n = base, 1
     while os.path.lexists(path):
         n += 1

@@ -18,6 +18,7 @@ __all__ = [
     "PluginConflict",
     "PluginLoadError",
     "ConfigError",
+    "PassAttributeNotFound",
     "SourceTypeError",
     "PipelineError",
     "UsageError",
@@ -91,6 +92,12 @@ class PassError(PasshostError):
 
 class PassNotFound(PasshostError, LookupError):
     """No installed plugin provides the requested pass."""
+
+
+class PassAttributeNotFound(PassNotFound, AttributeError):
+    """``passhost.passes.Nope``: a :class:`PassNotFound` that is also an ``AttributeError``,
+    so ``hasattr``, ``getattr(..., default)``, ``inspect`` and IDEs treat the missing name
+    as a missing attribute."""
 
 
 class InstrumentNotFound(PasshostError, LookupError):

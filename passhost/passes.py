@@ -11,13 +11,16 @@ what this module offers is exactly what the installed plugins register::
     passhost.passes.info("FoldConstant").distribution   # 'passhost-fold-constant'
 
 A name no plugin provides raises :class:`~passhost.errors.PassNotFound`, naming the
-distribution to install when it is a first-party pass.
+distribution to install when it is a first-party pass; as an attribute
+(``passhost.passes.Nope``) it is a :class:`~passhost.errors.PassAttributeNotFound`, which is
+also an ``AttributeError`` (so ``hasattr(passhost.passes, "Nope")`` is ``False``).
 """
 from __future__ import annotations
 
 from typing import Any
 
 from ._records import PassRecord
+from .errors import PassAttributeNotFound, PassNotFound
 from .registry import get_registry
 
 __all__ = ["get", "names", "info"]
@@ -47,7 +50,10 @@ def info(name: str) -> PassRecord:
 def __getattr__(name: str) -> Any:
     if name.startswith("_"):
         raise AttributeError(f"module 'passhost.passes' has no attribute {name!r}")
-    record = get_registry().pass_record(name)
+    try:
+        record = get_registry().pass_record(name)
+    except PassNotFound as err:
+        raise PassAttributeNotFound(str(err)) from None
 
     def factory(**options: Any) -> Any:
         return record.build(**options)

@@ -155,3 +155,25 @@ def test_config_entries_can_declare_a_check():
             transform.PassContext(config={"testing.even": 3})
     finally:
         transform.unregister_config("testing.even")
+
+
+# -- contract details (issue 16) -----------------------------------------------------------
+
+def test_testing_is_reachable_after_a_bare_import():
+    import subprocess
+
+    code = "import passhost; print(type(passhost.testing.example()).__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "Function"
+
+
+def test_a_missing_pass_attribute_is_an_attribute_error_and_a_pass_not_found():
+    import passhost
+    from passhost.errors import PassNotFound
+
+    assert not hasattr(passhost.passes, "NoSuchPass")
+    assert getattr(passhost.passes, "NoSuchPass", 7) == 7
+    with pytest.raises(PassNotFound, match="unknown pass 'NoSuchPass'"):
+        _ = passhost.passes.NoSuchPass
+    with pytest.raises(AttributeError):
+        _ = passhost.passes.NoSuchPass

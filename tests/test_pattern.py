@@ -349,4 +349,8 @@ def test_version_flag(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["--version"])
     assert exit_info.value.code == 0
-    assert capsys.readouterr().out.strip() == f"passhost {passhost.__version__}"
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"passhost {passhost.__version__}"
+    # then each installed plugin distribution, its version and what it registers
+    info = passhost.passes.info("SimplifyExpr")
+    assert f"  {info.source.distribution} {info.source.version}: SimplifyExpr" in lines

@@ -109,18 +109,23 @@ def test_a_raising_pass_leaves_a_reproducer_that_replays_the_same_error(site, mo
     assert sorted(p for p in os.listdir(tmp_path) if p.startswith("passhost-crash")) == []
 
 
-def test_the_default_directory_is_timestamped_in_the_working_directory(site, model, tmp_path):
+def test_the_default_directory_is_timestamped_under_the_temp_dir(site, model, tmp_path):
+    temp, cwd = tmp_path / "temp", tmp_path / "cwd"
+    temp.mkdir()
+    cwd.mkdir()
     r = run_passhost(site, "run", str(model), "-p", "ZzrSignFlip,ZzrCrash", "--config",
-                 "relay.FuseOps.max_depth=8", cwd=tmp_path)
+                     "relay.FuseOps.max_depth=8", cwd=cwd, TMPDIR=str(temp))
     assert r.returncode == 1
-    [made] = [p for p in os.listdir(tmp_path) if p.startswith("passhost-crash-")]
-    assert f"(reproducer written to ./{made}; replay with: passhost run --reproduce ./{made})" in r.stderr
-    assert (tmp_path / made / "pipeline.txt").read_text() == "ZzrCrash\n"
+    [made] = [p for p in os.listdir(temp) if p.startswith("passhost-crash-")]
+    where = str(temp / made)
+    assert f"(reproducer written to {where}; replay with: passhost run --reproduce {where})" in r.stderr
+    assert (temp / made / "pipeline.txt").read_text() == "ZzrCrash\n"
+    assert os.listdir(cwd) == []  # never into the working directory uninvited
     # a second failure in the same second gets its own directory
     r = run_passhost(site, "run", str(model), "-p", "ZzrSignFlip,ZzrCrash", "--config",
-                 "relay.FuseOps.max_depth=8", cwd=tmp_path)
+                     "relay.FuseOps.max_depth=8", cwd=cwd, TMPDIR=str(temp))
     assert r.returncode == 1
-    assert len([p for p in os.listdir(tmp_path) if p.startswith("passhost-crash-")]) == 2
+    assert len([p for p in os.listdir(temp) if p.startswith("passhost-crash-")]) == 2
 
 
 def test_no_crash_dir(site, model, tmp_path):

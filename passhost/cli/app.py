@@ -24,8 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--strict-plugins", action="store_true",
                         help="fail when any plugin is broken or two plugins clash, instead of listing them")
     parser.add_argument("--traceback", action="store_true", help="show the Python traceback of an error")
-    parser.add_argument("--version", action="version", version=f"passhost {_version()}",
-                        help="print passhost's version and exit")
+    parser.add_argument("--version", action=_VersionAction, nargs=0,
+                        help="print passhost's version and the installed plugins' versions, and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     listing.add_parsers(sub)
     run.add_parser(sub)
@@ -33,6 +33,32 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_parser(sub)
     check_rules.add_parser(sub)
     return parser
+
+
+class _VersionAction(argparse.Action):
+    """``passhost --version``: the host's version, then one line per installed plugin
+    distribution with its version and what it registers (as ``pip list`` and ``llm
+    plugins`` show them), then any broken plugin."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from ..io import plugin_output_to_stderr
+        from ..registry import get_registry
+        from .common import printable
+
+        lines = [f"passhost {_version()}"]
+        with plugin_output_to_stderr():
+            reg = get_registry()
+        provided: dict = {}
+        for record in (*reg.pass_records(), *reg.instrument_records(), *reg.format_records()[1:]):
+            if record.source.distribution:
+                key = (record.source.distribution, record.source.version)
+                provided.setdefault(key, []).append(record.name)
+        for (dist, version), names in sorted(provided.items()):
+            lines.append(printable(f"  {dist} {version}: {', '.join(names)}"))
+        for broken in reg.broken:
+            lines.append(printable(f"  {broken.source.requirement}: broken ({broken.error})"))
+        print("\n".join(lines))
+        parser.exit()
 
 
 def _version() -> str:

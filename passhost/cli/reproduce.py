@@ -55,7 +55,8 @@ def wants_reproducer(args: argparse.Namespace) -> bool:
 def save_after_failure(crash_dir: Optional[str], instruments: list, tracker: CrashTracker, seq: Any,
                        ctx: transform.PassContext, registry: Any, err: BaseException, message: str) -> str:
     """Write the reproducer of a failed run to ``crash_dir`` (default: a new
-    ``passhost-crash-<timestamp>``); returns the text to append to the error line."""
+    ``passhost-crash-<timestamp>`` under the system temp dir); returns the text to append
+    to the error line."""
     path = crash_dir or default_crash_dir()
     try:
         write_reproducer(path, module=tracker.module, pipeline=remaining_pipeline(seq, tracker.next_index),

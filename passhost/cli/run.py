@@ -65,7 +65,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--report", metavar="OUT.json",
                    help="write a JSON report of every scheduled pass (needs the passhost-report plugin)")
     p.add_argument("--crash-dir", metavar="DIR",
-                   help="where a failing pass leaves its reproducer (default ./passhost-crash-<timestamp>)")
+                   help="where a failing pass leaves its reproducer (default $TMPDIR/passhost-crash-<timestamp>)")
     p.add_argument("--no-crash-dir", action="store_true", help="write no reproducer when a pass fails")
     p.set_defaults(func=cmd_run)
     return p
