@@ -36,7 +36,11 @@ KINDS = {
     "dense": 1,       # nn.batch_flatten + nn.dense (+ sometimes nn.bias_add)
     "duplicate": 1,   # a second, structurally identical copy of an earlier call
     "tuple": 1,       # a tuple of values and a TupleGetItem of it (only with tuples=True)
+    "if": 1,          # if (sum(v) < 0) { f(v) } else { g(v) } (only with ifs=True)
+    "rank5": 1,       # a 4-D value made 5-D by expand_dims, used as a 5-D value (only with rank5=True)
 }
+#: kinds drawn only when their keyword asks for them (so older seeds give the same programs)
+_OPT_IN = {"tuple": "tuples", "if": "ifs", "rank5": "rank5"}
 
 _CLAMP_ABOVE = 50.0
 _CLAMP_TO = 10.0
@@ -268,10 +272,33 @@ class _Builder:
         self.add(ir.TupleGetItem(tup, i), values[i].shape, values[i].bound)
         return True
 
+    def _if(self) -> bool:
+        a = self.pick()
+        if a is None:
+            return False
+        from ..ir.builders import less, sum as sum_
+
+        cond = less(sum_(a.expr), ir.const(0.0, self.dtype))
+        then = ir.negative(a.expr) if self.rnd.random() < 0.5 else ir.nn.relu(a.expr)
+        other = ir.multiply(a.expr, self.const(()))
+        self.add(ir.If(cond, then, other), a.shape, a.bound, a)
+        return True
+
+    def _rank5(self) -> bool:
+        a = self.pick(lambda v: len(v.shape) == 4)
+        if a is None:
+            return False
+        from ..ir.builders import expand_dims
+
+        axis = self.rnd.choice([0, 2, 4])
+        shape = a.shape[:axis] + (1,) + a.shape[axis:]
+        self.add(expand_dims(a.expr, axis=axis), shape, a.bound, a)
+        return True
+
 
 def random_graph(seed: int, num_nodes: int = 20, *, num_params: Optional[int] = None,
-                 lets: bool = False, tuples: bool = False, kinds: Optional[Sequence[str]] = None,
-                 dtype: str = "float32") -> ir.IRModule:
+                 lets: bool = False, tuples: bool = False, ifs: bool = False, rank5: bool = False,
+                 kinds: Optional[Sequence[str]] = None, dtype: str = "float32") -> ir.IRModule:
     """A seeded, well-typed random module whose ``main`` has 1–3 tensor parameters.
 
     :param seed: the same seed always gives the same program
@@ -280,6 +307,8 @@ def random_graph(seed: int, num_nodes: int = 20, *, num_params: Optional[int] = 
     :param lets: bind about a third of the values with ``let`` (annotated variables)
     :param tuples: build tuples with ``TupleGetItem`` and return a tuple when several
         results are left over
+    :param ifs: build ``if`` expressions (on the sign of a sum) choosing between two values
+    :param rank5: make 5-D values (``expand_dims`` of 4-D ones) that later steps use
     :param kinds: restrict the steps to these :data:`KINDS`
     :param dtype: a float dtype for parameters and constants
     :raises IRError: for an unknown kind or a bad parameter count
@@ -290,11 +319,13 @@ def random_graph(seed: int, num_nodes: int = 20, *, num_params: Optional[int] = 
         if unknown:
             raise IRError(f"random_graph: unknown kind {unknown[0]!r}; kinds: {', '.join(KINDS)}")
         weights = {k: w for k, w in KINDS.items() if k in kinds}
-    if not tuples:
-        weights.pop("tuple", None)
+    flags = {"tuples": tuples, "ifs": ifs, "rank5": rank5}
+    for kind, flag in _OPT_IN.items():
+        if not flags[flag]:
+            weights.pop(kind, None)
     if not weights:
         raise IRError("random_graph: no kinds left to draw from; pass at least one of "
-                      + ", ".join(k for k in KINDS if k != "tuple"))
+                      + ", ".join(k for k in KINDS if k not in _OPT_IN))
     b = _Builder(seed, dtype, lets, tuples)
     rnd = b.rnd
     if num_params is None:

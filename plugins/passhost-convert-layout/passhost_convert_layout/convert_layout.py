@@ -267,6 +267,10 @@ class _Converter:
             return self.generic(node)
         o, c = target
         n = len(o)
+        if _rank(node) != n:
+            # a broadcast-pattern op that changes the rank (expand_dims, squeeze, ...): its
+            # result is not in the operand's layout, so it gets its input in the original one
+            return self.generic(node)
         args = []
         for a in node.args:
             lc = self.lay.get(a)

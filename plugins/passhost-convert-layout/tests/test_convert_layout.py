@@ -51,6 +51,17 @@ def test_conv_relu_then_transform_back_before_batch_flatten():
     check_pass(_run(before, {"nn.conv2d": ["NHWC", "default"]}), before, expected)
 
 
+def test_a_rank_changing_broadcast_op_gets_its_input_in_the_original_layout():
+    """expand_dims is a broadcast-pattern op, but its 5-D result is in no 4-D layout: it
+    must read the conv output transformed back (before: the 4-D layout was carried over
+    and a layout_transform NHWC->NCHW was put on the 5-D tensor, a type error)."""
+    x, w = ir.var("x", X), ir.var("w", W)
+    before = ir.Function([x, w], ir.expand_dims(ir.nn.conv2d(x, w, padding=(1, 1)), axis=4))
+    c = _conv_nhwc(x, w, padding=(1, 1))
+    expected = ir.Function([x, w], ir.expand_dims(_lt(c, "NHWC", "NCHW"), axis=4))
+    check_pass(_run(before), before, expected)
+
+
 def test_conv_already_in_desired_layout_is_unchanged():
     x = ir.var("x", ir.TensorType((1, 8, 8, 3), "float32"))
     w = ir.var("w", ir.TensorType((3, 3, 3, 4), "float32"))
