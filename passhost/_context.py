@@ -61,11 +61,14 @@ class ConfigOption:
 
 
 _OPTIONS: dict[str, ConfigOption] = {}
-_BUILTIN_KEYS = frozenset({"relay.FuseOps.max_depth", "testing.immutable_module"})
+_BUILTIN_KEYS = frozenset({"relay.FuseOps.max_depth", "testing.immutable_module", "passhost.verify_each"})
 _config_loader: Optional[Callable[[], None]] = None
 
 #: the config key that makes every pass invocation check it did not mutate its input
 IMMUTABLE_KEY = "testing.immutable_module"
+
+#: the config key that verifies the module after every pass (MLIR's verify-each)
+VERIFY_KEY = "passhost.verify_each"
 
 #: optional instrument method ``on_pass_skipped(info, reason)`` called when a pass does not run
 SKIP_HOOK = "on_pass_skipped"
@@ -207,6 +210,47 @@ register_config("relay.FuseOps.max_depth", int, 256,
                 "maximum number of operators fused into one primitive function", check=_non_negative)
 register_config(IMMUTABLE_KEY, bool, False,
                 "check that no pass modifies its input module (structural hash before and after)")
+register_config("passhost.verify_each", bool, False,
+                "verify the module after every pass (well formed; each function the pass changed); "
+                "passhost run turns it on")
+
+
+class _Verifier:
+    """verify-each: after every pass, the functions of its output that are not known to be
+    well formed are checked with :func:`passhost.ir.well_formed_function`; a failure is a
+    :class:`~passhost.errors.PassError` naming the pass that broke the IR. Functions a pass
+    left alone are the same objects, remembered (weakly, for the context's life) and not
+    checked again, so a pass that changes nothing costs a dict lookup per function.
+    ``InferType`` is not followed by a check (see :meth:`run_after_pass`)."""
+
+    __slots__ = ("verified",)
+    name = "verify-each"
+
+    def __init__(self) -> None:
+        import weakref
+
+        self.verified = weakref.WeakSet()
+
+    def run_after_pass(self, mod: Any, info: Any) -> None:
+        from .errors import PassError, WellFormedError
+        from .ir.well_formed import well_formed_function
+
+        if info.name == "InferType":
+            # it only types in place; and run inside a function pass (on its result) it would
+            # be blamed for that pass's output: the pass's own check, right after, names it
+            return
+        verified = self.verified
+        for gv, fn in mod.functions.items():
+            if fn in verified:
+                continue
+            try:
+                well_formed_function(fn, mod, f"@{gv.name_hint}")
+            except WellFormedError as err:
+                failure = PassError(f"pass '{info.name}' left a malformed module: {err} (verify-each; "
+                                    f"switch it off with --no-verify-each or config {VERIFY_KEY}=False)", info.name)
+                failure.passhost_pass_path = [info.name]
+                raise failure from None
+            verified.add(fn)
 
 
 # --------------------------------------------------------------------------------------
@@ -284,7 +328,7 @@ class PassContext:
     """
 
     __slots__ = ("_opt_level", "_required", "_disabled", "_instruments", "_own_config",
-                 "_config", "_saved_configs", "_plan", "_skip_hooks", "_rule_stats", "__weakref__")
+                 "_config", "_saved_configs", "_plan", "_skip_hooks", "_rule_stats", "_verifier", "__weakref__")
 
     def __init__(self, opt_level: int = 2, required_pass: Optional[Iterable[str]] = None,
                  disabled_pass: Optional[Iterable[str]] = None, instruments: Optional[Iterable[Any]] = None,
@@ -299,6 +343,7 @@ class PassContext:
         self._config = dict(self._own_config)
         self._saved_configs: list = []
         self._rule_stats: dict = {}
+        self._verifier: Optional[_Verifier] = None
         self._rebuild_plan()
 
     # -- read-only settings ---------------------------------------------------------
@@ -369,6 +414,10 @@ class PassContext:
                 if fn is not None:
                     out.append(fn)
         immutable = bool(self._config.get(IMMUTABLE_KEY, False))
+        if self._config.get(VERIFY_KEY, False):
+            if self._verifier is None:
+                self._verifier = _Verifier()
+            after.insert(0, self._verifier.run_after_pass)  # before instruments see the output
         plain = not (should_run or before or after or immutable)
         # optional, outside the plan: read by the pass manager only when it skips a pass
         self._skip_hooks = tuple(fn for fn in (getattr(inst, SKIP_HOOK, None) for inst in self._instruments)

@@ -96,7 +96,7 @@ def test_a_raising_pass_leaves_a_reproducer_that_replays_the_same_error(site, mo
     assert (crash / "pipeline.txt").read_text() == "ZzrCrash,EliminateCommonSubexpr\n"
     config = json.loads((crash / "config.json").read_text())
     assert config == {"opt_level": 3, "disabled": ["FuseOps"], "required": ["ZzrSignFlip"],
-                      "config": {"relay.FuseOps.max_depth": 8}, "instruments": [],
+                      "config": {"relay.FuseOps.max_depth": 8, "passhost.verify_each": True}, "instruments": [],
                       "failed_pass": "ZzrCrash", "error": ERROR}
     plugins = json.loads((crash / "plugins.json").read_text())
     assert {"plugin": "zzr-planted", "distribution": "passhost-zzr-planted", "version": "2.0.3",

@@ -10,7 +10,8 @@ from typing import Any
 from .. import ir, transform
 from .._bisect import bisect, flatten, load_inputs, seeded_inputs
 from ..pipeline import pipeline
-from .common import EXAMPLES, CommandError, ExitCode, bind_params, example, load_input, parse_config, stdout, registry, \
+from .run import run_config
+from .common import EXAMPLES, CommandError, ExitCode, bind_params, example, load_input, stdout, registry, \
     write_atomic
 
 __all__ = ["add_parser", "cmd_bisect"]
@@ -28,6 +29,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--disable", action="append", default=[], metavar="NAME", help="disable a pass (repeatable)")
     p.add_argument("--require", action="append", default=[], metavar="NAME",
                    help="force a pass on regardless of -O (repeatable)")
+    p.add_argument("--no-verify-each", action="store_true", help="do not verify the module after every pass")
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                    help="PassContext config option (repeatable)")
     p.add_argument("--params", metavar="FILE.npz", help="bind arrays to main's parameters by name first")
@@ -53,7 +55,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         raise CommandError("--rtol and --atol must not be negative")
     seq = pipeline(args.pipeline)
     ctx = transform.PassContext(opt_level=args.opt_level, required_pass=args.require,
-                                disabled_pass=args.disable, config=parse_config(args.config))
+                                disabled_pass=args.disable, config=run_config(args))
     mod = example(args.example) if args.example else load_input(args.input)
     if args.params:
         mod = bind_params(mod, args.params)

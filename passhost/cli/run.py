@@ -10,6 +10,7 @@ from typing import Any
 
 from .. import ir, transform
 from .._reproducer import CrashTracker
+from .._context import VERIFY_KEY
 from ..errors import PassError, PasshostError, PassNotFound
 from . import reproduce
 from .batch import count_module_ops
@@ -67,6 +68,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--crash-dir", metavar="DIR",
                    help="where a failing pass leaves its reproducer (default $TMPDIR/passhost-crash-<timestamp>)")
     p.add_argument("--no-crash-dir", action="store_true", help="write no reproducer when a pass fails")
+    p.add_argument("--no-verify-each", action="store_true",
+                   help="do not verify the module after every pass (verification names the pass that "
+                        "leaves malformed IR; it is on by default, as in mlir-opt)")
     p.set_defaults(func=cmd_run)
     return p
 
@@ -97,6 +101,14 @@ def run_failure(err: BaseException) -> tuple:
     if isinstance(err, PasshostError):
         return err.exit_code, one_line(err)
     return ExitCode.PASS_FAILED, f"the pipeline failed: {detail}"
+
+
+def run_config(args: argparse.Namespace) -> dict:
+    """``--config`` values, with verify-each on unless ``--no-verify-each`` (an explicit
+    ``--config passhost.verify_each=...`` wins)."""
+    config = parse_config(args.config)
+    config.setdefault(VERIFY_KEY, not getattr(args, "no_verify_each", False))
+    return config
 
 
 def _provenance(pass_name: str) -> str:
@@ -173,7 +185,7 @@ def cmd_batch(args: argparse.Namespace, inputs: list, seq: Any) -> int:
         suffix = format_for("x", args.to_format, "save").suffixes[0]
     outputs = output_paths(inputs, args.output, suffix)
     shapes = parse_input_shapes(args.input_shape)
-    config = parse_config(args.config)
+    config = run_config(args)
     jobs = []
     for src, dst in zip(inputs, outputs):
         jobs.append(Job(src, dst, seq.spec, args.opt_level, tuple(args.disable), tuple(args.require), config,
@@ -246,7 +258,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     ctx = transform.PassContext(opt_level=args.opt_level, required_pass=args.require,
                                 disabled_pass=args.disable,
                                 instruments=[i for i in (*insts, report, tracker, progress) if i is not None],
-                                config=repro.config if repro else parse_config(args.config))
+                                config=repro.config if repro else run_config(args))
     for path in (args.output, args.report):
         directory = os.path.dirname(os.path.abspath(path)) if path else None
         if directory and not os.path.isdir(directory):

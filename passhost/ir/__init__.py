@@ -33,7 +33,7 @@ from .printer import astext, pretty_print, printed_names
 from .parser import fromtext, parse, parse_expr
 from .type_infer import infer_type
 from .interpreter import evaluate
-from .well_formed import well_formed
+from .well_formed import well_formed, well_formed_function
 from .params import bind_params_by_name
 from .serialize import load, save
 from ._gc import paused as paused_gc
@@ -54,7 +54,7 @@ __all__ = [
     # structure, text, types, evaluation
     "structural_equal", "structural_hash", "assert_structural_equal",
     "pretty_print", "printed_names", "astext", "parse", "parse_expr", "fromtext",
-    "infer_type", "evaluate", "well_formed", "bind_params_by_name", "load", "save", "paused_gc",
+    "infer_type", "evaluate", "well_formed", "well_formed_function", "bind_params_by_name", "load", "save", "paused_gc",
     # operators
     "nn", "image", *_builders_all,
 ]

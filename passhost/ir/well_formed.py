@@ -28,15 +28,17 @@ from typing import Optional, Union
 
 from ..errors import PasshostError, WellFormedError
 from .analysis import bound_vars
-from .expr import Call, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
+from .op import Op
 from .type_infer import infer_type
 from .types import FuncType, TupleType
 from .visitor import post_order
 
-__all__ = ["well_formed"]
+__all__ = ["well_formed", "well_formed_function"]
 
 _VISIT, _BIND, _UNBIND = range(3)
+_LEAVES = frozenset([Constant, Op])
 
 
 def well_formed(obj: Union[IRModule, Expr]) -> bool:
@@ -71,9 +73,20 @@ def well_formed(obj: Union[IRModule, Expr]) -> bool:
     raise WellFormedError(f"well_formed needs an IRModule or an expression, got {type(obj).__name__}")
 
 
+def well_formed_function(fn: Function, mod: Optional[IRModule] = None, where: str = "the function") -> bool:
+    """:func:`well_formed`'s checks of one function as it is (no type inference first: the
+    checks that need types are made where the function is typed); what verify-each runs
+    after a pass on each function the pass changed.
+
+    :raises WellFormedError: naming the offending variable, index or annotation
+    """
+    _check_scopes(fn, where, mod, allow_free=False)
+    _check_types(fn, where)
+    return True
+
+
 def _check_scopes(root: Expr, where: str, mod: Optional[IRModule], allow_free: bool) -> None:
     """Scopes of variables and references to globals, with an explicit stack."""
-    all_bound = set(bound_vars(root))
     in_scope: dict = {}
     binder: dict = {}
     visited: set = set()
@@ -86,7 +99,7 @@ def _check_scopes(root: Expr, where: str, mod: Optional[IRModule], allow_free: b
             t = type(x)
             if t is Var:
                 if not in_scope.get(x):
-                    if x not in all_bound:
+                    if x not in set(bound_vars(root)):  # (only on the error path)
                         if allow_free:
                             continue
                         raise WellFormedError(
@@ -101,8 +114,10 @@ def _check_scopes(root: Expr, where: str, mod: Optional[IRModule], allow_free: b
             visited.add(x)
             if t is Call:
                 for a in reversed(x.args):
-                    push((_VISIT, a))
-                push((_VISIT, x.op))
+                    if type(a) not in _LEAVES:  # constants and operators have nothing to check
+                        push((_VISIT, a))
+                if type(x.op) is not Op:
+                    push((_VISIT, x.op))
             elif t is Tuple:
                 for f in reversed(x.fields):
                     push((_VISIT, f))
