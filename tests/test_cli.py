@@ -129,14 +129,37 @@ def assert_one_line_error(err, *parts):
 
 
 # -- list / info ----------------------------------------------------------------------------
+def test_list_configs_shows_host_and_plugin_keys(capsys):
+    code, out, err = run(capsys, "list", "--configs")
+    assert code == ExitCode.OK and err == ""
+    lines = out.splitlines()
+    assert lines[0].split() == ["KEY", "TYPE", "DEFAULT", "FROM", "DOC"]
+    depth = next(line for line in lines if line.startswith("relay.FuseOps.max_depth"))
+    assert depth.split()[:5] == ["relay.FuseOps.max_depth", "int", "256", "passhost", "(host)"]
+    assert any(line.startswith("passhost.verify_each") for line in lines)
+    code, out, _ = run(capsys, "list", "--configs", "--json")
+    keys = {c["key"]: c for c in json.loads(out)["configs"]}
+    assert keys["testing.immutable_module"]["type"] == "bool" and keys["passhost.verify_each"]["default"] == "False"
+
+
+def test_list_marks_default_pipeline_passes(capsys, monkeypatch):
+    from passhost.registry import get_registry
+
+    reg = get_registry()
+    code, out, _ = run(capsys, "list")
+    for r in reg.pass_records():
+        line = next(line for line in out.splitlines() if line.startswith(r.name + " "))
+        assert line.split()[4] == ("yes" if r.entry.default else "-")
+
+
 def test_list_shows_passes_instruments_and_broken_plugins(capsys, registry):
     registry.register_plugin(Broken(), "broken-one", distribution="passhost-broken", version="9.9")
     code, out, err = run(capsys, "list")
     assert code == ExitCode.OK and err == ""
     lines = out.splitlines()
-    assert lines[0].split() == ["NAME", "KIND", "OPT", "REQUIRED", "DISTRIBUTION", "SUMMARY"]
+    assert lines[0].split() == ["NAME", "KIND", "OPT", "REQUIRED", "DEFAULT", "DISTRIBUTION", "SUMMARY"]
     noop = next(line for line in lines if line.startswith("Noop"))
-    assert noop.split() == ["Noop", "pass", "0", "-", "passhost-test-plugin==0.3.0", "does", "nothing"]
+    assert noop.split() == ["Noop", "pass", "0", "-", "-", "passhost-test-plugin==0.3.0", "does", "nothing"]
     assert any(line.split()[:2] == ["counter", "instrument"] for line in lines)
     assert "broken plugins:" in lines
     assert ("  plugin passhost-broken 9.9 (entry point 'broken-one') failed to load: "

@@ -85,7 +85,7 @@ def test_installed_plugins_are_discovered_with_their_provenance(installed):
     [count] = [i for i in doc["instruments"] if i["name"] == "zz-count"]
     assert (count["distribution"], count["summary"]) == ("passhost-zz-good", "Count the passes that ran.")
     table = run_passhost(installed, "list").stdout
-    assert re.search(r"^ZzGood +pass +2 +InferType +passhost-zz-good==0\.4\.2 +ZzGood: return", table, re.M)
+    assert re.search(r"^ZzGood +pass +2 +InferType +- +passhost-zz-good==0\.4\.2 +ZzGood: return", table, re.M)
 
 
 def test_an_installed_plugin_runs_from_the_command_line(installed):

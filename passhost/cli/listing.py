@@ -15,6 +15,8 @@ def add_parsers(sub: Any) -> None:
     """Add the ``list`` and ``info`` sub-commands."""
     p = sub.add_parser("list", help="list installed passes, instruments, formats and broken plugins")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--configs", action="store_true",
+                   help="list the PassContext config keys (the host's and the plugins') instead")
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("info", help="describe one pass or instrument")
@@ -28,6 +30,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     passes = reg.pass_records()
     instruments = reg.instrument_records()
     formats = reg.format_records()
+    if args.configs:
+        return _list_configs(reg, args.json)
     if args.json:
         doc = {
             "passes": [r.as_dict() for r in passes],
@@ -41,17 +45,15 @@ def cmd_list(args: argparse.Namespace) -> int:
         }
         print(json.dumps(doc, indent=2), file=stdout())
         return ExitCode.OK
-    rows = [("NAME", "KIND", "OPT", "REQUIRED", "DISTRIBUTION", "SUMMARY")]
+    rows = [("NAME", "KIND", "OPT", "REQUIRED", "DEFAULT", "DISTRIBUTION", "SUMMARY")]
     for r in passes:
-        rows.append((r.name, "pass", str(r.opt_level), dash(",".join(r.required)), r.source.requirement, r.summary))
+        rows.append((r.name, "pass", str(r.opt_level), dash(",".join(r.required)),
+                     "yes" if r.entry.default else "-", r.source.requirement, r.summary))
     for r in instruments:
-        rows.append((r.name, "instrument", "-", "-", r.source.requirement, r.summary))
+        rows.append((r.name, "instrument", "-", "-", "-", r.source.requirement, r.summary))
     for r in formats:  # OPT/REQUIRED hold the suffixes and read/write for a format
-        rows.append((r.name, "format", r.modes, " ".join(r.suffixes), r.source.requirement, r.summary))
-    rows = [tuple(printable(cell) for cell in row) for row in rows]  # plugin metadata is untrusted text
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[5], file=stdout())
+        rows.append((r.name, "format", r.modes, " ".join(r.suffixes), "-", r.source.requirement, r.summary))
+    _print_table(rows)
     if len(rows) == 1 + len(formats):
         print("(no passes or instruments installed: pip install a passhost plugin, "
               "e.g. passhost-fold-constant)", file=stdout())
@@ -64,6 +66,42 @@ def cmd_list(args: argparse.Namespace) -> int:
                 print(f"  {printable(line)}", file=stdout())
     if not reg.autoload:
         print("\nplugin autoloading is disabled (PASSHOST_DISABLE_PLUGIN_AUTOLOAD)", file=stdout())
+    return ExitCode.OK
+
+
+def _print_table(rows: list) -> None:
+    """Columns padded to their widest cell; the last column is cut to the terminal's width
+    when standard output is a terminal (a pipe or file gets it whole)."""
+    import shutil
+
+    rows = [tuple(printable(cell) for cell in row) for row in rows]  # plugin metadata is untrusted text
+    n = len(rows[0]) - 1
+    widths = [max(len(row[i]) for row in rows) for i in range(n)]
+    out = stdout()
+    room = None
+    if getattr(out, "isatty", lambda: False)():
+        room = shutil.get_terminal_size().columns - sum(widths) - 2 * n
+    for row in rows:
+        last = row[n]
+        if room is not None and len(last) > max(room, 10):
+            last = last[:max(room, 10) - 3] + "..."
+        print(("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + last).rstrip(), file=out)
+
+
+def _list_configs(reg: Any, as_json: bool) -> int:
+    """``passhost list --configs``: every PassContext config key, the host's included."""
+    from .. import transform
+
+    owners = {r.key: r.source.requirement for r in reg.config_records()}
+    options = transform.PassContext.list_configs()
+    entries = [{"key": key, "type": o["type"], "default": repr(o["default"]), "doc": o["doc"],
+                "distribution": owners.get(key, "passhost (host)")} for key, o in sorted(options.items())]
+    if as_json:
+        print(json.dumps({"configs": entries}, indent=2), file=stdout())
+        return ExitCode.OK
+    rows = [("KEY", "TYPE", "DEFAULT", "FROM", "DOC")]
+    rows += [(e["key"], e["type"], e["default"], e["distribution"], e["doc"]) for e in entries]
+    _print_table(rows)
     return ExitCode.OK
 
 
