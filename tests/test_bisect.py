@@ -141,7 +141,6 @@ def test_a_raising_pass_is_the_guilty_one(site, model, tmp_path):
     (["MODEL", "-p", "ZzSignFlip", "--inputs", "missing.npz"], "cannot read --inputs 'missing.npz'"),
     (["MODEL", "-p", "ZzSignFlip", "--inputs", "partial.npz"], "--inputs 'partial.npz' has no array for parameter %w"),
     (["MODEL", "-p", "ZzSignFlip", "--rtol", "-1"], "--rtol and --atol must not be negative"),
-    (["MODEL"], "the following arguments are required: -p/--pipeline"),
 ])
 def test_bad_input_exits_2_with_one_line(site, model, tmp_path, args, message):
     np.savez(tmp_path / "partial.npz", x=np.ones((2, 3), "float32"))
@@ -150,6 +149,13 @@ def test_bad_input_exits_2_with_one_line(site, model, tmp_path, args, message):
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stderr.startswith("passhost: error: ") and r.stderr.count("\n") == 1, r.stderr
     assert message in r.stderr and "Traceback" not in r.stderr
+
+
+def test_without_p_the_default_pipeline_is_bisected(site, model, tmp_path):
+    r = run_passhost(site, "bisect", str(model), "-O", "3", cwd=tmp_path)
+    first = r.stdout.splitlines()[0]
+    assert first.startswith("passes: #1 ") and "FoldConstant" in first and "FuseOps" in first
+    assert r.returncode == 1 and "no pass changes the results" in r.stdout  # the first-party passes keep the numbers
 
 
 def test_a_module_without_main_is_bad_input(site, tmp_path):
@@ -185,6 +191,10 @@ def test_compare_results():
     assert compare_results((a, a), (a, a * 0), 0, 0).startswith("output[1]: ")
     assert compare_results(a, (a, a), 0, 0).startswith("the result structure changed")
     assert compare_results(a.astype("float64"), a, 0, 0) == "output changed from float32[3] to float64[3]"
+    # against an exact zero reference the relative error is infinite, and printed so
+    zero = np.array([0.0, 4.0], "float32")
+    assert compare_results(np.array([1.0, 4.0], "float32"), zero, 1e-5, 1e-5) == (
+        "output: max abs error 1, max rel error inf (1 of 2 elements beyond rtol=1e-05, atol=1e-05)")
 
 
 def test_probes_start_from_cached_outputs_left_as_the_passes_made_them():

@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import ir, transform
 from .._bisect import bisect, flatten, load_inputs, seeded_inputs
-from ..pipeline import pipeline
+from ..pipeline import default_pipeline, pipeline
 from .run import run_config
 from .common import EXAMPLES, CommandError, ExitCode, bind_params, example, load_input, stdout, registry, \
     write_atomic
@@ -23,7 +23,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("input", nargs="?", metavar="INPUT", help="text-format module file ('-' for stdin)")
     src.add_argument("--example", choices=EXAMPLES, help="a built-in workload instead of INPUT")
-    p.add_argument("-p", "--pipeline", metavar="PIPELINE", required=True, help="the passes to bisect")
+    p.add_argument("-p", "--pipeline", metavar="PIPELINE",
+                   help="the passes to bisect (default: the default pipeline at -O, as `passhost run` runs it)")
     p.add_argument("-O", dest="opt_level", type=int, default=2, metavar="N",
                    help="PassContext opt_level (default 2)")
     p.add_argument("--disable", action="append", default=[], metavar="NAME", help="disable a pass (repeatable)")
@@ -53,7 +54,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     registry(args)
     if args.rtol < 0 or args.atol < 0:
         raise CommandError("--rtol and --atol must not be negative")
-    seq = pipeline(args.pipeline)
+    seq = pipeline(args.pipeline) if args.pipeline else default_pipeline(args.opt_level, required=args.require)
     ctx = transform.PassContext(opt_level=args.opt_level, required_pass=args.require,
                                 disabled_pass=args.disable, config=run_config(args))
     mod = example(args.example) if args.example else load_input(args.input)
