@@ -374,7 +374,7 @@ def test_unknown_instrument(capsys, src):
     (["run"], "one of the arguments INPUT --example is required"),
     (["run", "x", "--example", "tutorial"], "not allowed with argument"),
     (["run", "--example", "mnist"], "invalid choice: 'mnist'"),
-    (["run", "x", "-O", "three"], "invalid int value: 'three'"),
+    (["run", "x", "-O", "three"], "expected an integer from 0 to 4, got 'three'"),
     (["run", "x", "-p", "A(("], "bad pipeline"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
     (["run", "x", "--instrument", "timing(unit="], "--instrument 'timing(unit=': bad pipeline"),

@@ -53,3 +53,22 @@ def test_an_empty_default_pipeline_is_warned_about(capsys):
     with use_registry(Registry(load_entrypoints=False)):
         assert main(["run", "--example", "tutorial", "--no-meta-data"]) == 0
     assert "no passes are installed" in capsys.readouterr().err
+
+
+def test_run_help_shows_examples_and_the_opt_level_range(capsys):
+    from passhost.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    out = capsys.readouterr().out
+    assert "examples:" in out and "passhost run model.onnx -O3 -o model.opt.onnx" in out
+    assert "0 to 4" in out
+
+
+@pytest.mark.parametrize("level", ["9", "-1", "x"])
+def test_opt_level_out_of_range_is_a_usage_error(capsys, level):
+    from passhost.cli import main
+
+    assert main(["run", "--example", "tutorial", "-O", level]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("passhost: error: argument -O: ") and err.count("\n") == 1

@@ -11,7 +11,7 @@ from .. import ir, transform
 from .._bisect import bisect, flatten, load_inputs, seeded_inputs
 from ..pipeline import default_pipeline, pipeline
 from .run import run_config
-from .common import EXAMPLES, CommandError, ExitCode, bind_params, example, load_input, stdout, registry, \
+from .common import EXAMPLES, CommandError, ExitCode, bind_params, example, load_input, opt_level, registry, stdout, \
     write_atomic
 
 __all__ = ["add_parser", "cmd_bisect"]
@@ -25,8 +25,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     src.add_argument("--example", choices=EXAMPLES, help="a built-in workload instead of INPUT")
     p.add_argument("-p", "--pipeline", metavar="PIPELINE",
                    help="the passes to bisect (default: the default pipeline at -O, as `passhost run` runs it)")
-    p.add_argument("-O", dest="opt_level", type=int, default=2, metavar="N",
-                   help="PassContext opt_level (default 2)")
+    p.add_argument("-O", dest="opt_level", type=opt_level, default=2, metavar="N",
+                   help="PassContext opt_level, 0 to 4 (default 2)")
     p.add_argument("--disable", action="append", default=[], metavar="NAME", help="disable a pass (repeatable)")
     p.add_argument("--require", action="append", default=[], metavar="NAME",
                    help="force a pass on regardless of -O (repeatable)")

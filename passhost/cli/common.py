@@ -16,12 +16,28 @@ from ..io import output_stream, write_text_atomic
 
 __all__ = ["EXAMPLES", "ExitCode", "CommandError", "ArgumentParser", "registry", "one_line", "dash",
            "example", "load_input", "parse_input_shapes", "bind_params", "parse_config", "write_atomic",
-           "pass_names", "printable", "shorten", "stdout", "MAX_MESSAGE"]
+           "pass_names", "printable", "shorten", "stdout", "MAX_MESSAGE", "opt_level", "OPT_LEVELS"]
 
 #: the longest one-line message printed whole; longer ones (echoing a huge ``-p`` text,
 #: say) keep their start and end, and say how much was cut
 MAX_MESSAGE = 600
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+#: the -O values passhost accepts: TVM's pass opt_levels run from 0 to 4
+OPT_LEVELS = range(0, 5)
+
+
+def opt_level(text: str) -> int:
+    """``-O N`` as an int from 0 to 4 (argparse ``type``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 4, got {text!r}") from None
+    if value not in OPT_LEVELS:
+        raise argparse.ArgumentTypeError(f"-O takes 0 to 4 (TVM's opt_levels; 3 runs every first-party "
+                                         f"pass), got {value}")
+    return value
 
 
 def stdout():

@@ -15,15 +15,26 @@ from ..errors import PassError, PasshostError, PassNotFound
 from . import reproduce
 from .batch import count_module_ops
 from .progress import Progress
-from .common import EXAMPLES, CommandError, ExitCode, bind_params, example, load_input, one_line, parse_config, stdout, \
+from .common import EXAMPLES, CommandError, ExitCode, bind_params, example, load_input, one_line, parse_config, stdout, opt_level, \
     parse_input_shapes, pass_names, registry, write_atomic
 
 __all__ = ["add_parser", "cmd_run", "run_failure"]
 
 
+RUN_EXAMPLES = """examples:
+  passhost run --example tutorial -O3                 the default pipeline on a built-in program
+  passhost run model.onnx -O3 -o model.opt.onnx       an ONNX model in and out
+  passhost run m.txt -p FoldConstant,EliminateCommonSubexpr -O3 --instrument timing
+  passhost run models/*.onnx -O3 -o out/ -j 2 --check a batch, checked against onnxruntime
+  passhost run m.txt --print-pipeline -O3             what -O3 would run, as a -p text
+  cat m.txt | passhost run - -o -                     stdin to stdout
+"""
+
+
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Add the ``run`` sub-command."""
-    p = sub.add_parser("run", help="run a pipeline over a module or model file and print or write the result")
+    p = sub.add_parser("run", help="run a pipeline over a module or model file and print or write the result",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=RUN_EXAMPLES)
     src = p.add_mutually_exclusive_group()  # one is required: checked by reproduce.apply_reproduce
     # INPUT stays outside the group: argparse rejects an empty nargs="*" beside --example there
     p.add_argument("input", nargs="*", default=None, metavar="INPUT",
@@ -35,8 +46,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("-p", "--pipeline", metavar="PIPELINE",
                    help="passes to run, e.g. 'FoldConstant,FuseOps(fuse_opt_level=2)' "
                         "(default: the default pipeline for -O)")
-    p.add_argument("-O", dest="opt_level", type=int, default=None, metavar="N",
-                   help="PassContext opt_level (default 2)")
+    p.add_argument("-O", dest="opt_level", type=opt_level, default=None, metavar="N",
+                   help="PassContext opt_level, 0 to 4 (default 2; -O3 runs every first-party pass)")
     p.add_argument("--disable", action="append", default=[], metavar="NAME[,NAME...]",
                    help="disable passes (a comma list; repeatable); unknown names are an error")
     p.add_argument("--require", action="append", default=[], metavar="NAME[,NAME...]",
