@@ -177,3 +177,12 @@ def test_a_missing_pass_attribute_is_an_attribute_error_and_a_pass_not_found():
         _ = passhost.passes.NoSuchPass
     with pytest.raises(AttributeError):
         _ = passhost.passes.NoSuchPass
+
+
+def test_text_written_without_metadata_says_why_it_cannot_be_read_back(tmp_path, capsys):
+    out = tmp_path / "nometa.txt"
+    assert main(["run", "--example", "tutorial", "--no-meta-data", "-o", str(out), "--no-crash-dir"]) == 0
+    capsys.readouterr()
+    assert main(["run", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{out}:" in err and "left out when this text was written (passhost run --no-meta-data" in err

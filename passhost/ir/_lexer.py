@@ -257,6 +257,11 @@ class TokenReader:
         if self._meta is not None:
             return self._meta
         if self.meta_text is None:
+            if "metadata section has been omitted" in self.src.text:
+                raise self.error(
+                    "the constants' data was left out when this text was written (passhost run "
+                    "--no-meta-data, or astext(show_meta_data=False)), so meta[relay.Constant][...] "
+                    "cannot be read back: write it again without --no-meta-data", index)
             raise self.error(
                 "the text refers to meta[relay.Constant][...] but has no #[metadata] section: "
                 "print the module with astext(show_meta_data=True) to include the constant data",
