@@ -128,6 +128,34 @@ def assert_one_line_error(err, *parts):
         assert part in err
 
 
+# -- stdin as the default input ---------------------------------------------------------------
+class _Stdin:
+    def __init__(self, text, tty=False):
+        self.text, self.tty, self.closed = text, tty, False
+
+    def isatty(self):
+        return self.tty
+
+    def read(self):
+        return self.text
+
+
+def test_without_input_the_module_comes_from_stdin(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", _Stdin(SRC))
+    code, out, err = run(capsys, "run", "-p", "Noop")
+    assert code == ExitCode.OK, err
+    assert out.startswith('#[version = "0.0.5"]') and "add(%x, %w)" in out
+
+
+def test_without_input_on_a_terminal_or_with_empty_stdin_it_says_what_to_give(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", _Stdin("", tty=True))
+    code, _, err = run(capsys, "run")
+    assert code == 2 and "one of the arguments INPUT --example is required" in err and "pipe a module" in err
+    monkeypatch.setattr(sys, "stdin", _Stdin("  \n"))
+    code, _, err = run(capsys, "run")
+    assert code == 2 and "stdin is empty: give INPUT or --example" in err
+
+
 # -- list / info ----------------------------------------------------------------------------
 def test_list_configs_shows_host_and_plugin_keys(capsys):
     code, out, err = run(capsys, "list", "--configs")
@@ -371,7 +399,6 @@ def test_unknown_instrument(capsys, src):
 
 @pytest.mark.parametrize("argv, part", [
     ([], "choose a command"),
-    (["run"], "one of the arguments INPUT --example is required"),
     (["run", "x", "--example", "tutorial"], "not allowed with argument"),
     (["run", "--example", "mnist"], "invalid choice: 'mnist'"),
     (["run", "x", "-O", "three"], "expected an integer from 0 to 4, got 'three'"),

@@ -161,8 +161,8 @@ def test_bad_reproducer_directories_exit_2(site, model, tmp_path):
     assert r.returncode == 2 and "opt_level must be an integer" in one_line(r.stderr)
     r = run_passhost(site, "run", "--reproduce", "half", str(model), cwd=tmp_path)
     assert r.returncode == 2 and "not allowed with argument" in one_line(r.stderr)
-    r = run_passhost(site, "run", cwd=tmp_path)
-    assert r.returncode == 2 and "one of the arguments INPUT --example is required" in one_line(r.stderr)
+    r = run_passhost(site, "run", cwd=tmp_path)  # no INPUT: stdin, here empty
+    assert r.returncode == 2 and "stdin is empty: give INPUT or --example" in one_line(r.stderr)
 
 
 def test_an_existing_crash_dir_is_not_overwritten(site, model, tmp_path):

@@ -145,6 +145,8 @@ def load_input(path: str, fmt: Optional[str] = None, input_shapes: Optional[dict
             text = sys.stdin.read()
         except (OSError, UnicodeDecodeError) as err:
             raise CommandError(f"cannot read stdin: {getattr(err, 'strerror', None) or err}") from None
+        if not text.strip():
+            raise CommandError("stdin is empty: give INPUT or --example, or pipe a text-format module into it")
         return ir.parse(text, source_name="<stdin>")
     if not os.path.exists(path):
         raise CommandError(f"cannot read INPUT {path!r}: No such file or directory")

@@ -4,6 +4,7 @@ by :mod:`passhost._reproducer`)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any, Optional
 
 from .. import transform
@@ -23,8 +24,11 @@ def apply_reproduce(args: argparse.Namespace) -> Optional[Reproducer]:
     """
     if args.reproduce is None:
         if args.input is None and args.example is None:
-            raise CommandError("one of the arguments INPUT --example is required (or --reproduce DIR) "
-                               "(see `passhost run --help`)")
+            stdin = sys.stdin
+            if stdin is None or stdin.closed or stdin.isatty():
+                raise CommandError("one of the arguments INPUT --example is required (or --reproduce DIR), "
+                                   "or pipe a module into stdin (see `passhost run --help`)")
+            args.input = "-"  # like opt: with nothing named, the module comes from stdin
         if args.opt_level is None:
             args.opt_level = 2
         return None
