@@ -1,6 +1,7 @@
 """The passhost command, in process (``main(argv)``) with test-local plugins."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
@@ -154,6 +155,29 @@ def test_without_input_on_a_terminal_or_with_empty_stdin_it_says_what_to_give(ca
     monkeypatch.setattr(sys, "stdin", _Stdin("  \n"))
     code, _, err = run(capsys, "run")
     assert code == 2 and "stdin is empty: give INPUT or --example" in err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_a_terminal_gets_the_program_without_constant_data(capsys, monkeypatch):
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stdout", term)
+    assert main(["run", "--example", "tutorial", "-p", "Noop"]) == 0
+    text = term.getvalue()
+    assert "meta[relay.Constant][0]" in text and "#[metadata]" not in text and len(text) < 5_000
+    assert "constant data elided on a terminal" in capsys.readouterr().err
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stdout", term)
+    assert main(["run", "--example", "tutorial", "-p", "Noop", "--meta-data"]) == 0
+    assert "#[metadata]" in term.getvalue() and len(term.getvalue()) > 900_000
+
+
+def test_a_pipe_gets_the_constant_data(capsys):
+    code, out, err = run(capsys, "run", "--example", "tutorial", "-p", "Noop")
+    assert code == 0 and "#[metadata]" in out and "elided" not in err
 
 
 # -- list / info ----------------------------------------------------------------------------

@@ -58,8 +58,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="PassContext config option; VALUE is a Python literal or else a string (repeatable)")
     p.add_argument("--params", metavar="FILE.npz", help="bind arrays to main's parameters by name")
     p.add_argument("--print-pipeline", action="store_true", help="print the pipeline text and exit")
-    p.add_argument("--no-meta-data", dest="meta_data", action="store_false",
-                   help="omit the #[metadata] section (constant data) from the output")
+    meta = p.add_mutually_exclusive_group()
+    meta.add_argument("--no-meta-data", dest="meta_data", action="store_false", default=None,
+                      help="omit the #[metadata] section (constant data) from the output")
+    meta.add_argument("--meta-data", dest="meta_data", action="store_true", default=None,
+                      help="print the #[metadata] section even to a terminal (which gets the text "
+                           "without it by default; files and pipes always get it)")
     p.add_argument("-o", "--output", metavar="OUT",
                    help="write the result here (atomically; the format by suffix) instead of stdout; "
                         "a directory (DIR/) takes one output per INPUT")
@@ -167,7 +171,7 @@ def save_options(args: argparse.Namespace, path: str) -> dict:
         given = [o for o, v in (("--opset", args.opset), ("--external-data", args.external_data)) if v]
         if given:
             raise CommandError(f"{', '.join(given)} apply to ONNX output; {path!r} is written as text")
-        return {"show_meta_data": args.meta_data}
+        return {"show_meta_data": args.meta_data is not False}
     options: dict = {}
     if args.opset is not None:
         options["opset"] = args.opset
@@ -322,7 +326,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.output:
         ir.save(out, args.output, format=args.to_format, **out_options)
     else:
-        text = ir.astext(out, show_meta_data=args.meta_data)
+        show = args.meta_data
+        if show is None:  # a terminal gets the program, not megabytes of base64 weights
+            show = not getattr(stdout(), "isatty", lambda: False)()
+            if not show:
+                print("passhost: note: constant data elided on a terminal; use -o FILE, a pipe or "
+                      "--meta-data to get a text that reads back", file=sys.stderr)
+        text = ir.astext(out, show_meta_data=show)
         stdout().write(text if text.endswith("\n") else text + "\n")
         stdout().flush()
     if args.check:
