@@ -180,6 +180,22 @@ def test_a_pipe_gets_the_constant_data(capsys):
     assert code == 0 and "#[metadata]" in out and "elided" not in err
 
 
+def test_summary_shows_what_each_pass_did(capsys):
+    code, _, err = run(capsys, "run", "--example", "tutorial", "-p", "Noop,Late", "-O", "2", "--summary")
+    assert code == 0
+    lines = err.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("passhost: sequential at -O2: "))
+    assert lines[head].endswith(" ms") and "operator calls" in lines[head]
+    assert lines[head + 1].split() == ["pass", "ops", "time"]
+    assert lines[head + 2].split()[:4] == ["Noop", "7", "->", "7"]
+    assert lines[head + 3].split() == ["Late", "skipped", "(opt_level", "3", ">", "-O2)"]
+
+
+def test_no_summary_in_a_pipe_unless_asked(capsys):
+    code, _, err = run(capsys, "run", "--example", "tutorial", "-p", "Noop")
+    assert code == 0 and "operator calls" not in err
+
+
 # -- list / info ----------------------------------------------------------------------------
 def test_list_configs_shows_host_and_plugin_keys(capsys):
     code, out, err = run(capsys, "list", "--configs")

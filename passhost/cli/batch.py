@@ -25,6 +25,7 @@ from typing import Any, Optional
 from .. import ir, transform
 from ..errors import PasshostError
 from .common import CommandError, ExitCode, one_line
+from .summary import count_module_ops
 
 __all__ = ["Job", "run_job", "run_batch", "batch_exit", "check_batch_args", "count_module_ops", "output_paths",
            "format_table"]
@@ -46,11 +47,6 @@ class Job:
     input_shapes: dict = field(default_factory=dict)
     save_options: dict = field(default_factory=dict)
     check: bool = False
-
-
-def count_module_ops(mod: ir.IRModule) -> int:
-    """Operator calls over every function of ``mod`` (fused functions included)."""
-    return sum(sum(ir.count_ops(func).values()) for _, func in mod.items())
 
 
 def run_job(job: Job) -> dict:

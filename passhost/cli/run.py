@@ -13,8 +13,8 @@ from .._reproducer import CrashTracker
 from .._context import VERIFY_KEY
 from ..errors import PassError, PasshostError, PassNotFound
 from . import reproduce
-from .batch import count_module_ops
 from .progress import Progress
+from .summary import Summary, count_module_ops
 from .common import EXAMPLES, CommandError, ExitCode, bind_params, example, load_input, one_line, parse_config, stdout, opt_level, \
     parse_input_shapes, pass_names, registry, write_atomic
 
@@ -83,6 +83,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--crash-dir", metavar="DIR",
                    help="where a failing pass leaves its reproducer (default $TMPDIR/passhost-crash-<timestamp>)")
     p.add_argument("--no-crash-dir", action="store_true", help="write no reproducer when a pass fails")
+    summary = p.add_mutually_exclusive_group()
+    summary.add_argument("--summary", dest="summary", action="store_true", default=None,
+                         help="print what each pass did (operator counts, time) on stderr at the end "
+                              "(the default when stderr is a terminal)")
+    summary.add_argument("--no-summary", dest="summary", action="store_false", default=None,
+                         help="do not print the end-of-run summary")
     p.add_argument("--no-verify-each", action="store_true",
                    help="do not verify the module after every pass (verification names the pass that "
                         "leaves malformed IR; it is on by default, as in mlir-opt)")
@@ -270,9 +276,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     report = instruments_facade.get("report") if args.report else None
     tracker = CrashTracker(seq) if reproduce.wants_reproducer(args) else None
     progress = Progress(sys.stderr, len(getattr(seq, "passes", ())) or 1) if sys.stderr.isatty() else None
+    show_summary = args.summary if args.summary is not None else sys.stderr.isatty()
+    summary = Summary(args.opt_level) if show_summary else None
     ctx = transform.PassContext(opt_level=args.opt_level, required_pass=args.require,
                                 disabled_pass=args.disable,
-                                instruments=[i for i in (*insts, report, tracker, progress) if i is not None],
+                                instruments=[i for i in (*insts, report, tracker, progress, summary)
+                                             if i is not None],
                                 config=repro.config if repro else run_config(args))
     for path in (args.output, args.report):
         directory = os.path.dirname(os.path.abspath(path)) if path else None
@@ -323,6 +332,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     for rendered in reports:
         if rendered:
             print(rendered.rstrip("\n"), file=sys.stderr)
+    if summary is not None and summary.render():
+        print(summary.render(), file=sys.stderr)
     if args.output:
         ir.save(out, args.output, format=args.to_format, **out_options)
     else:
