@@ -552,3 +552,22 @@ def test_fused_style_functions_with_annotated_params_and_return_type():
     annotated_unused = prim(unused=Var("q", F32B))
     ir.infer_type(annotated_unused)
     assert annotated_unused.checked_type == FuncType([F32, F32B], F32)
+
+
+def test_a_let_bound_annotated_recursive_function_types_as_tvm_types_it():
+    """Issue 16: ``let %f = fn (...) -> T { ... %f(...) ... }; %f(...)`` with the function
+    fully annotated types (it failed with "cannot infer the type of %f")."""
+    import numpy as np
+
+    text = """#[version = "0.0.5"]
+def @main(%x: int32) {
+  let %f = fn (%n: int32, %d: int32) -> int32 {
+    if (less(%n, 1)) { %d } else { %f(subtract(%n, 1), add(%d, %n)) }
+  };
+  %f(3, %x)
+}
+"""
+    mod = ir.parse(text)
+    assert str(mod["main"].body.var.checked_type) == "fn (int32, int32) -> int32"
+    assert int(ir.evaluate(mod, np.array(10, "int32"))) == 16
+    assert ir.astext(ir.parse(ir.astext(mod))) == ir.astext(mod)

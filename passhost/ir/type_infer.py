@@ -517,6 +517,14 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None,
                 settype(node, _function_type(node, root, name, memo))
             elif t is Let:
                 value = node.value
+                if type(value) is _Function and node.var._checked_type is None \
+                        and node.var.type_annotation is None and value._checked_type is None:
+                    # a let-bound function that may call itself (TVM's letrec): with its
+                    # parameters and return type annotated, the variable has that type before
+                    # the body that calls it is typed
+                    sig = _signature(value)
+                    if sig is not None:
+                        settype(node.var, sig)
                 if _leaf(value, resolve):
                     push(value)
                     continue
