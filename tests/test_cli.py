@@ -491,3 +491,29 @@ def test_output_to_dev_null_keeps_the_device(capsys):
     assert main(["run", "--example", "tutorial", "-O3", "-o", os.devnull]) == 0
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
 
+
+
+class _TerminalErr(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("no_color,coloured", [(None, True), ("1", False)])
+def test_labels_are_coloured_only_on_a_terminal_without_no_color(monkeypatch, no_color, coloured):
+    err = _TerminalErr()
+    monkeypatch.setattr(sys, "stderr", err)
+    monkeypatch.delenv("TERM", raising=False)
+    if no_color is None:
+        monkeypatch.delenv("NO_COLOR", raising=False)
+    else:
+        monkeypatch.setenv("NO_COLOR", no_color)
+    assert main(["run", "--example", "nope"]) == 2
+    text = err.getvalue()
+    assert ("\x1b[1;31mpasshost: error:\x1b[0m" in text) is coloured
+    assert ("\x1b" in text) is coloured
+    assert sys.stderr is err  # restored
+
+
+def test_no_colour_in_a_pipe(capsys):
+    code, _, err = run(capsys, "run", "--example", "nope")
+    assert code == 2 and "\x1b" not in err

@@ -73,8 +73,45 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     print(f"passhost: warning: {text}", file=sys.stderr if file is None else file)
 
 
+_COLOURS = {"passhost: error:": "\x1b[1;31m", "passhost: warning:": "\x1b[1;35m", "passhost: note:": "\x1b[1;36m"}
+
+
+class _ColouredStderr:
+    """stderr with passhost's ``error:``/``warning:``/``note:`` labels in colour (bold
+    red, magenta, cyan, as clang colours them); everything else passes through."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        if text.startswith("passhost: "):
+            for label, code in _COLOURS.items():
+                if text.startswith(label):
+                    text = code + label + "\x1b[0m" + text[len(label):]
+                    break
+        return self._stream.write(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _use_colour(stream) -> bool:
+    """Colours only on a terminal, never with ``NO_COLOR`` set (no-color.org) or TERM=dumb."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the ``passhost`` command; returns the exit status."""
+    if _use_colour(sys.stderr) and not isinstance(sys.stderr, _ColouredStderr):
+        plain = sys.stderr
+        sys.stderr = _ColouredStderr(plain)
+        try:
+            return main(argv)
+        finally:
+            sys.stderr = plain
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         warnings.simplefilter("default", UserWarning)  # printed, once per place, never raised
