@@ -72,3 +72,46 @@ def test_opt_level_out_of_range_is_a_usage_error(capsys, level):
     assert main(["run", "--example", "tutorial", "-O", level]) == 2
     err = capsys.readouterr().err
     assert err.startswith("passhost: error: argument -O: ") and err.count("\n") == 1
+
+
+def _complete(tmp_path, *words):
+    """Run the generated bash completion function on ``words`` (the last one being completed)."""
+    import shlex
+    import shutil
+    import subprocess
+    import sys
+
+    from passhost.cli.app import build_parser
+    from passhost.cli.completion import bash_script
+
+    bash = shutil.which("bash")
+    if bash is None:  # pragma: no cover - every CI image has bash
+        pytest.skip("bash is not installed")
+    script = bash_script(build_parser()).replace(
+        "passhost completion --names", f"{shlex.quote(sys.executable)} -m passhost completion --names")
+    driver = tmp_path / "drive.sh"
+    driver.write_text(script + "\nCOMP_WORDS=(" + " ".join(shlex.quote(w) for w in words) + ")\n"
+                      "COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=(); _passhost; "
+                      'printf "%s\\n" "${COMPREPLY[@]}"\n')
+    out = subprocess.run([bash, str(driver)], capture_output=True, text=True, check=True, cwd=tmp_path).stdout
+    return out.split()
+
+
+def test_bash_completion_of_commands_options_and_installed_names(tmp_path):
+    assert _complete(tmp_path, "passhost", "r") == ["run"]
+    assert "--no-verify-each" in _complete(tmp_path, "passhost", "run", "--no-v")
+    assert set(_complete(tmp_path, "passhost", "run", "-p", "FoldC")) == {"FoldConstant"}
+    assert "FoldConstant,FuseOps" in _complete(tmp_path, "passhost", "run", "-p", "FoldConstant,Fuse")
+    assert _complete(tmp_path, "passhost", "run", "--example", "res") == ["resnet18", "resnet50"]
+    assert "FoldScaleAxis" in _complete(tmp_path, "passhost", "info", "Fold")
+
+
+def test_completion_scripts_for_bash_and_zsh(capsys):
+    from passhost.cli import main
+
+    assert main(["completion", "bash"]) == 0
+    bash = capsys.readouterr().out
+    assert "complete -o filenames -F _passhost passhost" in bash
+    assert main(["completion", "zsh"]) == 0
+    assert capsys.readouterr().out.startswith("autoload -U +X bashcompinit && bashcompinit\n")
+    assert main(["completion"]) == 2

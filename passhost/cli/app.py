@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 
 from ..errors import PasshostError
 from ..io import output_stream, plugin_output_to_stderr
-from . import bisect, check_rules, explain, listing, run
+from . import bisect, check_rules, completion, explain, listing, run
 from .common import ArgumentParser, CommandError, ExitCode, one_line, printable, shorten
 
 __all__ = ["build_parser", "main"]
@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     bisect.add_parser(sub)
     explain.add_parser(sub)
     check_rules.add_parser(sub)
+    completion.add_parser(sub)
     return parser
 
 
@@ -124,7 +125,8 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         args = parser.parse_args(argv)
         if args.command is None:
-            raise CommandError("choose a command: list, info, run, bisect, explain or check-rules (see `passhost --help`)")
+            raise CommandError("choose a command: list, info, run, bisect, explain, check-rules or completion "
+                               "(see `passhost --help`)")
         with plugin_output_to_stderr():  # what plugin code prints cannot corrupt our stdout
             code = int(args.func(args))
             output_stream().flush()
