@@ -178,3 +178,13 @@ def test_docs_rules_plugin_runs_and_prints_what_the_page_says(tmp_path):
     assert ir.astext(out) == expected
     assert [r.name for r in rules] == ["square"]
     assert len([line for line in files["passhost_expand_square.py"].splitlines() if line.strip()]) <= 22
+
+
+def test_the_readme_links_every_docs_page_and_no_page_cites_outside_the_repository():
+    readme = (ROOT / "README.md").read_text()
+    for page in sorted(DOCS.glob("*.md")):
+        assert f"](docs/{page.name})" in readme, f"README.md does not link docs/{page.name}"
+    for page in [ROOT / "README.md", *DOCS.glob("*.md")]:
+        text = page.read_text()
+        for outside in ("TVM-NOTES", "STYLE.md", "CONTRACT.md", "../shared", "/work/"):
+            assert outside not in text, f"{page.name} cites {outside}, which is not in the repository"
