@@ -524,6 +524,7 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None,
                     # the body that calls it is typed
                     sig = _signature(value)
                     if sig is not None:
+                        _set_annotation(node.var, sig)  # as an unannotated let variable gets its value's type
                         settype(node.var, sig)
                 if _leaf(value, resolve):
                     push(value)
