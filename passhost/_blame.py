@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-__all__ = ["distribution_of", "instrument_label", "mark_hook", "contained_hook"]
+__all__ = ["distribution_of", "instrument_label", "mark_hook", "contained_hook", "blamed", "not_an_exception"]
 
 
 def distribution_of(obj: Any) -> Optional[str]:
@@ -58,11 +58,25 @@ def contained_hook(exc: BaseException, hook: str, inst: Any, during: str = "") -
     if isinstance(exc, (KeyboardInterrupt, GeneratorExit)):
         return exc
     who = f"{instrument_label(inst)} in {hook}" + (f" during pass '{during}'" if during else "")
-    if isinstance(exc, SystemExit):
-        msg = f"{who} ended the interpreter (SystemExit({exc.code!r})); plugin code must return or raise an Exception"
-    else:
-        msg = f"{who} raised {type(exc).__name__}, which is a BaseException but not an Exception: {exc}"
-    err = PassError(msg)
+    err = PassError(not_an_exception(who, exc))
     err.passhost_hook = hook
     err.passhost_instrument = instrument_label(inst)
     return err
+
+
+def not_an_exception(who: str, exc: BaseException) -> str:
+    """The message for plugin code (``who``) that ended the interpreter or raised a
+    ``BaseException`` that is not an ``Exception``."""
+    if isinstance(exc, SystemExit):
+        return f"{who} ended the interpreter (SystemExit({exc.code!r})); plugin code must return or raise an Exception"
+    return f"{who} raised {type(exc).__name__}, which is a BaseException but not an Exception: {exc}"
+
+
+def blamed(exc: BaseException, hook: str, inst: Any) -> BaseException:
+    """What to raise for ``exc`` out of instrument ``inst``'s ``hook``: the exception itself,
+    marked with the instrument and hook (TVM semantics), or for a ``SystemExit`` or custom
+    ``BaseException`` a :class:`~passhost.errors.PassError` naming the instrument."""
+    if isinstance(exc, Exception):
+        mark_hook(exc, hook, inst)
+        return exc
+    return contained_hook(exc, hook, inst)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Optional
 
-from ._blame import contained_hook, mark_hook
+from ._blame import blamed
 from .errors import ConfigError, PasshostError
 from .instrument import HOOK_NAMES, InstrumentTypeError, overridden_hook
 
@@ -260,16 +260,6 @@ _STACK: contextvars.ContextVar[tuple] = contextvars.ContextVar("passhost_pass_co
 _THREAD = threading.local()
 
 
-def _blamed(exc: BaseException, hook: str, inst: Any) -> BaseException:
-    """``exc`` marked with the instrument and hook it came from (TVM semantics: the
-    exception itself propagates); a ``SystemExit`` or custom ``BaseException`` becomes a
-    :class:`~passhost.errors.PassError` naming the instrument."""
-    if isinstance(exc, Exception):
-        mark_hook(exc, hook, inst)
-        return exc
-    return contained_hook(exc, hook, inst)
-
-
 def current_context() -> "PassContext":
     """The innermost entered context, or this thread's default context."""
     stack = _STACK.get()
@@ -446,7 +436,7 @@ class PassContext:
                 fn = getattr(done, "exit_pass_ctx", None)
                 if fn is not None:
                     fn()
-            raise _blamed(exc, "enter_pass_ctx", inst) from None
+            raise blamed(exc, "enter_pass_ctx", inst) from None
 
     def _exit_instruments(self) -> None:
         inst = None
@@ -457,7 +447,7 @@ class PassContext:
                     fn()
         except BaseException as exc:
             self._clear_instruments("exiting pass context")
-            raise _blamed(exc, "exit_pass_ctx", inst) from None
+            raise blamed(exc, "exit_pass_ctx", inst) from None
 
     def override_instruments(self, instruments: Optional[Iterable[Any]]) -> None:
         """Replace the instruments: ``exit_pass_ctx`` of the current ones, then

@@ -12,7 +12,7 @@ from gc import disable as _gc_disable
 from gc import isenabled as _gc_isenabled
 from typing import Any, Callable, Optional, Sequence
 
-from ._blame import contained_hook, mark_hook
+from ._blame import contained_hook, mark_hook, not_an_exception
 from ._context import PassContext, current_context
 from .errors import PassError, PasshostError, PassNotFound
 from .ir._gc import resume as _resume_gc
@@ -210,12 +210,7 @@ def _contained(exc: BaseException, name: str) -> BaseException:
     (Instrument hooks: :func:`passhost._blame.contained_hook`.)"""
     if isinstance(exc, (KeyboardInterrupt, GeneratorExit)):
         return exc
-    who = f"pass '{name}'"
-    if isinstance(exc, SystemExit):
-        msg = f"{who} ended the interpreter (SystemExit({exc.code!r})); plugin code must return or raise an Exception"
-    else:
-        msg = f"{who} raised {type(exc).__name__}, which is a BaseException but not an Exception: {exc}"
-    err = PassError(msg, name)
+    err = PassError(not_an_exception(f"pass '{name}'", exc), name)
     err.passhost_pass_path = [name]
     return err
 

@@ -145,7 +145,7 @@ def _provenance(pass_name: str) -> str:
 
 def _render(insts: list) -> list:
     """Each instrument's ``render()`` text; a failure or a non-string names the instrument."""
-    from .._blame import contained_hook, instrument_label, mark_hook
+    from .._blame import blamed, instrument_label
 
     reports = []
     for inst in insts:
@@ -154,11 +154,8 @@ def _render(insts: list) -> list:
             continue
         try:
             text = render()
-        except Exception as exc:
-            mark_hook(exc, "render", inst)
-            raise
         except BaseException as exc:
-            raise contained_hook(exc, "render", inst) from None
+            raise blamed(exc, "render", inst) from None
         if text is not None and not isinstance(text, str):
             err = PassError(f"{instrument_label(inst)} failed in render: it returned {type(text).__name__}, "
                             "not a str (render() returns the report text, or None)")
