@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final, Mapping
 
-__all__ = ["PASSES", "INSTRUMENTS", "FORMATS", "SUFFIXES", "distribution_for"]
+__all__ = ["PASSES", "INSTRUMENTS", "FORMATS", "SUFFIXES", "distribution_for", "owns"]
 
 #: pass name -> distribution
 PASSES: Final[Mapping[str, str]] = {
@@ -66,3 +66,11 @@ def distribution_for(kind: str, name: str) -> str | None:
     """
     table = {"pass": PASSES, "instrument": INSTRUMENTS, "format": FORMATS}.get(kind, {})
     return table.get(name)
+
+
+def owns(kind: str, name: str, distribution: str | None) -> bool:
+    """Whether ``distribution`` is the first-party distribution providing ``name``
+    (names compared as pip does: case and ``-``/``_`` do not matter)."""
+    owner = distribution_for(kind, name)
+    return (owner is not None and distribution is not None
+            and distribution.replace("_", "-").lower() == owner.replace("_", "-").lower())

@@ -285,19 +285,14 @@ def _ordered_defaults(records: list) -> list:
     """``records`` in pipeline order. An ordering cycle excludes its third-party members
     (those not shipped by the first-party distribution owning the name), each with a
     warning; a cycle of first-party passes alone is a :class:`PipelineError`."""
-    from ._catalog import distribution_for
-
-    def first_party(r: Any) -> bool:
-        owner = distribution_for("pass", r.name)
-        dist = r.source.distribution
-        return owner is not None and dist is not None and dist.replace("_", "-").lower() == owner
+    from ._catalog import owns
 
     while True:
         ordered, cycle = _toposort(records)
         if cycle is None:
             return ordered
         members = set(cycle)
-        guilty = [r for r in records if r.name in members and not first_party(r)]
+        guilty = [r for r in records if r.name in members and not owns("pass", r.name, r.source.distribution)]
         if not guilty:
             raise PipelineError(f"the default pipeline has an ordering cycle: {' -> '.join(cycle)}; "
                                 "fix the after=/before= of these passes' PassEntry records")

@@ -373,8 +373,7 @@ class Registry:
                 return True
             claimants = self._conflict_records[key] = [table[name]]
         claimants.append(record)
-        owner = _catalog.distribution_for(kind, name)
-        kept = next((r for r in claimants if owner is not None and _same_dist(r.source.distribution, owner)), None)
+        kept = next((r for r in claimants if _catalog.owns(kind, name, r.source.distribution)), None)
         conflict = Conflict(kind, name, tuple(r.source for r in claimants), kept.source if kept else None)
         self._conflicts[key] = conflict
         if self.strict:
@@ -510,11 +509,11 @@ class Registry:
     def _why_missing(self, kind: str, name: str, dist: str) -> str:
         head = f"{kind} {name!r} is not available"
         for source in self.disabled:
-            if _same_dist(source.distribution, dist):
+            if _catalog.owns(kind, name, source.distribution):
                 return (f"{head}: its plugin {source.name!r} ({dist}) is disabled by "
                         f"{DISABLE_PLUGINS_ENV}; remove {source.name!r} from it")
         for broken in self.broken:
-            if _same_dist(broken.distribution, dist):
+            if _catalog.owns(kind, name, broken.distribution):
                 return f"{head}: {broken.message}"
         if not self.autoload:
             return f"{head}: plugin loading is disabled by {DISABLE_AUTOLOAD_ENV}; unset it"
@@ -533,10 +532,6 @@ def _host_version() -> str:
 TEXT_FORMAT = FormatEntry("text", (".txt", ".relay"), load=load_text, save=save_text,
                           summary="passhost's text format (TVM Relay's): def @main(%x: Tensor[...]) { ... }")
 _TEXT_RECORD = FormatRecord(TEXT_FORMAT, PluginSource("passhost", "passhost", _host_version()))
-
-
-def _same_dist(a: Optional[str], b: str) -> bool:
-    return a is not None and a.replace("_", "-").lower() == b.replace("_", "-").lower()
 
 
 def _existing_op(name: str) -> Optional[Op]:
