@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import CommandError, ExitCode, stdout
+from .common import CommandError, ExitCode, print_table, stdout
 
 __all__ = ["add_parser", "cmd_check_rules"]
 
@@ -54,10 +54,7 @@ def cmd_check_rules(args: argparse.Namespace) -> int:
         rows.append((name, r.name, str(report.trials), str(report.fired), f"{report.seconds:.1f}", result))
         if report.counterexample is not None:
             bad.append((name, r.name, report.counterexample))
-    head = ("PASS", "RULE", "TRIALS", "FIRED", "SECONDS", "RESULT")
-    widths = [max(len(row[i]) for row in rows + [head]) for i in range(len(head))]
-    for row in [head] + rows:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip(), file=stdout())
+    print_table([("PASS", "RULE", "TRIALS", "FIRED", "SECONDS", "RESULT")] + rows)
     for name, rule_name, example in bad:
         print(f"\n{name}/{rule_name}: {example}", file=stdout())
     quiet = sum(1 for row in rows if row[-1] == "not exercised")

@@ -6,6 +6,7 @@ import argparse
 import ast
 import os
 import re
+import shutil
 import sys
 from enum import IntEnum
 from typing import Any, Optional, Sequence
@@ -16,7 +17,7 @@ from ..io import output_stream, write_text_atomic
 
 __all__ = ["EXAMPLES", "ExitCode", "CommandError", "ArgumentParser", "registry", "one_line", "dash",
            "example", "load_input", "parse_input_shapes", "bind_params", "parse_config", "write_atomic",
-           "pass_names", "printable", "shorten", "stdout", "MAX_MESSAGE", "opt_level", "OPT_LEVELS"]
+           "pass_names", "printable", "print_table", "shorten", "stdout", "MAX_MESSAGE", "opt_level", "OPT_LEVELS"]
 
 #: the longest one-line message printed whole; longer ones (echoing a huge ``-p`` text,
 #: say) keep their start and end, and say how much was cut
@@ -116,6 +117,23 @@ def one_line(err: BaseException) -> str:
     else:
         text = " ".join(str(err).split())
     return shorten(printable(text)) if text else type(err).__name__
+
+
+def print_table(rows: list) -> None:
+    """Columns padded to their widest cell; the last column is cut to the terminal's width
+    when standard output is a terminal (a pipe or file gets it whole)."""
+    rows = [tuple(printable(cell) for cell in row) for row in rows]  # plugin metadata is untrusted text
+    n = len(rows[0]) - 1
+    widths = [max(len(row[i]) for row in rows) for i in range(n)]
+    out = stdout()
+    room = None
+    if getattr(out, "isatty", lambda: False)():
+        room = shutil.get_terminal_size().columns - sum(widths) - 2 * n
+    for row in rows:
+        last = row[n]
+        if room is not None and len(last) > max(room, 10):
+            last = last[:max(room, 10) - 3] + "..."
+        print(("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + last).rstrip(), file=out)
 
 
 def dash(value: Any) -> str:

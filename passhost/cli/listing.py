@@ -6,7 +6,7 @@ import inspect
 import json
 from typing import Any
 
-from .common import ExitCode, dash, printable, registry, stdout
+from .common import ExitCode, dash, print_table, printable, registry, stdout
 
 __all__ = ["add_parsers", "cmd_list", "cmd_info"]
 
@@ -53,7 +53,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         rows.append((r.name, "instrument", "-", "-", "-", r.source.requirement, r.summary))
     for r in formats:  # OPT/REQUIRED hold the suffixes and read/write for a format
         rows.append((r.name, "format", r.modes, " ".join(r.suffixes), "-", r.source.requirement, r.summary))
-    _print_table(rows)
+    print_table(rows)
     if len(rows) == 1 + len(formats):
         print("(no passes or instruments installed: pip install a passhost plugin, "
               "e.g. passhost-fold-constant)", file=stdout())
@@ -69,25 +69,6 @@ def cmd_list(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _print_table(rows: list) -> None:
-    """Columns padded to their widest cell; the last column is cut to the terminal's width
-    when standard output is a terminal (a pipe or file gets it whole)."""
-    import shutil
-
-    rows = [tuple(printable(cell) for cell in row) for row in rows]  # plugin metadata is untrusted text
-    n = len(rows[0]) - 1
-    widths = [max(len(row[i]) for row in rows) for i in range(n)]
-    out = stdout()
-    room = None
-    if getattr(out, "isatty", lambda: False)():
-        room = shutil.get_terminal_size().columns - sum(widths) - 2 * n
-    for row in rows:
-        last = row[n]
-        if room is not None and len(last) > max(room, 10):
-            last = last[:max(room, 10) - 3] + "..."
-        print(("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + last).rstrip(), file=out)
-
-
 def _list_configs(reg: Any, as_json: bool) -> int:
     """``passhost list --configs``: every PassContext config key, the host's included."""
     from .. import transform
@@ -101,7 +82,7 @@ def _list_configs(reg: Any, as_json: bool) -> int:
         return ExitCode.OK
     rows = [("KEY", "TYPE", "DEFAULT", "FROM", "DOC")]
     rows += [(e["key"], e["type"], e["default"], e["distribution"], e["doc"]) for e in entries]
-    _print_table(rows)
+    print_table(rows)
     return ExitCode.OK
 
 
