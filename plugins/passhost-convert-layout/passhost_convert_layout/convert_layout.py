@@ -64,10 +64,10 @@ from passhost.ir import (
     TupleGetItem,
     Var,
     children,
+    paused_gc,
     post_order,
     with_children,
 )
-from passhost.ir._gc import paused as _gc_paused
 from passhost.ir.ops.layout import parse_layout
 from passhost.transform import function_pass
 
@@ -97,7 +97,7 @@ def normalize_desired_layouts(desired: Any) -> dict:
             op = Op.get(name)
         except Exception:
             raise PassError(f"{_NAME}: desired_layouts names the unknown operator {name!r}", _NAME) from None
-        if not op._def.extra.get("data_layout_attr"):
+        if not op.definition.extra.get("data_layout_attr"):
             raise PassError(f"{_NAME}: operator {name!r} has no data layout attribute; "
                             "desired layouts can be given for nn.conv2d and the pooling operators", _NAME)
         if isinstance(layouts, str) or not isinstance(layouts, (list, tuple)) or not 1 <= len(layouts) <= 2:
@@ -110,7 +110,7 @@ def normalize_desired_layouts(desired: Any) -> dict:
                 parse_layout(lay)
             except Exception as err:
                 raise PassError(f"{_NAME}: desired_layouts[{name!r}]: {err}", _NAME) from None
-        if kernel == "default" and op._def.extra.get("kernel_layout_attr") and data not in _DEFAULT_KERNEL:
+        if kernel == "default" and op.definition.extra.get("kernel_layout_attr") and data not in _DEFAULT_KERNEL:
             raise PassError(f"{_NAME}: no default kernel layout for data layout {data!r}; "
                             "give the kernel layout explicitly", _NAME)
         out[name] = (data, kernel)
@@ -124,7 +124,9 @@ def expand_primal(sub: str, dst: str) -> str:
 
 
 def _rank(node: Expr) -> Optional[int]:
-    ty = node._checked_type
+    if not node.has_type:
+        return None
+    ty = node.checked_type
     return len(ty.shape) if type(ty) is TensorType else None
 
 
@@ -180,7 +182,7 @@ class _Converter:
         op = node.op
         if type(op) is not Op:
             return self.generic(node)
-        d = op._def
+        d = op.definition
         extra = d.extra
         name = op.name
         args = node.args
@@ -351,7 +353,7 @@ def convert_layout_function(func: Function, desired_layouts: Mapping) -> Functio
     ``func`` must be typed (ranks decide how broadcast operands are expanded).
     """
     desired = normalize_desired_layouts(desired_layouts)
-    with _gc_paused():
+    with paused_gc():
         return _Converter(desired).run(func)
 
 
@@ -381,5 +383,4 @@ class ConvertLayout:
         if self.desired_layouts is None:
             raise PassError(f"{_NAME} needs desired_layouts, e.g. "
                             "ConvertLayout(desired_layouts={'nn.conv2d': ['NHWC', 'HWIO']})", _NAME)
-        with _gc_paused():
-            return _Converter(self.desired_layouts).run(func)
+        return _Converter(self.desired_layouts).run(func)  # the pass manager pauses the GC
