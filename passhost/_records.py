@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from .errors import PipelineError
+from .errors import OptionError, PipelineError
 from .hookspecs import ConfigEntry, ConverterEntry, FormatEntry, InstrumentEntry, PassEntry
+from .options import OptionSchema, schema_of
 
 __all__ = ["PluginSource", "BrokenPlugin", "PassRecord", "InstrumentRecord", "ConfigRecord", "FormatRecord",
            "ConverterRecord", "Conflict"]
@@ -75,9 +76,8 @@ def _options_text(options: dict) -> str:
 
 
 class _EntryRecord:
-    """``name`` / ``distribution`` / ``version`` of a record holding ``entry`` and ``source``."""
+    """``name`` / ``distribution`` / ``version`` / ``options`` of a record holding ``entry`` and ``source``."""
 
-    __slots__ = ()
     entry: Any
     source: PluginSource
 
@@ -92,6 +92,19 @@ class _EntryRecord:
     @property
     def version(self) -> Optional[str]:
         return self.source.version
+
+    @property
+    def options(self) -> OptionSchema:
+        """The declared options (read from the factory's signature unless the entry declares them)."""
+        schema = self.__dict__.get("_schema")
+        if schema is None:
+            schema = schema_of(self.entry.factory, self.entry.options)
+            object.__setattr__(self, "_schema", schema)
+        return schema
+
+    def check_options(self, options: dict) -> None:
+        """Raise :class:`~passhost.errors.OptionError` unless ``options`` fit the schema."""
+        self.options.validate(f"{self.kind} {self.name!r} ({self.source.requirement})", options)
 
 
 @dataclass(frozen=True)
@@ -120,10 +133,14 @@ class PassRecord(_EntryRecord):
     def build(self, **options: Any) -> Any:
         """Call the factory with ``options``.
 
+        :raises OptionError: if an option is unknown, of the wrong type or missing
         :raises PipelineError: if the factory rejects the options
         """
+        self.check_options(options)
         try:
             built = self.entry.factory(**options)
+        except OptionError:
+            raise
         except Exception as err:
             if options:
                 raise PipelineError(
@@ -152,7 +169,8 @@ class PassRecord(_EntryRecord):
             "name": self.name, "kind": self.kind, "opt_level": self.opt_level,
             "required": list(self.required), **self.source.as_dict(), "summary": self.summary,
             "default": self.entry.default, "after": list(self.entry.after),
-            "before": list(self.entry.before),
+            "before": list(self.entry.before), "options": self.options.as_list(),
+            "options_open": self.options.open,
         }
 
 
@@ -169,10 +187,14 @@ class InstrumentRecord(_EntryRecord):
     def build(self, **options: Any) -> Any:
         """Call the factory with ``options``.
 
+        :raises OptionError: if an option is unknown, of the wrong type or missing
         :raises PipelineError: if the factory rejects the options
         """
+        self.check_options(options)
         try:
             return self.entry.factory(**options)
+        except OptionError:
+            raise
         except Exception as err:
             raise PipelineError(
                 f"instrument {self.name!r} ({self.source.requirement}) could not be built"
@@ -180,7 +202,8 @@ class InstrumentRecord(_EntryRecord):
             ) from err
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "kind": self.kind, **self.source.as_dict(), "summary": self.summary}
+        return {"name": self.name, "kind": self.kind, **self.source.as_dict(), "summary": self.summary,
+                "options": self.options.as_list(), "options_open": self.options.open}
 
 
 @dataclass(frozen=True)

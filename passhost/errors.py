@@ -21,6 +21,7 @@ __all__ = [
     "PassAttributeNotFound",
     "SourceTypeError",
     "PipelineError",
+    "OptionError",
     "UsageError",
     "FormatError",
 ]
@@ -123,6 +124,13 @@ class UsageError(PasshostError):
 
 class PipelineError(PasshostError, ValueError):
     """A pipeline text could not be parsed or assembled."""
+
+
+class OptionError(PipelineError, TypeError):
+    """A pass or instrument option that is unknown, of the wrong type, or missing (exit 2).
+
+    Raised before anything runs; the message lists the valid options with their types.
+    """
 
 
 class FormatError(PasshostError):

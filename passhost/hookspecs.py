@@ -33,12 +33,14 @@ import pluggy
 
 from .errors import PluginLoadError
 from .ir.op import OpDef
+from .options import Option
 
 __all__ = [
     "PROJECT",
     "hookspec",
     "hookimpl",
     "PassEntry",
+    "Option",
     "InstrumentEntry",
     "ConfigEntry",
     "OpEntry",
@@ -85,6 +87,22 @@ def _names(record: str, field_name: str, value: Any) -> tuple:
     return tuple(value)
 
 
+def _options(record: str, value: Any) -> Optional[tuple]:
+    """Validate declared options: ``None``, or a tuple/list of distinct :class:`Option` records."""
+    if value is None:
+        return None
+    if not isinstance(value, (tuple, list)):
+        raise PluginLoadError(f"{record}: options must be a tuple of passhost.hookspecs.Option, got {value!r}")
+    seen = set()
+    for item in value:
+        if not isinstance(item, Option):
+            raise PluginLoadError(f"{record}: options holds {item!r}, not a passhost.hookspecs.Option")
+        if item.name in seen:
+            raise PluginLoadError(f"{record}: option {item.name!r} is declared twice")
+        seen.add(item.name)
+    return tuple(value)
+
+
 @dataclass(frozen=True)
 class PassEntry:
     """One pass a plugin provides.
@@ -98,6 +116,10 @@ class PassEntry:
     :param after: passes this one runs after in the default pipeline (names that are not
         installed are ignored)
     :param before: passes this one runs before in the default pipeline
+    :param options: the pass's options as :class:`Option` records; ``None`` (the default)
+        reads them from the factory's signature and ``:param`` docs (see
+        :mod:`passhost.options`). Declare them when the signature cannot say it: a required
+        option, or a type narrower than the annotation.
 
     ``opt_level`` and ``required`` are not repeated here: the registry reads them from
     ``factory().info``, the one source of truth.
@@ -109,6 +131,7 @@ class PassEntry:
     default: bool = False
     after: tuple = ()
     before: tuple = ()
+    options: Optional[tuple] = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -123,6 +146,7 @@ class PassEntry:
             raise PluginLoadError(f"{label}: default must be True or False, got {self.default!r}")
         object.__setattr__(self, "after", _names(label, "after", self.after))
         object.__setattr__(self, "before", _names(label, "before", self.before))
+        object.__setattr__(self, "options", _options(label, self.options))
 
 
 @dataclass(frozen=True)
@@ -132,11 +156,13 @@ class InstrumentEntry:
     :param name: the instrument name, kebab-case (``timing``, ``print-ir``)
     :param factory: ``factory(**options)`` returns a :class:`passhost.instrument.PassInstrument`
     :param summary: one line for ``passhost list``; defaults to the factory's docstring
+    :param options: its options as :class:`Option` records (``None``: read from the factory)
     """
 
     name: str
     factory: Callable[..., Any]
     summary: str = ""
+    options: Optional[tuple] = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -148,6 +174,7 @@ class InstrumentEntry:
         if not isinstance(self.summary, str):
             raise PluginLoadError(
                 f"InstrumentEntry {self.name!r}: summary must be a string, got {self.summary!r}")
+        object.__setattr__(self, "options", _options(f"InstrumentEntry {self.name!r}", self.options))
 
 
 @dataclass(frozen=True)

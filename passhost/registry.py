@@ -100,6 +100,14 @@ class _RejectPlugin(Exception):
     """Internal: a plugin's records are unusable; the message says why."""
 
 
+def _check_schema(label: str, record: Any) -> None:
+    """Read the record's option schema now, so a declaration its factory contradicts breaks the plugin."""
+    try:
+        _ = record.options
+    except TypeError as err:
+        raise _RejectPlugin(f"{label}: {err}") from None
+
+
 class Registry:
     """Passes, instruments, ops and config options registered by plugins.
 
@@ -274,7 +282,9 @@ class Registry:
                 raise _RejectPlugin(f"registers instrument {entry.name!r} twice")
             seen.add(entry.name)
             summary = entry.summary or _first_doc_line(entry.factory)
-            instruments.append(InstrumentRecord(entry, source, summary))
+            record = InstrumentRecord(entry, source, summary)
+            _check_schema(f"InstrumentEntry {entry.name!r}", record)
+            instruments.append(record)
         ops = []
         for entry in records["passhost_register_ops"]:
             owner = self._ops.get(entry.name)
@@ -305,6 +315,7 @@ class Registry:
                 "converters": converters}
 
     def _pass_record(self, entry: PassEntry, source: PluginSource) -> PassRecord:
+        """Build the factory once without options to learn ``info``; reject what cannot be a pass."""
         label = f"PassEntry {entry.name!r}"
         try:
             built = entry.factory()
@@ -326,7 +337,9 @@ class Registry:
                    or _first_doc_line(getattr(built, "pass_func", None)))
         if not summary and not type(built).__module__.startswith("passhost."):
             summary = _first_doc_line(type(built))
-        return PassRecord(entry, source, int(info.opt_level), tuple(info.required), summary)
+        record = PassRecord(entry, source, int(info.opt_level), tuple(info.required), summary)
+        _check_schema(label, record)
+        return record
 
     def _commit(self, staged: dict, source: PluginSource) -> None:
         for entry in staged["ops"]:

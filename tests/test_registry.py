@@ -10,7 +10,7 @@ import pytest
 
 import passhost
 from passhost import _catalog, hookimpl, ir
-from passhost.errors import (InstrumentNotFound, PassNotFound, PipelineError, PluginConflict,
+from passhost.errors import (InstrumentNotFound, OptionError, PassNotFound, PipelineError, PluginConflict,
                              PluginLoadError)
 from passhost.hookspecs import ConfigEntry, InstrumentEntry, OpEntry, PassEntry
 from passhost.instrument import PassInstrument
@@ -102,10 +102,30 @@ def test_facades_build_registered_passes_with_options():
 
 
 def test_options_a_factory_rejects_give_a_pipeline_error():
-    reg = registry_with(PassPlugin(PassEntry("Alpha", make_pass("Alpha")),
-                                   PassEntry("Strict", lambda: make_pass("Strict")())))
-    with use_registry(reg), pytest.raises(PipelineError, match=r"pass 'Strict' \(dist-0==0.0\) rejected the options \(x=1\)"):
-        passhost.passes.Strict(x=1)
+    def picky(**options):
+        if options:
+            raise ValueError("only x=2 will do")
+        return make_pass("Picky")()
+
+    reg = registry_with(PassPlugin(PassEntry("Alpha", make_pass("Alpha")), PassEntry("Picky", picky)))
+    with use_registry(reg), pytest.raises(PipelineError, match=r"pass 'Picky' \(dist-0==0.0\) rejected the options "
+                                                             r"\(x=1\): ValueError: only x=2 will do"):
+        passhost.passes.Picky(x=1)
+
+
+def test_an_option_a_factory_does_not_take_is_refused_before_it_is_called():
+    calls = []
+
+    def strict():
+        calls.append(1)
+        return make_pass("Strict")()
+
+    reg = registry_with(PassPlugin(PassEntry("Strict", strict)))
+    with use_registry(reg):
+        calls.clear()
+        with pytest.raises(OptionError, match=r"pass 'Strict' \(dist-0==0.0\) has no option 'x'; it takes no options"):
+            passhost.passes.Strict(x=1)
+        assert calls == []
 
 
 def test_private_attribute_access_is_an_attribute_error():
@@ -284,7 +304,8 @@ def test_instruments_register_and_build_with_options():
         assert inst.count == 6
         info = passhost.instruments.info("counter")
         assert (info.summary, info.distribution) == ("Count passes.", "dist-0")
-        with pytest.raises(PipelineError, match=r"instrument 'counter' \(dist-0==0.0\) could not be built with bogus=1"):
+        with pytest.raises(OptionError, match=r"instrument 'counter' \(dist-0==0.0\) has no option 'bogus'; "
+                                              r"its options: start: int = 0"):
             passhost.instruments.get("counter", bogus=1)
 
 

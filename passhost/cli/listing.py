@@ -86,6 +86,48 @@ def _list_configs(reg: Any, as_json: bool) -> int:
     return ExitCode.OK
 
 
+def _print_options(schema: Any) -> None:
+    """The ``options:`` line, then a NAME / TYPE / DEFAULT / DOC table when there are any."""
+    if not schema.options:
+        print(f"{'options:':<18}{'any (undeclared)' if schema.open else '-'}", file=stdout())
+        return
+    print(f"{'options:':<18}{len(schema.options)}{' (and undeclared ones)' if schema.open else ''}", file=stdout())
+    rows = [("  NAME", "TYPE", "DEFAULT", "DOC")]
+    rows += [("  " + o.name, o.type_name, "(required)" if o.required else repr(o.default), o.doc)
+             for o in schema.options]
+    print_table(rows)
+
+
+def _built_quietly(record: Any) -> Any:
+    """The pass as its factory builds it without options (for its rules), or ``None``."""
+    try:
+        return record.entry.factory()
+    except Exception:
+        return None
+
+
+def printable_doc(doc: str) -> str:
+    """A docstring as plain text: reST markup removed, ``:param`` fields left out (the
+    options table shows them), control characters escaped line by line."""
+    from ..options import plain_doc
+
+    kept, in_param = [], False
+    for line in inspect.cleandoc(doc).splitlines():
+        stripped = line.strip()
+        if stripped.startswith((":param ", ":raises ", ":returns:", ":return:", ":rtype:", ":ivar ")):
+            in_param = True
+            continue
+        if in_param and stripped and line[:1].isspace():
+            continue
+        in_param = False
+        kept.append(line)
+    text = plain_doc("\n".join(kept)).strip("\n")
+    text = "\n".join(printable(line) for line in text.splitlines())
+    while "\n\n\n" in text:
+        text = text.replace("\n\n\n", "\n\n")
+    return text
+
+
 def cmd_info(args: argparse.Namespace) -> int:
     """Describe one pass or instrument: its record and its documentation."""
     from ..errors import InstrumentNotFound, PassNotFound
@@ -108,9 +150,10 @@ def cmd_info(args: argparse.Namespace) -> int:
                ("summary", record.summary)]
     for key, value in fields:
         print(f"{key + ':':<18}{printable(dash(value))}", file=stdout())
+    _print_options(record.options)
     doc = getattr(record.entry.factory, "__doc__", None)
     if record.kind == "pass":
-        pass_func = getattr(record.build(), "pass_func", None)
+        pass_func = getattr(_built_quietly(record), "pass_func", None)
         rules = getattr(pass_func, "rules", None)
         if isinstance(rules, tuple) and rules:
             print(f"{'rules:':<18}{len(rules)}, tried in this order (priority, then as listed)", file=stdout())
@@ -122,5 +165,5 @@ def cmd_info(args: argparse.Namespace) -> int:
             doc = getattr(pass_func, "__doc__", None)
     if isinstance(doc, str) and doc.strip():
         print(file=stdout())
-        print(inspect.cleandoc(doc), file=stdout())
+        print(printable_doc(doc), file=stdout())
     return ExitCode.OK

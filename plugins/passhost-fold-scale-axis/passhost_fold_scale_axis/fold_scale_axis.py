@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from passhost import ir
-from passhost.errors import PassError, PassNotFound, PluginLoadError
+from passhost.errors import PassNotFound, PluginLoadError
 from passhost.ir import Function
 from passhost.transform import Sequential, function_pass, module_pass
 
@@ -85,15 +85,12 @@ def _fold_constant() -> Any:
         return fold_constant_by_name
 
 
-def FoldScaleAxis(**options: Any) -> Sequential:
+def FoldScaleAxis() -> Sequential:
     """``Sequential([BackwardFoldScaleAxis(), ForwardFoldScaleAxis(), FoldConstant()],
-    opt_level=0, name="FoldScaleAxis")``.
+    opt_level=0, name="FoldScaleAxis")``. It takes no options.
 
-    :raises PassError: for any option (the pass takes none)
     Running it raises :class:`~passhost.errors.PassNotFound` if no installed plugin
     provides ``FoldConstant``.
     """
-    if options:
-        raise PassError(f"FoldScaleAxis takes no options, got {', '.join(sorted(options))}", "FoldScaleAxis")
     return Sequential([BackwardFoldScaleAxis(), ForwardFoldScaleAxis(), _fold_constant()],
                       opt_level=0, name="FoldScaleAxis")

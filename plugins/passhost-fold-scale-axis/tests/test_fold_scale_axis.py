@@ -9,7 +9,7 @@ import pytest
 
 import passhost
 from passhost import ir
-from passhost.errors import PassError, PassNotFound, PluginLoadError
+from passhost.errors import OptionError, PassNotFound, PluginLoadError
 from passhost.testing import assert_semantics_preserved, check_pass, random_graph, random_inputs
 from passhost.transform import PassContext, Sequential
 from passhost_fold_scale_axis import (
@@ -56,8 +56,8 @@ def test_registered_with_tvm_info():
         p = passhost.passes.get(name)
         assert p.info.opt_level == 3 and tuple(p.info.required) == ("InferType",)
         assert passhost.passes.info(name).distribution == "passhost-fold-scale-axis"
-    with pytest.raises(PassError, match="takes no options"):
-        FoldScaleAxis(scale=2)
+    with pytest.raises(OptionError, match="has no option 'scale'; it takes no options"):
+        passhost.passes.FoldScaleAxis(scale=2)
 
 
 def test_built_while_the_registry_loads_it_looks_fold_constant_up_when_run(monkeypatch):
