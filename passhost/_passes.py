@@ -244,12 +244,23 @@ def _run_immutable(body: Callable, mod: IRModule, ctx: PassContext, name: str) -
 
 def _invoke(p: "Pass", mod: IRModule, ctx: PassContext) -> IRModule:
     """Run ``p`` once on ``mod`` under ``ctx`` with the instrument protocol."""
+    return _run_pass(p._info, p._body, mod, ctx)
+
+
+def _run_pass(info: PassInfo, body: Callable, mod: IRModule, ctx: PassContext) -> IRModule:
+    """The one pass-invocation path: ``body(mod, ctx)`` between the instruments' hooks.
+
+    ``should_run`` (unless the pass is in ``required_pass``), ``run_before_pass``, the body
+    (with the immutable-module check when configured), the result check, then
+    ``run_after_pass``. With no instrument and no check (``plain``) it is the body and
+    the result check alone. Gating by ``opt_level`` and ``disabled_pass`` is the caller's
+    (:class:`Sequential`); a direct call is never gated.
+    """
     _d, required, _l, should_run, before, after, immutable, plain = ctx._plan
-    info = p._info
     name = info.name
     if plain:
         try:
-            out = p._body(mod, ctx)
+            out = body(mod, ctx)
         except Exception as exc:
             _annotate(exc, name)
             raise
@@ -283,10 +294,10 @@ def _invoke(p: "Pass", mod: IRModule, ctx: PassContext) -> IRModule:
         except BaseException as exc:
             raise contained_hook(exc, "run_before_pass", getattr(fn, "__self__", None), name) from None
     if immutable:
-        out = _run_immutable(p._body, mod, ctx, name)
+        out = _run_immutable(body, mod, ctx, name)
     else:
         try:
-            out = p._body(mod, ctx)
+            out = body(mod, ctx)
         except Exception as exc:
             _annotate(exc, name)
             raise
@@ -480,76 +491,18 @@ class Sequential(Pass):
         return f"{Pass.__repr__(self)}. The passes will be executed are: [{names}]"
 
     def _run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        # The per-pass logic of _invoke, inlined: this loop is the pass manager's hot path.
+        # gating here; everything else is the one invocation path, _run_pass
+        run_pass = _run_pass
         plan = None
         for info, name, level, required, body in self._entries:
-            if ctx._plan is not plan:
+            if ctx._plan is not plan:  # a pass may enter a new context or override instruments
                 plan = ctx._plan
-                disabled, forced, opt_level, should_run, before, after, immutable, plain = plan
+                disabled, forced, opt_level = plan[0], plan[1], plan[2]
             if name in disabled or (level > opt_level and name not in forced):
                 if ctx._skip_hooks:
                     _notify_skipped(ctx, info, SKIP_DISABLED if name in disabled else SKIP_OPT_LEVEL)
                 continue
             if required:
                 mod = _run_required(required, mod, ctx, name)
-                if ctx._plan is not plan:
-                    plan = ctx._plan
-                    disabled, forced, opt_level, should_run, before, after, immutable, plain = plan
-            if plain:
-                try:
-                    out = body(mod, ctx)
-                except Exception as exc:
-                    _annotate(exc, name)
-                    raise
-                except BaseException as exc:
-                    raise _contained(exc, name) from None
-            else:
-                if should_run and name not in forced:
-                    run = True
-                    try:
-                        for fn in should_run:
-                            if not fn(mod, info):
-                                run = False
-                    except Exception as exc:
-                        mark_hook(exc, "should_run", getattr(fn, "__self__", None), name)
-                        raise
-                    except BaseException as exc:
-                        raise contained_hook(exc, "should_run", getattr(fn, "__self__", None), name) from None
-                    if not run:
-                        if ctx._skip_hooks:
-                            _notify_skipped(ctx, info, SKIP_VETO)
-                        continue
-                if before:
-                    try:
-                        for fn in before:
-                            fn(mod, info)
-                    except Exception as exc:
-                        mark_hook(exc, "run_before_pass", getattr(fn, "__self__", None), name)
-                        raise
-                    except BaseException as exc:
-                        raise contained_hook(exc, "run_before_pass", getattr(fn, "__self__", None), name) from None
-                if immutable:
-                    out = _run_immutable(body, mod, ctx, name)
-                else:
-                    try:
-                        out = body(mod, ctx)
-                    except Exception as exc:
-                        _annotate(exc, name)
-                        raise
-                    except BaseException as exc:
-                        raise _contained(exc, name) from None
-                if after:
-                    if out.__class__ is not IRModule:
-                        out = _bad_result(out, name)
-                    try:
-                        for fn in after:
-                            fn(out, info)
-                    except Exception as exc:
-                        mark_hook(exc, "run_after_pass", getattr(fn, "__self__", None), name)
-                        raise
-                    except BaseException as exc:
-                        raise contained_hook(exc, "run_after_pass", getattr(fn, "__self__", None), name) from None
-            if out.__class__ is not IRModule:
-                out = _bad_result(out, name)
-            mod = out
+            mod = run_pass(info, body, mod, ctx)
         return mod
