@@ -22,6 +22,7 @@ from typing import Any
 from . import instrument, ir, transform
 from . import instruments, passes
 from . import formats as _formats  # noqa: F401  (installs ir.load/ir.save's dispatcher)
+from .compat import API_VERSION
 from .hookspecs import hookimpl
 from .pipeline import default_pipeline, pipeline
 
@@ -35,6 +36,7 @@ __all__ = [
     "pipeline",
     "default_pipeline",
     "__version__",
+    "API_VERSION",
 ]
 
 

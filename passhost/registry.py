@@ -36,6 +36,7 @@ from typing import Any, Iterator, Optional
 import pluggy
 
 from . import _catalog, hookspecs, transform
+from .compat import incompatibility
 from ._records import (BrokenPlugin, ConfigRecord, Conflict, ConverterRecord, FormatRecord, InstrumentRecord, PassRecord,
                        PluginSource)
 from .errors import (FormatError, InstrumentNotFound, IRError, PassNotFound, PasshostError, PipelineError,
@@ -204,6 +205,10 @@ class Registry:
 
     def _add(self, obj: Any, source: PluginSource) -> bool:
         pm = self._pm
+        reason = incompatibility(obj)
+        if reason is not None:
+            self._broken(source, reason)
+            return False
         try:
             pm.register(obj, name=source.name)
         except Exception as err:  # pluggy's PluginValidationError, or "already registered"

@@ -19,6 +19,7 @@ import re
 
 import pytest
 
+import passhost
 from passhost import ir
 from passhost.testing import make_dist, pip_install, run_passhost
 
@@ -131,9 +132,20 @@ def passhost_register_instruments():
     yield InstrumentEntry("evil-exit-ctx", ExitCtx)
     yield InstrumentEntry("evil-render", Render)
 '''),
+    "evil-future-api": ("evil-future-api", HOOKS + '''
+PASSHOST_API = ">=2.0,<3"
+
+@module_pass(opt_level=0, name="FuturePass")
+def future(mod, ctx):
+    return mod
+
+@hookimpl
+def passhost_register_passes():
+    yield PassEntry("FuturePass", lambda: future, default=True)
+'''),
 }
 #: plugins that fail to load (listed as broken)
-BROKEN = {"evil-import-exit", "evil-import-base", "evil-argparse", "evil-duck", "evil-name"}
+BROKEN = {"evil-import-exit", "evil-import-base", "evil-argparse", "evil-duck", "evil-name", "evil-future-api"}
 #: default-pipeline members left out with a warning
 LEFT_OUT = {"evil-flaky", "evil-cycle"}
 
@@ -179,6 +191,10 @@ def test_list_json_stays_json_and_names_every_bad_plugin(site):
     assert "SystemExit(2)" in broken["evil-argparse"]
     assert "not a passhost.transform.Pass" in broken["evil-duck"]
     assert "name" in broken["evil-name"]
+    assert broken["evil-future-api"] == (
+        f"it supports passhost API >=2.0,<3, and this passhost ({passhost.__version__}) provides API "
+        f"{passhost.API_VERSION}; install a release of the plugin made for API 1.x, or a passhost it supports")
+    assert "FuturePass" not in {p["name"] for p in doc["passes"]}
     [clash] = doc["conflicts"]
     assert clash["name"] == "FoldConstant" and clash["kept"]["distribution"] == "passhost-fold-constant"
     assert [s["distribution"] for s in clash["excluded"]] == ["evil-clash"]

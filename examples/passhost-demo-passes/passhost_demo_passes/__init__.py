@@ -42,6 +42,10 @@ def keep(mod, ctx):
     return mod
 
 
+#: the passhost plugin API versions this plugin works with (see passhost.compat)
+PASSHOST_API = ">=1.0,<2"
+
+
 @hookimpl
 def passhost_register_passes():
     yield PassEntry("SignFlip", lambda: sign_flip)

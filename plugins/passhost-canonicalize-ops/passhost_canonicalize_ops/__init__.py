@@ -9,6 +9,10 @@ from .canonicalize_ops import CanonicalizeOps, canonicalize_ops
 __all__ = ["CanonicalizeOps", "canonicalize_ops", "passhost_register_passes"]
 
 
+#: the passhost plugin API versions this plugin works with (see passhost.compat)
+PASSHOST_API = ">=1.0,<2"
+
+
 @hookimpl
 def passhost_register_passes():
     # Not in the default pipeline: TVM runs it after FoldScaleAxis, which folds scales

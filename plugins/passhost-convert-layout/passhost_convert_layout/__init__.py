@@ -10,6 +10,10 @@ __all__ = ["ConvertLayout", "convert_layout_function", "expand_primal", "normali
            "passhost_register_passes"]
 
 
+#: the passhost plugin API versions this plugin works with (see passhost.compat)
+PASSHOST_API = ">=1.0,<2"
+
+
 @hookimpl
 def passhost_register_passes():
     return [PassEntry("ConvertLayout", ConvertLayout,

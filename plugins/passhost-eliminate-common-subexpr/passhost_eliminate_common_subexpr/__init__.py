@@ -9,6 +9,10 @@ from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_s
 __all__ = ["EliminateCommonSubexpr", "eliminate_common_subexpr", "passhost_register_passes"]
 
 
+#: the passhost plugin API versions this plugin works with (see passhost.compat)
+PASSHOST_API = ">=1.0,<2"
+
+
 @hookimpl
 def passhost_register_passes():
     return [PassEntry("EliminateCommonSubexpr", EliminateCommonSubexpr, default=True,

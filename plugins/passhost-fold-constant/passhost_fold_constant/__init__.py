@@ -9,6 +9,10 @@ from .fold_constant import FoldConstant, fold_constant
 __all__ = ["FoldConstant", "fold_constant", "passhost_register_passes"]
 
 
+#: the passhost plugin API versions this plugin works with (see passhost.compat)
+PASSHOST_API = ">=1.0,<2"
+
+
 @hookimpl
 def passhost_register_passes():
     return [PassEntry("FoldConstant", FoldConstant, default=True,

@@ -12,6 +12,10 @@ __all__ = ["FoldScaleAxis", "BackwardFoldScaleAxis", "ForwardFoldScaleAxis",
            "backward_fold_scale_axis", "forward_fold_scale_axis", "passhost_register_passes"]
 
 
+#: the passhost plugin API versions this plugin works with (see passhost.compat)
+PASSHOST_API = ">=1.0,<2"
+
+
 @hookimpl
 def passhost_register_passes():
     return [

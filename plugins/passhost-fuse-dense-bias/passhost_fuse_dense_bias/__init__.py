@@ -9,6 +9,10 @@ from .fuse_dense_bias import DenseBiasRule, FuseDenseBias
 __all__ = ["FuseDenseBias", "DenseBiasRule", "passhost_register_passes"]
 
 
+#: the passhost plugin API versions this plugin works with (see passhost.compat)
+PASSHOST_API = ">=1.0,<2"
+
+
 @hookimpl
 def passhost_register_passes():
     return [PassEntry("FuseDenseBias", FuseDenseBias, default=True,

@@ -9,6 +9,10 @@ from .fuse_gelu import FuseGelu, gelu_rules
 __all__ = ["FuseGelu", "gelu_rules", "passhost_register_passes"]
 
 
+#: the passhost plugin API versions this plugin works with (see passhost.compat)
+PASSHOST_API = ">=1.0,<2"
+
+
 @hookimpl
 def passhost_register_passes():
     return [PassEntry("FuseGelu", FuseGelu, default=True,

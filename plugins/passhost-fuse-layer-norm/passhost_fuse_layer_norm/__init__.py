@@ -9,6 +9,10 @@ from .fuse_layer_norm import FuseLayerNorm, LayerNormRule
 __all__ = ["FuseLayerNorm", "LayerNormRule", "passhost_register_passes"]
 
 
+#: the passhost plugin API versions this plugin works with (see passhost.compat)
+PASSHOST_API = ">=1.0,<2"
+
+
 @hookimpl
 def passhost_register_passes():
     return [PassEntry("FuseLayerNorm", FuseLayerNorm, default=True,

@@ -9,6 +9,10 @@ from .fuse_ops import LINK_PARAMS_KEY, FuseOps, fuse_ops
 __all__ = ["FuseOps", "fuse_ops", "passhost_register_passes", "passhost_register_configs"]
 
 
+#: the passhost plugin API versions this plugin works with (see passhost.compat)
+PASSHOST_API = ">=1.0,<2"
+
+
 @hookimpl
 def passhost_register_passes():
     # FuseOps runs last in the default pipeline.

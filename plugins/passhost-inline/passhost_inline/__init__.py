@@ -9,6 +9,10 @@ from .inline import Inline, inline, inline_call
 __all__ = ["Inline", "inline", "inline_call", "passhost_register_passes"]
 
 
+#: the passhost plugin API versions this plugin works with (see passhost.compat)
+PASSHOST_API = ">=1.0,<2"
+
+
 @hookimpl
 def passhost_register_passes():
     return [PassEntry("Inline", Inline,

@@ -33,6 +33,10 @@ def supported_ops() -> list:
     return known_ops(BUILTIN)
 
 
+#: the passhost plugin API versions this plugin works with (see passhost.compat)
+PASSHOST_API = ">=1.0,<2"
+
+
 @hookimpl
 def passhost_register_formats():
     yield FormatEntry("onnx", (".onnx",), load=load, save=save,

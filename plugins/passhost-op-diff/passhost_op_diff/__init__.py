@@ -9,6 +9,10 @@ from .op_diff import OpDiffError, RelayCallNodeDiffer
 __all__ = ["RelayCallNodeDiffer", "OpDiffError", "passhost_register_instruments"]
 
 
+#: the passhost plugin API versions this plugin works with (see passhost.compat)
+PASSHOST_API = ">=1.0,<2"
+
+
 @hookimpl
 def passhost_register_instruments():
     yield InstrumentEntry("op-diff", RelayCallNodeDiffer,

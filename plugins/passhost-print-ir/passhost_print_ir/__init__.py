@@ -9,6 +9,10 @@ from .print_ir import PrintIRError, PrintIRInstrument
 __all__ = ["PrintIRInstrument", "PrintIRError", "passhost_register_instruments"]
 
 
+#: the passhost plugin API versions this plugin works with (see passhost.compat)
+PASSHOST_API = ">=1.0,<2"
+
+
 @hookimpl
 def passhost_register_instruments():
     yield InstrumentEntry("print-ir", PrintIRInstrument,

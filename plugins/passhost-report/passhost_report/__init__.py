@@ -9,6 +9,10 @@ from .report import PassReport, ReportInstrument
 __all__ = ["PassReport", "ReportInstrument", "passhost_register_instruments"]
 
 
+#: the passhost plugin API versions this plugin works with (see passhost.compat)
+PASSHOST_API = ">=1.0,<2"
+
+
 @hookimpl
 def passhost_register_instruments():
     return [InstrumentEntry("report", ReportInstrument,

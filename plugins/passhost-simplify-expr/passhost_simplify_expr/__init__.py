@@ -9,6 +9,10 @@ from .simplify_expr import SimplifyExpr, simplify_rules
 __all__ = ["SimplifyExpr", "simplify_rules", "passhost_register_passes"]
 
 
+#: the passhost plugin API versions this plugin works with (see passhost.compat)
+PASSHOST_API = ">=1.0,<2"
+
+
 @hookimpl
 def passhost_register_passes():
     return [PassEntry("SimplifyExpr", SimplifyExpr, default=True,

@@ -9,6 +9,10 @@ from .simplify_inference import SimplifyInference, simplify_inference
 __all__ = ["SimplifyInference", "simplify_inference", "passhost_register_passes"]
 
 
+#: the passhost plugin API versions this plugin works with (see passhost.compat)
+PASSHOST_API = ">=1.0,<2"
+
+
 @hookimpl
 def passhost_register_passes():
     return [PassEntry("SimplifyInference", SimplifyInference, default=True, before=("FoldConstant",),

@@ -9,6 +9,10 @@ from .timing import PassTimingInstrument, TimingError
 __all__ = ["PassTimingInstrument", "TimingError", "passhost_register_instruments"]
 
 
+#: the passhost plugin API versions this plugin works with (see passhost.compat)
+PASSHOST_API = ">=1.0,<2"
+
+
 @hookimpl
 def passhost_register_instruments():
     yield InstrumentEntry("timing", PassTimingInstrument,

@@ -9,6 +9,10 @@ from .to_a_normal_form import ToANormalForm, to_a_normal_form, to_a_normal_form_
 __all__ = ["ToANormalForm", "to_a_normal_form", "to_a_normal_form_function", "passhost_register_passes"]
 
 
+#: the passhost plugin API versions this plugin works with (see passhost.compat)
+PASSHOST_API = ">=1.0,<2"
+
+
 @hookimpl
 def passhost_register_passes():
     return [PassEntry("ToANormalForm", ToANormalForm,

@@ -9,6 +9,10 @@ from .to_graph_normal_form import ToGraphNormalForm, to_graph_normal_form
 __all__ = ["ToGraphNormalForm", "to_graph_normal_form", "passhost_register_passes"]
 
 
+#: the passhost plugin API versions this plugin works with (see passhost.compat)
+PASSHOST_API = ">=1.0,<2"
+
+
 @hookimpl
 def passhost_register_passes():
     return [PassEntry("ToGraphNormalForm", ToGraphNormalForm,

@@ -9,6 +9,10 @@ from .verify import NumericsFailure, VerifyNumerics, compare_results
 __all__ = ["NumericsFailure", "VerifyNumerics", "compare_results", "passhost_register_instruments"]
 
 
+#: the passhost plugin API versions this plugin works with (see passhost.compat)
+PASSHOST_API = ">=1.0,<2"
+
+
 @hookimpl
 def passhost_register_instruments():
     return [InstrumentEntry("verify-numerics", VerifyNumerics,
