@@ -10,7 +10,10 @@ its *original* one; one post-order sweep rewrites each call:
   weight is a constant) and runs in the desired layout;
 * ops that **adapt** follow their input's current layout: layout-agnostic element-wise
   ops (``OpDef.extra["layout_agnostic"]``), ops with a layout attribute (pools:
-  ``layout`` is rewritten), ops with a channel axis (``nn.batch_norm``, ``nn.bias_add``,
+  ``layout`` and ``out_layout`` are rewritten, as TVM's ``PoolInferCorrectLayout`` does),
+  ``transpose`` (new axes read the converted input; its result is as before),
+  ``squeeze`` (the same axes go; the rest keep their converted order), ``concatenate``
+  and ``split`` (the axis moves; split's fields stay converted), ops with a channel axis (``nn.batch_norm``, ``nn.bias_add``,
   ``nn.softmax``, ...: the axis is moved), reductions (axes moved; without
   ``keepdims`` only when the remaining axes keep their order), and broadcast ops: every
   operand is brought to the layout of the first converted one; an operand of lower rank
@@ -61,6 +64,7 @@ from passhost.ir import (
     Op,
     OpPattern,
     TensorType,
+    Tuple,
     TupleGetItem,
     Var,
     children,
@@ -137,7 +141,7 @@ class _Converter:
         self.desired = desired
         self.new_of: dict = {}
         self.lay: dict = {}        # original node -> (original layout, current layout)
-        self.bn_lay: dict = {}     # tuple-valued call -> layout of its field 0
+        self.bn_lay: dict = {}     # tuple-valued call -> (layout of its converted fields, their indices or None: all)
         self.memo: dict = {}       # (new expr, src, dst) -> transformed expr
 
     # -- transforms -------------------------------------------------------------------
@@ -155,7 +159,23 @@ class _Converter:
         """``node`` rewritten, in its original layout."""
         new = self.new_of.get(node, node)
         lc = self.lay.get(node)
-        return new if lc is None else self.transform(new, lc[1], lc[0])
+        if lc is not None:
+            return self.transform(new, lc[1], lc[0])
+        tl = self.bn_lay.get(node)
+        return new if tl is None else self.untuple(node, new, tl)
+
+    def untuple(self, node: Expr, new: Expr, tl: tuple) -> Expr:
+        """A tuple-valued call used whole (not through ``TupleGetItem``): a tuple of its
+        fields, each converted one transformed back to its original layout."""
+        key = (new, "untuple")
+        out = self.memo.get(key)
+        if out is None:
+            (o, c), which = tl
+            n = len(node.checked_type.fields)
+            out = self.memo[key] = Tuple([
+                self.transform(TupleGetItem(new, i), c, o) if which is None or i in which else TupleGetItem(new, i)
+                for i in range(n)])
+        return out
 
     def in_layout(self, node: Expr, orig: str, want: str) -> Expr:
         """``node`` (originally laid out as ``orig``) rewritten, laid out as ``want``."""
@@ -191,6 +211,11 @@ class _Converter:
         dattr = extra.get("data_layout_attr")
         if dattr is not None and name in self.desired:
             return self.desired_op(node, dattr, extra)
+        adapt = _ADAPT.get(name)
+        if adapt is not None:
+            out = adapt(self, node)
+            if out is not None:
+                return out
         known = _KNOWN_OUTPUT.get(name)
         if known is not None:
             out = self.generic(node)
@@ -210,8 +235,12 @@ class _Converter:
             attrs = dict(node.attrs)
             attrs[dattr] = lc0[1]
             oattr = extra.get("out_layout_attr")
-            if oattr and attrs.get(oattr):
+            if oattr and attrs.get(oattr) and attrs[oattr] != lc0[0]:
                 return self.generic(node)
+            if oattr and extra.get("kernel_layout_attr") is None:
+                attrs[oattr] = lc0[1]  # pools: both layout and out_layout, as TVM's PoolInferCorrectLayout
+            elif oattr:
+                attrs[oattr] = ""
             self.lay[node] = lc0
             return self.rebuild(node, [self.new_of[a0]] + [self.orig(a) for a in args[1:]], attrs)
         cattr = extra.get("channel_axis_attr")
@@ -225,7 +254,7 @@ class _Converter:
             else:
                 attrs = node.attrs
             if name == "nn.batch_norm":
-                self.bn_lay[node] = lc0
+                self.bn_lay[node] = (lc0, (0,))
             else:
                 self.lay[node] = lc0
             return self.rebuild(node, [self.new_of[a0]] + [self.orig(a) for a in args[1:]], attrs)
@@ -254,7 +283,9 @@ class _Converter:
         args.extend(self.orig(a) for a in rest)
         attrs[dattr] = want
         if oattr:
-            attrs[oattr] = ""
+            # a pool runs and returns in the desired layout (TVM's convert_pooling sets both);
+            # a conv's out_layout "" follows its data layout
+            attrs[oattr] = "" if kattr is not None else want
         self.lay[node] = (out_orig, want)
         return self.rebuild(node, args, attrs)
 
@@ -311,6 +342,82 @@ class _Converter:
                 return self.generic(node)
         return self.rebuild(node, [self.new_of[node.args[0]]], attrs)
 
+    # -- layout rules of single operators (TVM's FInferCorrectLayout) -------------------------
+    def converted_input(self, node: Call) -> Optional[tuple]:
+        """``(original, current)`` layout of the first argument, when it was converted."""
+        lc = self.lay.get(node.args[0])
+        return lc if lc is not None and lc[0] != lc[1] else None
+
+    def transpose(self, node: Call) -> Optional[Expr]:
+        """Absorb the conversion: new axes read the converted input, the result is as before."""
+        lc = self.converted_input(node)
+        if lc is None:
+            return None
+        o, c = lc
+        n = len(o)
+        axes = node.attrs["axes"]
+        axes = range(n - 1, -1, -1) if axes is None else [a + n if a < 0 else a for a in axes]
+        attrs = dict(node.attrs)
+        attrs["axes"] = [c.index(o[a]) for a in axes]
+        return self.rebuild(node, [self.new_of[node.args[0]]], attrs)
+
+    def squeeze(self, node: Call) -> Optional[Expr]:
+        """Squeeze the same axes of the converted input; the rest keep their converted order."""
+        lc = self.converted_input(node)
+        a0 = node.args[0]
+        if lc is None or not a0.has_type:
+            return None
+        o, c = lc
+        n = len(o)
+        axis = node.attrs["axis"]
+        if axis is None:
+            shape = a0.checked_type.shape
+            if not all(isinstance(d, int) for d in shape):
+                return None
+            gone = {o[i] for i, d in enumerate(shape) if d == 1}
+        else:
+            gone = {o[a + n if a < 0 else a] for a in axis}
+        attrs = dict(node.attrs)
+        attrs["axis"] = sorted(c.index(x) for x in gone)
+        out = self.rebuild(node, [self.new_of[a0]], attrs)
+        o2, c2 = "".join(x for x in o if x not in gone), "".join(x for x in c if x not in gone)
+        if o2 != c2:
+            self.lay[node] = (o2, c2)
+        return out
+
+    def concatenate(self, node: Call) -> Optional[Expr]:
+        """All fields in the layout of the first converted one; the axis follows."""
+        tup = node.args[0]
+        if type(tup) is not Tuple:
+            return None
+        target = next((self.lay[f] for f in tup.fields if f in self.lay), None)
+        if target is None or target[0] == target[1]:
+            return None
+        o, c = target
+        n = len(o)
+        for f in tup.fields:
+            lc = self.lay.get(f)
+            if (lc is not None and lc[0] != o) or _rank(f) != n:
+                return None
+        attrs = dict(node.attrs)
+        axis = attrs["axis"]
+        attrs["axis"] = c.index(o[axis + n if axis < 0 else axis])
+        self.lay[node] = target
+        return Call(node.op, [Tuple([self.in_layout(f, o, c) for f in tup.fields])], attrs)
+
+    def split(self, node: Call) -> Optional[Expr]:
+        """Split the converted input along the same axis; every field stays converted."""
+        lc = self.converted_input(node)
+        if lc is None:
+            return None
+        o, c = lc
+        n = len(o)
+        attrs = dict(node.attrs)
+        axis = attrs["axis"]
+        attrs["axis"] = c.index(o[axis + n if axis < 0 else axis])
+        self.bn_lay[node] = (lc, None)
+        return self.rebuild(node, [self.new_of[node.args[0]]], attrs)
+
     def rebuild(self, node: Call, args: list, attrs: Any) -> Expr:
         if (attrs is node.attrs or attrs == node.attrs) and all(a is b for a, b in zip(args, node.args)):
             return node
@@ -321,10 +428,10 @@ class _Converter:
         if type(node) is TupleGetItem:
             tv = node.tuple_value
             bl = self.bn_lay.get(tv)
-            if bl is not None and node.index == 0:
-                self.lay[node] = bl
+            if bl is not None and (bl[1] is None or node.index in bl[1]):
+                self.lay[node] = bl[0]
                 new_tv = self.new_of[tv]
-                return node if new_tv is tv else TupleGetItem(new_tv, 0)
+                return node if new_tv is tv else TupleGetItem(new_tv, node.index)
             if bl is not None:
                 new_tv = self.new_of[tv]
                 return node if new_tv is tv else TupleGetItem(new_tv, node.index)
@@ -345,6 +452,11 @@ class _Converter:
         if body is func.body:
             return func
         return Function(func.params, body, func.ret_type, func.attrs)
+
+
+#: operators with their own layout rule (each returns None to fall back to the generic one)
+_ADAPT = {"transpose": _Converter.transpose, "squeeze": _Converter.squeeze,
+          "concatenate": _Converter.concatenate, "split": _Converter.split}
 
 
 def convert_layout_function(func: Function, desired_layouts: Mapping) -> Function:

@@ -81,9 +81,92 @@ def test_pool_batch_norm_and_residual_add_adapt():
     e1 = _conv_nhwc(x, w, padding=(1, 1))
     ebn = ir.TupleGetItem(ir.nn.batch_norm(e1, *g, axis=3), 0)
     e2 = ir.nn.conv2d(ebn, _lt(w2, "OIHW", "HWIO"), data_layout="NHWC", kernel_layout="HWIO")
-    ep = ir.nn.max_pool2d(ir.add(e2, e1), pool_size=(2, 2), strides=(2, 2), layout="NHWC")
+    ep = ir.nn.max_pool2d(ir.add(e2, e1), pool_size=(2, 2), strides=(2, 2), layout="NHWC", out_layout="NHWC")
     expected = ir.Function([x, w, w2] + g, _lt(ep, "NHWC", "NCHW"))
     check_pass(_run(before), before, expected)
+
+
+def test_a_pool_sets_layout_and_out_layout_as_tvm_does():
+    """TVM's PoolInferCorrectLayout (an adapting pool) and convert_pooling (a desired
+    one) both set ``layout`` and ``out_layout`` (before: out_layout stayed "")."""
+    x, w = ir.var("x", X), ir.var("w", W)
+    before = ir.Function([x, w], ir.nn.avg_pool2d(ir.nn.conv2d(x, w, padding=(1, 1)), pool_size=(2, 2)))
+    ep = ir.nn.avg_pool2d(_conv_nhwc(x, w, padding=(1, 1)), pool_size=(2, 2), layout="NHWC", out_layout="NHWC")
+    check_pass(_run(before), before, ir.Function([x, w], _lt(ep, "NHWC", "NCHW")))
+    before = ir.Function([x], ir.nn.max_pool2d(x, pool_size=(2, 2)))
+    ep = ir.nn.max_pool2d(_lt(x, "NCHW", "NHWC"), pool_size=(2, 2), layout="NHWC", out_layout="NHWC")
+    check_pass(_run(before, {"nn.max_pool2d": ["NHWC"]}), before, ir.Function([x], _lt(ep, "NHWC", "NCHW")))
+
+
+def test_transpose_absorbs_the_conversion():
+    """The transpose reads the converted tensor with new axes and returns what it did
+    before: no layout_transform back (TVM has a layout rule for transpose)."""
+    x, w = ir.var("x", X), ir.var("w", W)
+    before = ir.Function([x, w], ir.transpose(ir.nn.relu(ir.nn.conv2d(x, w)), axes=(0, 2, 3, 1)))
+    expected = ir.Function([x, w], ir.transpose(ir.nn.relu(_conv_nhwc(x, w)), axes=[0, 1, 2, 3]))
+    check_pass(_run(before), before, expected)
+    before = ir.Function([x, w], ir.transpose(ir.nn.conv2d(x, w)))  # axes=None reverses
+    expected = ir.Function([x, w], ir.transpose(_conv_nhwc(x, w), axes=[2, 1, 3, 0]))
+    check_pass(_run(before), before, expected)
+
+
+def test_squeeze_keeps_the_converted_order_of_the_remaining_axes():
+    x = ir.var("x", ir.TensorType((1, 3, 1, 8), "float32"))
+    w = ir.var("w", ir.TensorType((4, 3, 1, 3), "float32"))
+    before = ir.Function([x, w], ir.nn.relu(ir.squeeze(ir.nn.conv2d(x, w, padding=(0, 1)), axis=[2])))
+    c = _conv_nhwc(x, w, padding=(0, 1))
+    expected = ir.Function([x, w], _lt(ir.nn.relu(ir.squeeze(c, axis=[1])), "NWC", "NCW"))
+    check_pass(_run(before), before, expected)
+    before = ir.Function([x, w], ir.squeeze(ir.nn.conv2d(x, w, padding=(0, 1))))  # every unit axis
+    expected = ir.Function([x, w], _lt(ir.squeeze(c, axis=[0, 1]), "WC", "CW"))
+    check_pass(_run(before), before, expected)
+
+
+def test_concatenate_and_split_follow_the_channel_axis():
+    x, w = ir.var("x", X), ir.var("w", W)
+    c1 = ir.nn.conv2d(x, w, padding=(1, 1))
+    c2 = ir.nn.relu(c1)
+    cat = ir.concatenate(ir.Tuple([c1, c2]), axis=1)
+    parts = ir.split(cat, 2, axis=-3)
+    before = ir.Function([x, w], ir.add(ir.TupleGetItem(parts, 0), ir.TupleGetItem(parts, 1)))
+    e1 = _conv_nhwc(x, w, padding=(1, 1))
+    ecat = ir.concatenate(ir.Tuple([e1, ir.nn.relu(e1)]), axis=3)
+    eparts = ir.split(ecat, 2, axis=3)
+    expected = ir.Function([x, w], _lt(ir.add(ir.TupleGetItem(eparts, 0), ir.TupleGetItem(eparts, 1)),
+                                       "NHWC", "NCHW"))
+    check_pass(_run(before), before, expected)
+
+
+def test_a_split_used_whole_is_transformed_back_field_by_field():
+    x, w = ir.var("x", X), ir.var("w", W)
+    before = ir.Function([x, w], ir.split(ir.nn.conv2d(x, w, padding=(1, 1)), 2, axis=1))
+    es = ir.split(_conv_nhwc(x, w, padding=(1, 1)), 2, axis=3)
+    expected = ir.Function([x, w], ir.Tuple([_lt(ir.TupleGetItem(es, i), "NHWC", "NCHW") for i in range(2)]))
+    check_pass(_run(before), before, expected)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_layout_rules_keep_the_numbers(seed):
+    """conv -> (transpose | squeeze | concatenate | split | pool) -> ..., random attributes."""
+    rng = np.random.RandomState(seed)
+    x = ir.var("x", ir.TensorType((1, 3, 1, 6), "float32"))
+    w = ir.var("w", ir.TensorType((4, 3, 1, 3), "float32"))
+    c = ir.nn.relu(ir.nn.conv2d(x, w, padding=(0, 1)))
+    kind = seed % 5
+    if kind == 0:
+        out = ir.transpose(c, axes=tuple(int(a) for a in rng.permutation(4)))
+    elif kind == 1:
+        out = ir.squeeze(c, axis=[int(rng.choice([0, 2, -4, -2]))])
+    elif kind == 2:
+        out = ir.concatenate(ir.Tuple([c, ir.exp(c)]), axis=int(rng.randint(-4, 4)))
+    elif kind == 3:
+        parts = ir.split(c, [int(rng.randint(1, 4))], axis=1)
+        out = ir.multiply(ir.TupleGetItem(parts, 1), ir.const(2.0))
+    else:
+        out = ir.nn.avg_pool2d(c, pool_size=(1, 2), strides=(1, 2))
+    before = ir.IRModule.from_expr(ir.Function([x, w], ir.add(out, ir.const(1.0))))
+    assert_semantics_preserved(lambda m: ir.IRModule({"main": convert_layout_function(m["main"], NHWC)}),
+                               before, seed=seed)
 
 
 def test_lower_rank_broadcast_operand_gets_expand_dims_and_transform():
