@@ -164,6 +164,12 @@ class PassRecord(_EntryRecord):
                                 f"factory returned {what}")
         return built
 
+    def prototype(self) -> Any:
+        """The pass as its factory builds it without options -- what the registry read
+        ``info`` from when the plugin loaded. Not option-checked: for reading a pass's
+        info and rules, not for running it (a pass with a required option may refuse to run)."""
+        return self.entry.factory()
+
     def as_dict(self) -> dict:
         return {
             "name": self.name, "kind": self.kind, "opt_level": self.opt_level,

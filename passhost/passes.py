@@ -23,7 +23,7 @@ from ._records import PassRecord
 from .errors import PassAttributeNotFound, PassNotFound
 from .registry import get_registry
 
-__all__ = ["get", "names", "info"]
+__all__ = ["get", "names", "info", "rules"]
 
 
 def get(name: str, **options: Any) -> Any:
@@ -45,6 +45,17 @@ def info(name: str) -> PassRecord:
     """What is known about pass ``name``: ``name``, ``opt_level``, ``required``,
     ``distribution``, ``version``, ``summary`` (and ``entry``, ``source``)."""
     return get_registry().pass_record(name)
+
+
+def rules(name: str) -> tuple:
+    """The rules of pass ``name`` in the order they are tried, ``()`` if it is not made of
+    rules (see :func:`passhost.transform.pattern_pass`). Needs none of the pass's options.
+
+    :raises PassNotFound: if no installed plugin provides ``name``
+    """
+    built = get_registry().pass_record(name).prototype()
+    found = getattr(getattr(built, "pass_func", None), "rules", None)
+    return found if isinstance(found, tuple) else ()
 
 
 def __getattr__(name: str) -> Any:

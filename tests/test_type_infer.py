@@ -571,3 +571,28 @@ def @main(%x: int32) {
     assert str(mod["main"].body.var.checked_type) == "fn (int32, int32) -> int32"
     assert int(ir.evaluate(mod, np.array(10, "int32"))) == 16
     assert ir.astext(ir.parse(ir.astext(mod))) == ir.astext(mod)
+
+
+# -- Call.type_args (issue 16: filled by inference where TVM fills it) ---------------------
+def test_type_args_of_an_operator_call_are_its_argument_types_then_its_result_type():
+    x = ir.var("x", shape=(2, 3))
+    call = ir.add(x, ir.const(1.0))
+    assert call.type_args == ()  # not typed yet
+    mod = ir.infer_type(ir.IRModule.from_expr(ir.Function([x], call)))
+    typed = mod["main"].body
+    assert typed.type_args == (ir.TensorType((2, 3)), ir.TensorType(()), ir.TensorType((2, 3)))
+    bn = ir.nn.batch_norm(*(ir.var(n, shape=s) for n, s in (("d", (1, 4, 2, 2)), ("g", (4,)), ("b", (4,)),
+                                                             ("m", (4,)), ("v", (4,)))))
+    bn = ir.infer_type(ir.IRModule.from_expr(ir.Function(list(ir.free_vars(bn)), bn)))["main"].body
+    assert len(bn.type_args) == 6 and isinstance(bn.type_args[-1], ir.TupleType)
+
+
+def test_calls_of_functions_and_globals_have_no_type_args():
+    x = ir.var("x", shape=(2,))
+    inner = ir.Function([x], ir.negative(x))
+    y = ir.var("y", shape=(2,))
+    mod = ir.IRModule({"f": inner})
+    mod["main"] = ir.Function([y], ir.Call(mod.get_global_var("f"), [ir.Call(inner, [y])]))
+    mod = ir.infer_type(mod)
+    outer = mod["main"].body
+    assert outer.checked_type == ir.TensorType((2,)) and outer.type_args == () and outer.args[0].type_args == ()

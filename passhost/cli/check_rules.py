@@ -28,9 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _rules(name: str, explicit: bool) -> tuple:
     from .. import passes
 
-    built = passes.get(name)
-    rules = getattr(getattr(built, "pass_func", None), "rules", None)
-    if not isinstance(rules, tuple) or not rules:
+    rules = passes.rules(name)
+    if not rules:
         if explicit:
             raise CommandError(f"pass {name!r} is not made of rules; check-rules checks passes built with "
                                "passhost.transform.pattern_pass")

@@ -38,9 +38,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _rules_of(name: str) -> tuple:
     from .. import passes
 
-    built = passes.get(name)
-    rules = getattr(getattr(built, "pass_func", None), "rules", None)
-    if not isinstance(rules, tuple) or not rules:
+    rules = passes.rules(name)
+    if not rules:
         raise CommandError(f"pass {name!r} is not made of rules, so there is nothing to explain; "
                            "explain works on passes built with passhost.transform.pattern_pass")
     return rules

@@ -101,7 +101,7 @@ def _print_options(schema: Any) -> None:
 def _built_quietly(record: Any) -> Any:
     """The pass as its factory builds it without options (for its rules), or ``None``."""
     try:
-        return record.entry.factory()
+        return record.prototype()
     except Exception:
         return None
 

@@ -353,6 +353,33 @@ class Call(Expr):
         """``call[i]`` is ``TupleGetItem(call, i)`` (for tuple-valued calls such as batch_norm)."""
         return TupleGetItem(self, index)
 
+    @property
+    def type_args(self) -> tuple:
+        """The types the callee's type parameters were instantiated with, as TVM's type
+        inference fills ``Call.type_args``.
+
+        TVM gives every operator one type parameter per input and one for its result
+        (``OpRegEntry::add_type_rel``), so for an operator call, once typed, they are the
+        argument types followed by the result type::
+
+            add(%x, 1f)   # %x: Tensor[(2), float32]
+            type_args == (Tensor[(2), float32], float32, Tensor[(2), float32])
+
+        Calls of functions, globals and closures have none (passhost functions are not
+        polymorphic), and neither does a call that is not typed yet: ``()``.
+        """
+        ty = self._checked_type
+        if ty is None or type(self.op) is not Op:
+            return ()
+        out = []
+        for a in self.args:
+            t = a._checked_type
+            if t is None:
+                return ()
+            out.append(t)
+        out.append(ty)
+        return tuple(out)
+
     def __repr__(self) -> str:
         name = self.op.name if type(self.op) is Op else type(self.op).__name__
         return f"Call({name}, {len(self.args)} args)"
