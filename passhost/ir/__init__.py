@@ -8,7 +8,7 @@ and the verifier. Everything else in this package is private. See ``docs/ir.md``
 from __future__ import annotations
 
 from ..errors import EvaluationError, IRError, ParseError, TypeInferenceError, WellFormedError
-from .types import FuncType, TensorType, TupleType, Type
+from .types import FuncType, IncompleteType, TensorType, TupleType, Type
 from .expr import Attrs, Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .op import Op, OpDef, OpPattern, list_ops, register_op
 from .module import IRModule
@@ -42,7 +42,7 @@ __all__ = [
     # errors
     "IRError", "ParseError", "TypeInferenceError", "WellFormedError", "EvaluationError",
     # types
-    "Type", "TensorType", "TupleType", "FuncType",
+    "Type", "TensorType", "TupleType", "FuncType", "IncompleteType",
     # nodes
     "Attrs", "Expr", "Var", "Constant", "Call", "Function", "Tuple", "TupleGetItem", "Let", "If",
     "GlobalVar", "Op", "OpDef", "OpPattern", "register_op", "list_ops",

@@ -32,7 +32,15 @@ Rules:
 * ``Function`` → ``FuncType(param types, body type)``; a missing ``ret_type`` is
   filled in, a given one must match the body.
 * ``GlobalVar`` → the type of its function in the module. Callees are typed
-  first; a recursive function needs annotated parameters and return type.
+  first. A function that calls itself needs annotated parameters; its return type,
+  if not annotated, is read off its non-recursive branches as TVM's solver does: the
+  function is typed once with the recursive calls returning an ``IncompleteType``
+  (``if`` takes the type of the other branch, an operator or a call given one returns
+  one), then again with that return type, which the recursive branches must agree with.
+* A called variable without a type (``fn (%x: int32, %f) -> int32 { %f(%x) }``) gets
+  ``fn (argument types) -> T`` when the type ``T`` its call must have is known from
+  the enclosing function's return annotation (through ``let`` bodies and ``if``
+  branches).
 """
 from __future__ import annotations
 
@@ -43,7 +51,7 @@ from ._gc import paused
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
 from .op import Op
-from .types import FuncType, TensorType, TupleType, Type
+from .types import FuncType, IncompleteType, TensorType, TupleType, Type, has_incomplete
 
 __all__ = ["infer_type"]
 
@@ -63,6 +71,18 @@ def _constant_type(data) -> TensorType:
         if len(_CONST_TYPES) < 4096:
             _CONST_TYPES[key] = ty
     return ty
+
+
+#: the stand-in return type of a recursive function while its return type is inferred
+_INCOMPLETE = IncompleteType()
+
+
+class _NeedReturnType(Exception):
+    """Internal: ``gv`` calls itself and has no return annotation; infer it from its other branches."""
+
+    def __init__(self, gv: GlobalVar) -> None:
+        super().__init__(gv.name_hint)
+        self.gv = gv
 
 
 class _NeedGlobal(Exception):
@@ -152,6 +172,8 @@ def _infer_module(mod: IRModule) -> None:
 
     in_progress: set = set()
     memo: dict = {}  # type relation results, shared by every function of the module
+    provisional: dict = {}  # recursive global -> its signature with the inferred return type
+    probing: list = [None]  # (global, signature returning IncompleteType) while one is probed
 
     def resolve(gv: GlobalVar) -> FuncType:
         own, fn = _lookup(mod, gv)
@@ -162,16 +184,44 @@ def _infer_module(mod: IRModule) -> None:
                 "to the module or call an existing function")
         ft = fn._checked_type
         if ft is None:
-            ft = _signature(fn)
+            ft = _signature(fn) or provisional.get(own)
             if ft is None:
+                probe = probing[0]
+                if probe is not None and probe[0] is own:
+                    ft = probe[1]  # the recursive call, while its return type is read off the rest
+                    gv._set_checked_type(ft)  # taken back with the rest of the probe
+                    return ft
                 if own in in_progress:
-                    raise TypeInferenceError(
-                        f"@{gv.name_hint} calls itself (directly or through other functions): "
-                        "annotate its parameter types and return type so the recursive call "
-                        "can be typed")
+                    if probe is not None or all(p.type_annotation is not None for p in fn.params):
+                        raise _NeedReturnType(own)  # (inside a probe: mutual recursion, an error)
+                    raise _recursion_error(gv.name_hint)
                 raise _NeedGlobal(own)
         gv._set_checked_type(ft)
         return ft
+
+    def probe_return_type(own: GlobalVar) -> FuncType:
+        """The signature of recursive ``own`` with the return type its non-recursive branches give."""
+        fn = mod._funcs[own]
+        ptypes = [p.type_annotation for p in fn.params]
+        probing[0] = (own, FuncType(ptypes, _INCOMPLETE))
+        try:
+            _infer_expr(fn, resolve, name=own.name_hint, memo={})
+        except (_NeedGlobal, _NeedReturnType) as need:  # mutual recursion: located at the call
+            from .visitor import post_order
+
+            err = _recursion_error(own.name_hint)
+            err.node = next((n for n in post_order(fn) if type(n) is Call and type(n.op) is GlobalVar
+                             and n.op.name_hint == need.gv.name_hint), None)
+            raise err from None
+        finally:
+            probing[0] = None
+            body_type = fn.body._checked_type
+            _forget_incomplete(fn)
+        if body_type is None or has_incomplete(body_type):
+            raise TypeInferenceError(
+                f"@{own.name_hint} calls itself on every path, so no branch gives its return type: "
+                "annotate its return type")
+        return FuncType(ptypes, body_type)
 
     for gv, fn in items:
         if fn._checked_type is not None:
@@ -190,9 +240,43 @@ def _infer_module(mod: IRModule) -> None:
             except _NeedGlobal as need:
                 work.append(need.gv)
                 continue
+            except _NeedReturnType as need:
+                provisional[need.gv] = probe_return_type(need.gv)
+                continue  # type it again, the recursive calls now typed
             g._set_checked_type(f._checked_type)
             in_progress.discard(g)
             work.pop()
+
+
+def _recursion_error(name: str) -> TypeInferenceError:
+    return TypeInferenceError(
+        f"@{name} calls itself (directly or through other functions): annotate its parameter "
+        "types (and, for mutual recursion, the return type) so the recursive call can be typed")
+
+
+def _forget_incomplete(fn: Function) -> None:
+    """Undo what a return-type probe wrote into ``fn``: its own type and return type, and
+    every type, annotation and return type that holds the incomplete stand-in (the rest was
+    typed without it and is what the real inference computes again). A node over a reset
+    one is reset too -- an ``if`` typed by its other branch, say -- so that every typed node
+    keeps typed children."""
+    from .visitor import children, post_order
+
+    _set_type(fn, None)
+    fn._set_ret_type(None)
+    reset: set = set()
+    for node in post_order(fn):
+        t = node._checked_type
+        if t is not None and (has_incomplete(t) or any(id(c) in reset for c in children(node))):
+            _set_type(node, None)
+            reset.add(id(node))
+        tn = type(node)
+        if tn is Var:
+            ann = node.type_annotation
+            if ann is not None and has_incomplete(ann):
+                _set_annotation(node, None)
+        elif tn is Function and node.ret_type is not None and has_incomplete(node.ret_type):
+            node._set_ret_type(None)
 
 
 def _no_module(gv: GlobalVar) -> FuncType:
@@ -268,7 +352,11 @@ _FN_KEY = object()
 
 
 def _relate(op: Op, arg_types: list, attrs) -> Type:
-    """Run the type relation of ``op``; errors name the op."""
+    """Run the type relation of ``op``; errors name the op. An argument of incomplete
+    type (a recursive call being probed) makes the result incomplete too."""
+    for t in arg_types:
+        if type(t) is IncompleteType:
+            return t
     try:
         ty = op._def.type_rel(arg_types, attrs)
     except PasshostError as e:
@@ -312,6 +400,7 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None,
     memo_get = memo.get
 
     pending: list = []  # untyped variables consumed by op calls
+    expect: dict = {}  # expression -> the type its context requires (a return annotation)
     stack = [root]
     push = stack.append
     pop = stack.pop
@@ -459,8 +548,15 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None,
                     elif _leaf(op, resolve):
                         push(op)
                         pushed = True
-                    elif op._checked_type is None:
-                        raise _untyped_var(op, "a called variable")
+                    elif op._checked_type is None and not pushed:
+                        # an unannotated called variable: its type is fn (argument types) -> the
+                        # type this call must have, when the context says it
+                        want = expect.get(node) if expect else None
+                        if want is None or unknown:
+                            raise _untyped_var(op, "a called variable")
+                        ft = FuncType([a._checked_type for a in args], want)
+                        _set_annotation(op, ft)
+                        settype(op, ft)
                 if pushed:
                     continue
                 pop()
@@ -487,6 +583,8 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None,
             elif t is _Function:
                 body = node.body
                 if body._checked_type is None and (type(body) is _Call or _leaf(body, resolve)):
+                    if node.ret_type is not None:
+                        expect[body] = node.ret_type
                     push(body)
                     continue
                 pop()
@@ -546,6 +644,8 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None,
                         "fix the annotation or the value")
                 body = node.body
                 if _leaf(body, resolve):
+                    if expect and node in expect:
+                        expect[body] = expect[node]
                     push(body)
                     continue
                 pop()
@@ -569,6 +669,8 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None,
                 settype(node, _getitem_type(node, _known(tv, "tuple")))
             elif t is If:
                 pushed = False
+                if expect and node in expect:
+                    expect[node.true_branch] = expect[node.false_branch] = expect[node]
                 for c in (node.false_branch, node.true_branch, node.cond):
                     if _leaf(c, resolve):
                         push(c)
@@ -622,7 +724,7 @@ def _call_type(node: Call, op: Expr) -> Type:
         if at is None:  # an unannotated variable: the parameter type fills it
             _set_annotation(a, pt)
             _set_type(a, pt)
-        elif at is not pt and at != pt:
+        elif at is not pt and at != pt and type(at) is not IncompleteType:
             raise TypeInferenceError(
                 f"argument {i} of call to {_callee_name(op)} has type {at}, but the parameter "
                 f"expects {pt}")
@@ -660,6 +762,8 @@ def _function_type(node: Function, root: Expr, name: Optional[str], memo: dict) 
 
 
 def _getitem_type(node: TupleGetItem, tt: Type) -> Type:
+    if type(tt) is IncompleteType:
+        return tt
     if type(tt) is not TupleType:
         raise TypeInferenceError(
             f"tuple index .{node.index} is applied to a value of type {tt}, which is not a tuple")
@@ -673,11 +777,15 @@ def _getitem_type(node: TupleGetItem, tt: Type) -> Type:
 
 def _if_type(node: If) -> Type:
     ct = _known(node.cond, "if condition")
-    if type(ct) is not TensorType or ct.shape != ():
+    if type(ct) is not IncompleteType and (type(ct) is not TensorType or ct.shape != ()):
         raise TypeInferenceError(
             f"the condition of an if must be a rank-0 (scalar) tensor such as bool, got {ct}")
     tt = _known(node.true_branch, "then branch")
     ft = _known(node.false_branch, "else branch")
+    if type(tt) is IncompleteType:
+        return ft  # a recursive branch being probed: the other one gives the type
+    if type(ft) is IncompleteType:
+        return tt
     if tt != ft:
         raise TypeInferenceError(
             f"the branches of an if have different types: {tt} (then) and {ft} (else)")

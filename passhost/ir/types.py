@@ -198,6 +198,43 @@ class FuncType(Type):
         return f"FuncType({list(self.arg_types)!r}, {self.ret_type!r})"
 
 
+class IncompleteType(Type):
+    """A type not known yet (TVM's ``IncompleteType``, printed ``?``).
+
+    Type inference gives it, for a moment, to the return type of a recursive function
+    without a return annotation while it reads that type off the function's
+    non-recursive branches; no typed expression keeps it. Two incomplete types are equal
+    only if they are the same object.
+    """
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        _set(self, "_text", None)
+
+    def _render(self) -> str:
+        return "?"
+
+    def __repr__(self) -> str:
+        return "IncompleteType()"
+
+
+def has_incomplete(t: Type) -> bool:
+    """Whether ``t`` is or holds an :class:`IncompleteType` (explicit stack)."""
+    stack = [t]
+    while stack:
+        x = stack.pop()
+        tx = type(x)
+        if tx is IncompleteType:
+            return True
+        if tx is TupleType:
+            stack.extend(x.fields)
+        elif tx is FuncType:
+            stack.extend(x.arg_types)
+            stack.append(x.ret_type)
+    return False
+
+
 def _render_nested(t: Type) -> str:
     """The text of ``t``, written piece by piece with an explicit stack: a tuple type
     100,000 levels deep prints at the default recursion limit and in linear time (only
