@@ -15,6 +15,7 @@ __all__ = ["PASSES", "INSTRUMENTS", "FORMATS", "SUFFIXES", "distribution_for", "
 
 #: pass name -> distribution
 PASSES: Final[Mapping[str, str]] = {
+    "AnnotateSpans": "passhost-annotate-spans",
     "BackwardFoldScaleAxis": "passhost-fold-scale-axis",
     "CanonicalizeOps": "passhost-canonicalize-ops",
     "ConvertLayout": "passhost-convert-layout",

@@ -24,6 +24,7 @@ trap 'rm -f "$log"' EXIT
 count=0
 for dir in . plugins/*/ dists/*/; do
     [ -f "$dir/pyproject.toml" ] || continue
+    rm -rf "$dir/build"  # setuptools reuses build/lib: a module deleted since the last build would ship
     # one process per project: setuptools keeps state between builds
     if ! (cd "$dir" && "$python" - "$out" > "$log" 2>&1 <<'PY'
 import sys

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ..errors import EvaluationError, IRError, ParseError, TypeInferenceError, WellFormedError
 from .types import FuncType, IncompleteType, TensorType, TupleType, Type
-from .expr import Attrs, Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .expr import Attrs, Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var, set_span
+from .span import Span
 from .op import Op, OpDef, OpPattern, list_ops, register_op
 from .module import IRModule
 from .visitor import (
@@ -44,7 +45,7 @@ __all__ = [
     # types
     "Type", "TensorType", "TupleType", "FuncType", "IncompleteType",
     # nodes
-    "Attrs", "Expr", "Var", "Constant", "Call", "Function", "Tuple", "TupleGetItem", "Let", "If",
+    "Attrs", "Expr", "Var", "Constant", "Call", "Function", "Tuple", "TupleGetItem", "Let", "If", "Span", "set_span",
     "GlobalVar", "Op", "OpDef", "OpPattern", "register_op", "list_ops",
     # module
     "IRModule",

@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 import numpy as np
 
 from ..errors import IRError
+from .span import Span
 from .types import Type, TensorType, check_dtype
 
 __all__ = [
@@ -107,7 +108,7 @@ EMPTY_ATTRS = Attrs()
 class Expr:
     """Base class of every expression node."""
 
-    __slots__ = ("_checked_type",)
+    __slots__ = ("_checked_type", "_span")
 
     def __setattr__(self, key: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} nodes are immutable; build a new node instead")
@@ -128,6 +129,15 @@ class Expr:
                 "inference first (passhost.ir.infer_type(mod) or the InferType pass)"
             )
         return t
+
+    @property
+    def span(self) -> Optional[Span]:
+        """Where this node came from (:class:`passhost.ir.Span`), or ``None``; set by the
+        parser with ``spans=True``, the AnnotateSpans pass or an importer (see :func:`set_span`)."""
+        try:
+            return self._span
+        except AttributeError:  # built through object.__new__ by a fast path
+            return None
 
     @property
     def has_type(self) -> bool:
@@ -193,7 +203,21 @@ _note_called = OPS_EVER_CALLED.add
 #: The slots' own setters (``member_descriptor.__set__``): constructors run once per node
 #: of every graph a pass builds, and these cost about a third of ``object.__setattr__``.
 _set_type = Expr.__dict__["_checked_type"].__set__
+_set_span = Expr.__dict__["_span"].__set__
 _new = object.__new__
+
+
+def set_span(node: Expr, span: Optional[Span]) -> Expr:
+    """Give ``node`` the source span ``span`` (metadata: structure, equality and hash do not
+    change) and return it. Importers call it on the nodes they build::
+
+        call = ir.nn.conv2d(x, w)
+        ir.set_span(call, ir.Span("resnet50.onnx", name="Conv_12"))
+    """
+    if span is not None and not isinstance(span, Span):
+        raise IRError(f"a span must be a passhost.ir.Span or None, got {span!r}")
+    _set_span(node, span)
+    return node
 
 
 def _lift(value: Any, like: Expr) -> Expr:
@@ -226,6 +250,7 @@ class Var(Expr):
         _var_name(self, name_hint)
         _var_annotation(self, type_annotation)
         _set_type(self, None)
+        _set_span(self, None)
 
     def _set_type_annotation(self, ty: Type) -> None:
         # Type inference fills a missing annotation once (as TVM's InferType does).
@@ -253,6 +278,7 @@ class Constant(Expr):
         _set(self, "data", arr)
         _set(self, "_data_hash", None)
         _set(self, "_checked_type", None)
+        _set(self, "_span", None)
 
     @property
     def dtype(self) -> str:
@@ -287,6 +313,7 @@ class GlobalVar(Expr):
             raise IRError(f"GlobalVar needs a non-empty name, got {name_hint!r}")
         _set(self, "name_hint", name_hint)
         _set(self, "_checked_type", None)
+        _set(self, "_span", None)
 
     def __repr__(self) -> str:
         return f"GlobalVar(@{self.name_hint})"
@@ -327,6 +354,7 @@ class Call(Expr):
         _call_args(self, args)
         _call_attrs(self, attrs)
         _set_type(self, None)
+        _set_span(self, None)
 
     def with_args(self, args: tuple, keep_type: bool = True) -> "Call":
         """This call with new ``args`` (a tuple of expressions; same callee and attrs).
@@ -347,6 +375,7 @@ class Call(Expr):
                     ty = None
                     break
         _set_type(new, ty)
+        _set_span(new, self.span)
         return new
 
     def __getitem__(self, index: int) -> "TupleGetItem":
@@ -420,6 +449,7 @@ class Function(Expr):
         _fn_ret_type(self, ret_type)
         _fn_attrs(self, attrs)
         _set_type(self, None)
+        _set_span(self, None)
 
     def _set_ret_type(self, ty: Type) -> None:
         # Type inference fills a missing return type once (as TVM's InferType does).
@@ -454,6 +484,7 @@ class Tuple(Expr):
                 raise IRError(f"tuple fields must be expressions, got {f!r}")
         _tuple_fields(self, fields)
         _set_type(self, None)
+        _set_span(self, None)
 
     def __len__(self) -> int:
         return len(self.fields)
@@ -482,6 +513,7 @@ class TupleGetItem(Expr):
         _tgi_value(self, tuple_value)
         _tgi_index(self, int(index))
         _set_type(self, None)
+        _set_span(self, None)
 
     def __repr__(self) -> str:
         return f"TupleGetItem(.{self.index})"
@@ -505,6 +537,7 @@ class Let(Expr):
         _let_value(self, value)
         _let_body(self, body)
         _set_type(self, None)
+        _set_span(self, None)
 
     def __repr__(self) -> str:
         return f"Let(%{self.var.name_hint})"
@@ -528,6 +561,7 @@ class If(Expr):
         _if_then(self, true_branch)
         _if_else(self, false_branch)
         _set_type(self, None)
+        _set_span(self, None)
 
     def __repr__(self) -> str:
         return "If()"

@@ -115,7 +115,12 @@ def infer_type(obj: Union[IRModule, Expr]) -> Union[IRModule, Expr]:
             if t is Call and type(obj.op) is Op and all(a._checked_type is not None for a in obj.args):
                 # one operator call over typed arguments, as an importer builds a graph node by
                 # node: run its relation directly (no traversal, no GC pause per node)
-                _set_type(obj, _relate(obj.op, [a._checked_type for a in obj.args], obj.attrs))
+                try:
+                    _set_type(obj, _relate(obj.op, [a._checked_type for a in obj.args], obj.attrs))
+                except TypeInferenceError as err:
+                    err.node = obj
+                    _name_span(err, obj)
+                    raise
                 return obj
             if (t is Constant or t is Var) and not _leaf(obj, _no_module) and obj._checked_type is not None:
                 return obj
@@ -246,6 +251,13 @@ def _infer_module(mod: IRModule) -> None:
             g._set_checked_type(f._checked_type)
             in_progress.discard(g)
             work.pop()
+
+
+def _name_span(err: TypeInferenceError, node: Expr) -> None:
+    """Append where ``node`` came from (its :class:`~passhost.ir.Span`) to the message."""
+    span = node.span
+    if span is not None and err.args and isinstance(err.args[0], str):
+        err.args = (f"{err.args[0]} (at {span})",) + err.args[1:]
 
 
 def _recursion_error(name: str) -> TypeInferenceError:
@@ -392,6 +404,7 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None,
     except TypeInferenceError as err:
         if getattr(err, "node", None) is None:
             err.node = root
+            _name_span(err, root)
         raise
     if not leaf:
         return root._checked_type
@@ -685,6 +698,7 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None,
     except TypeInferenceError as err:
         if getattr(err, "node", None) is None:
             err.node = node  # the expression being typed when it failed: callers locate it
+            _name_span(err, node)
         raise
     for v in pending:
         if v._checked_type is None:

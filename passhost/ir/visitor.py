@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Callable, Iterable, Optional
 
 from ._gc import gc_paused
-from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var, set_span
 from .op import Op
 
 __all__ = [
@@ -171,7 +171,16 @@ def post_order_visit(expr: Expr, fn: Callable[[Expr], object]) -> None:
 def with_children(node: Expr, new: tuple) -> Expr:
     """``node`` rebuilt with the children ``new`` (same order as :func:`children`).
     Returns ``node`` itself when nothing changed, so unchanged sub-graphs keep their
-    identity (and their inferred types)."""
+    identity (and their inferred types); a rebuilt node keeps ``node``'s source span."""
+    out = _rebuilt(node, new)
+    if out is not node:
+        span = node.span
+        if span is not None:
+            set_span(out, span)
+    return out
+
+
+def _rebuilt(node: Expr, new: tuple) -> Expr:
     t = type(node)
     if t is Call:
         op = new[0]

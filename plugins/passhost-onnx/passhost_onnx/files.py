@@ -48,7 +48,7 @@ def load(path: str, *, input_shapes: Optional[Mapping] = None, keep_params: bool
         raise FormatError(f"cannot read {path!r}: it holds no ONNX graph (empty or not an ONNX model)")
     try:
         return from_onnx(model, input_shapes=input_shapes, keep_params=keep_params,
-                         extra_converters=_extra_converters())
+                         extra_converters=_extra_converters(), source=os.path.basename(path))
     except FormatError as err:
         raise FormatError(f"{path}: {err}") from None
 

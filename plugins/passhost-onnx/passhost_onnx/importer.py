@@ -166,15 +166,15 @@ def _fold(expr: ir.Expr) -> ir.Expr:
 
 
 def from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False,
-              extra_converters: Optional[list] = None) -> Any:
+              extra_converters: Optional[list] = None, source: str = "") -> Any:
     """Import ``model`` (see :func:`_from_onnx`), with the cyclic GC paused while the graph grows."""
     with ir.paused_gc():
         return _from_onnx(model, input_shapes=input_shapes, keep_params=keep_params,
-                          extra_converters=extra_converters)
+                          extra_converters=extra_converters, source=source)
 
 
 def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False,
-               extra_converters: Optional[list] = None) -> Any:
+               extra_converters: Optional[list] = None, source: str = "") -> Any:
     """Import ``model``: an :class:`~passhost.ir.IRModule` (with ``keep_params``: and a params dict).
 
     :param input_shapes: input name -> concrete shape; other symbolic dimensions become 1
@@ -182,9 +182,13 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
     :param keep_params: floating-point initializers become parameters of ``@main`` (after
         the inputs) and are returned by name; integer ones (shapes, axes) stay constants
     :param extra_converters: ``[(domain, op_type, since, fn)]`` on top of the built-in ones
+    :param source: the model's name in spans (default: the graph's name); the expression
+        each ONNX node becomes gets the span ``Span(source, name=<node name>)``, so a later
+        type error says which node of the model it came from
     :raises FormatError: unsupported operators (all of them, with counts), bad shapes, ...
     """
     graph = model.graph
+    source = source or graph.name or "onnx model"
     opsets = {}
     for imp in model.opset_import:
         opsets[_domain(imp.domain)] = int(imp.version)
@@ -247,6 +251,8 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
         for name, expr in zip(n.output, outs):
             if not name:
                 continue
+            if expr.span is None and not any(expr is x for x in inputs):  # not an Identity's input
+                ir.set_span(expr, ir.Span(source, name=n.name or name))
             try:
                 ir.infer_type(expr)
             except PasshostError as err:

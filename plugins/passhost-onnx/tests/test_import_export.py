@@ -235,3 +235,22 @@ def test_per_channel_scale_shift_exports_as_one_batch_norm_on_4d(rank, ort_run):
     a = rng.randn(*shape).astype("float32")
     np.testing.assert_allclose(ort_run(model.SerializeToString(), {"x": a})[0], ir.evaluate(mod, a),
                                rtol=1e-6, atol=1e-6)
+
+
+def test_each_node_becomes_an_expression_with_a_span_naming_it(tmp_path):
+    """Issue 16 (spans): the expression an ONNX node becomes carries Span(model, name=node);
+    an Identity does not re-span its input, and a later type error names the node."""
+    model = _model([helper.make_node("Relu", ["x"], ["r"], name="first_relu"),
+                    helper.make_node("Identity", ["r"], ["i"], name="ident"),
+                    helper.make_node("Mul", ["i", "i"], ["y"])],
+                   [_vi("x", [2, 3])], [_vi("y", [2, 3])])
+    path = tmp_path / "tiny.onnx"
+    onnx.save(model, str(path))
+    mod = ir.load(str(path))
+    mul = mod["main"].body
+    assert str(mul.span) == "tiny.onnx: node 'y'"  # unnamed node: its output names it
+    assert str(mul.args[0].span) == "tiny.onnx: node 'first_relu'"
+    assert str(from_onnx(model)["main"].body.span) == "g: node 'y'"  # in memory: the graph's name
+    wrong = ir.with_children(mul, (mul.op, mul.args[0], ir.var("z", shape=(4,))))
+    with pytest.raises(passhost.errors.TypeInferenceError, match=r"\(at tiny.onnx: node 'y'\)$"):
+        ir.infer_type(ir.IRModule.from_expr(ir.Function(list(ir.free_vars(wrong)), wrong)))
