@@ -223,13 +223,20 @@ class _Verifier:
     checked again, so a pass that changes nothing costs a dict lookup per function.
     ``InferType`` is not followed by a check (see :meth:`run_after_pass`)."""
 
-    __slots__ = ("verified",)
+    __slots__ = ("verified", "typed_input")
     name = "verify-each"
 
     def __init__(self) -> None:
         import weakref
 
         self.verified = weakref.WeakSet()
+        self.typed_input = []  # a stack: passes nest (a Sequential's passes run inside it)
+
+    def run_before_pass(self, mod: Any, info: Any) -> None:
+        # a pass that declares preserves_types is held to it only when its input was typed:
+        # every function typed (a typed node has typed children, so the function says it all)
+        self.typed_input.append(info.preserves_types and all(f._checked_type is not None
+                                                             for f in mod.functions.values()))
 
     def run_after_pass(self, mod: Any, info: Any) -> None:
         from .errors import PassError, WellFormedError
@@ -238,13 +245,16 @@ class _Verifier:
         if info.name == "InferType":
             # it only types in place; and run inside a function pass (on its result) it would
             # be blamed for that pass's output: the pass's own check, right after, names it
+            if self.typed_input:
+                self.typed_input.pop()
             return
         verified = self.verified
+        typed = self.typed_input.pop() if self.typed_input else False
         for gv, fn in mod.functions.items():
             if fn in verified:
                 continue
             try:
-                well_formed_function(fn, mod, f"@{gv.name_hint}")
+                well_formed_function(fn, mod, f"@{gv.name_hint}", typed=typed)
             except WellFormedError as err:
                 failure = PassError(f"pass '{info.name}' left a malformed module: {err} (verify-each; "
                                     f"switch it off with --no-verify-each or config {VERIFY_KEY}=False)", info.name)
@@ -408,6 +418,7 @@ class PassContext:
             if self._verifier is None:
                 self._verifier = _Verifier()
             after.insert(0, self._verifier.run_after_pass)  # before instruments see the output
+            before.append(self._verifier.run_before_pass)
         plain = not (should_run or before or after or immutable)
         # optional, outside the plan: read by the pass manager only when it skips a pass
         self._skip_hooks = tuple(fn for fn in (getattr(inst, SKIP_HOOK, None) for inst in self._instruments)

@@ -46,13 +46,18 @@ class PassTypeError(PasshostError, TypeError):
 class PassInfo:
     """The metadata of a pass: ``opt_level``, ``name`` and the names it ``required``.
 
+    ``preserves_types`` (keyword-only, default ``False``) declares that the pass leaves a
+    typed module fully typed: every expression of its output has a ``checked_type``.
+    verify-each holds such a pass to it (MLIR's preserved analyses, for types).
+
     Immutable; compares by value. ``str(info)`` is TVM's form, e.g.
     ``The meta data of the pass - pass name: FuseOps, opt_level: 0, required passes: [\\nInferType, ]\\n``.
     """
 
-    __slots__ = ("opt_level", "name", "required")
+    __slots__ = ("opt_level", "name", "required", "preserves_types")
 
-    def __init__(self, opt_level: int, name: str, required: Optional[Sequence[str]] = ()) -> None:
+    def __init__(self, opt_level: int, name: str, required: Optional[Sequence[str]] = (), *,
+                 preserves_types: bool = False) -> None:
         if not isinstance(opt_level, int) or isinstance(opt_level, bool):
             raise PassTypeError(f"PassInfo opt_level must be an int, got {opt_level!r}")
         if not isinstance(name, str):
@@ -69,6 +74,9 @@ class PassInfo:
         _set(self, "opt_level", opt_level)
         _set(self, "name", name)
         _set(self, "required", tuple(required))
+        if not isinstance(preserves_types, bool):
+            raise PassTypeError(f"preserves_types of pass '{name}' must be True or False, got {preserves_types!r}")
+        _set(self, "preserves_types", preserves_types)
 
     def __setattr__(self, key: str, value: Any) -> None:
         raise AttributeError("PassInfo is immutable; build a new one")
@@ -76,7 +84,8 @@ class PassInfo:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PassInfo):
             return NotImplemented
-        return (self.opt_level, self.name, self.required) == (other.opt_level, other.name, other.required)
+        return ((self.opt_level, self.name, self.required, self.preserves_types)
+                == (other.opt_level, other.name, other.required, other.preserves_types))
 
     def __hash__(self) -> int:
         return hash((self.opt_level, self.name, self.required))

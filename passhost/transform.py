@@ -132,7 +132,7 @@ def _pass_name(obj: Any, name: Optional[str]) -> str:
 
 
 def _make_pass(cls: type, kind: str, method: str, pass_func: Optional[Callable], opt_level: Optional[int],
-               name: Optional[str], required: Optional[Sequence[str]]) -> Any:
+               name: Optional[str], required: Optional[Sequence[str]], preserves_types: bool = False) -> Any:
     """The body of :func:`module_pass` / :func:`function_pass`: ``cls`` is the pass class,
     ``kind`` its name in messages (``"Module"``), ``method`` the one a decorated class
     must define."""
@@ -143,7 +143,7 @@ def _make_pass(cls: type, kind: str, method: str, pass_func: Optional[Callable],
     def create_pass(pass_arg: Any) -> Any:
         if not callable(pass_arg):
             raise PassTypeError(f"pass_func must be a callable for {kind} pass")
-        info = PassInfo(opt_level, _pass_name(pass_arg, name), required)
+        info = PassInfo(opt_level, _pass_name(pass_arg, name), required, preserves_types=preserves_types)
         if inspect.isclass(pass_arg):
             return _wrap_class(pass_arg, cls, method, info)
         return cls(pass_arg, info)
@@ -154,7 +154,7 @@ def _make_pass(cls: type, kind: str, method: str, pass_func: Optional[Callable],
 
 
 def module_pass(pass_func: Optional[Callable] = None, opt_level: Optional[int] = None, name: Optional[str] = None,
-                required: Optional[Sequence[str]] = None) -> Any:
+                required: Optional[Sequence[str]] = None, *, preserves_types: bool = False) -> Any:
     """Make a :class:`ModulePass` from ``pass_func(mod, ctx) -> IRModule``, or from a class
     with ``transform_module(self, mod, ctx)``.
 
@@ -164,14 +164,19 @@ def module_pass(pass_func: Optional[Callable] = None, opt_level: Optional[int] =
     arguments, and unknown attributes are looked up on that object. The name defaults to
     the function's or class's name.
 
+    ``preserves_types=True`` declares that a typed module comes out fully typed
+    (:class:`PassInfo`); verify-each then checks it.
+
     :raises PassDefinitionError: (a ``ValueError``) ``opt_level`` is missing.
     :raises PassTypeError: ``required`` is not a list/tuple, or the argument is not callable.
     """
-    return _make_pass(ModulePass, "Module", "transform_module", pass_func, opt_level, name, required)
+    return _make_pass(ModulePass, "Module", "transform_module", pass_func, opt_level, name, required,
+                      preserves_types)
 
 
 def function_pass(pass_func: Optional[Callable] = None, opt_level: Optional[int] = None,
-                  name: Optional[str] = None, required: Optional[Sequence[str]] = None) -> Any:
+                  name: Optional[str] = None, required: Optional[Sequence[str]] = None, *,
+                  preserves_types: bool = False) -> Any:
     """Make a :class:`FunctionPass` from ``pass_func(func, mod, ctx) -> Function``, or from
     a class with ``transform_function(self, func, mod, ctx)``.
 
@@ -191,7 +196,8 @@ def function_pass(pass_func: Optional[Callable] = None, opt_level: Optional[int]
     :raises PassDefinitionError: (a ``ValueError``) ``opt_level`` is missing.
     :raises PassTypeError: ``required`` is not a list/tuple, or the argument is not callable.
     """
-    return _make_pass(FunctionPass, "Function", "transform_function", pass_func, opt_level, name, required)
+    return _make_pass(FunctionPass, "Function", "transform_function", pass_func, opt_level, name, required,
+                      preserves_types)
 
 
 def pattern_pass(name: str, rules: Any, opt_level: int = 1, required: Sequence[str] = ("InferType",),
@@ -227,7 +233,7 @@ def pattern_pass(name: str, rules: Any, opt_level: int = 1, required: Sequence[s
     transform.__name__ = name
     transform.__doc__ = doc or f"{name}: rewrite rules " + ", ".join(r.name for r in listed)
     transform.rules = tuple(listed)  # type: ignore[attr-defined]
-    return function_pass(transform, opt_level=opt_level, name=name, required=list(required))
+    return function_pass(transform, opt_level=opt_level, name=name, required=list(required), preserves_types=True)
 
 
 # the public classes belong to this module (they are defined in private helpers)

@@ -97,12 +97,12 @@ def test_pass_output_is_well_formed_reparsable_and_equivalent(case, chunk):
     per = GRAPHS_PER_PASS // GRAPH_CHUNKS
     p = _build(case)
     for seed in range(chunk * per, (chunk + 1) * per):
-        mod = _graph(seed)
+        mod = ir.infer_type(_graph(seed))  # typed: a pass that declares preserves_types is held to it
         inputs = random_inputs(mod, seed)
         want = evaluate_main(mod, inputs)
         where = f"seed {seed}"
         try:
-            with transform.PassContext(opt_level=3):
+            with transform.PassContext(opt_level=3, config={"passhost.verify_each": True}):
                 out = p(mod)
             ir.well_formed(out)
             text = ir.astext(out)

@@ -73,15 +73,18 @@ def well_formed(obj: Union[IRModule, Expr]) -> bool:
     raise WellFormedError(f"well_formed needs an IRModule or an expression, got {type(obj).__name__}")
 
 
-def well_formed_function(fn: Function, mod: Optional[IRModule] = None, where: str = "the function") -> bool:
+def well_formed_function(fn: Function, mod: Optional[IRModule] = None, where: str = "the function",
+                         typed: bool = False) -> bool:
     """:func:`well_formed`'s checks of one function as it is (no type inference first: the
     checks that need types are made where the function is typed); what verify-each runs
     after a pass on each function the pass changed.
 
+    :param typed: also require every expression to have a ``checked_type`` (what
+        verify-each checks after a pass that declares ``preserves_types``)
     :raises WellFormedError: naming the offending variable, index or annotation
     """
     _check_scopes(fn, where, mod, allow_free=False)
-    _check_types(fn, where)
+    _check_types(fn, where, typed)
     return True
 
 
@@ -161,10 +164,22 @@ def _check_scopes(root: Expr, where: str, mod: Optional[IRModule], allow_free: b
                 in_scope[v] -= 1
 
 
-def _check_types(root: Expr, where: str) -> None:
-    """Tuple indices and annotations against the inferred types (where known)."""
+def _untyped(node: Expr, where: str) -> WellFormedError:
+    what = f"a call of {node.op.name}" if type(node) is Call and hasattr(node.op, "name") else \
+        f"a {type(node).__name__}"
+    span = node.span
+    return WellFormedError(f"{what} in {where} has no type{f' (at {span})' if span else ''}, although "
+                           "the pass declares it preserves types: type the nodes it builds "
+                           "(ir.infer_type) or drop preserves_types")
+
+
+def _check_types(root: Expr, where: str, typed: bool = False) -> None:
+    """Tuple indices and annotations against the inferred types (where known); with
+    ``typed``, every expression (operators aside) must have a type."""
     for node in post_order(root):
         t = type(node)
+        if typed and node._checked_type is None and t is not Op:
+            raise _untyped(node, where)
         if t is TupleGetItem:
             tt = node.tuple_value._checked_type
             if tt is None:

@@ -32,7 +32,7 @@ __all__ = ["AnnotateSpans", "annotate_spans", "SOURCE_NAME"]
 SOURCE_NAME = "GeneratedSource"
 
 
-@module_pass(opt_level=0, name="AnnotateSpans")
+@module_pass(opt_level=0, name="AnnotateSpans", preserves_types=True)
 def annotate_spans(mod: ir.IRModule, ctx) -> ir.IRModule:
     """Give every node a span in the module's printed text (TVM's AnnotateSpans)."""
     out = ir.parse(mod.astext(show_meta_data=True), source_name=SOURCE_NAME, spans=True)

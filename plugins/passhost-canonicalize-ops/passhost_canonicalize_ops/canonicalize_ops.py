@@ -95,7 +95,7 @@ def _rule(new: Expr, old: Expr) -> Optional[Expr]:
     return None
 
 
-@function_pass(opt_level=3, name="CanonicalizeOps", required=["InferType"])
+@function_pass(opt_level=3, name="CanonicalizeOps", required=["InferType"], preserves_types=True)
 class CanonicalizeOps:
     """Rewrite ``nn.bias_add(x, b, axis)`` into ``add(x, expand_dims(b, ...))``."""
 

@@ -469,7 +469,7 @@ def convert_layout_function(func: Function, desired_layouts: Mapping) -> Functio
         return _Converter(desired).run(func)
 
 
-@function_pass(opt_level=3, name="ConvertLayout", required=["InferType", "CanonicalizeOps"])
+@function_pass(opt_level=3, name="ConvertLayout", required=["InferType", "CanonicalizeOps"], preserves_types=True)
 class ConvertLayout:
     """Run the given operators in desired layouts, adapting their neighbours and inserting
     ``layout_transform`` at the edges.

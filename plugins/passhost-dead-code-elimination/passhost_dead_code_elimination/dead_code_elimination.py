@@ -475,7 +475,7 @@ def dead_code_elimination(mod: IRModule, inline_once: bool = False, ignore_impur
     return out
 
 
-@module_pass(opt_level=1, name="DeadCodeElimination", required=["InferType"])
+@module_pass(opt_level=1, name="DeadCodeElimination", required=["InferType"], preserves_types=True)
 class DeadCodeElimination:
     """Remove unused let-bindings whose values are pure.
 

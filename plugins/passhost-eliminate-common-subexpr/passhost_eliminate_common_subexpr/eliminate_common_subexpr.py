@@ -448,7 +448,7 @@ def _cse(expr: Expr, fskip: Optional[Callable[[Expr], bool]]) -> Expr:
     return r
 
 
-@function_pass(opt_level=3, name="EliminateCommonSubexpr", required=["InferType"])
+@function_pass(opt_level=3, name="EliminateCommonSubexpr", required=["InferType"], preserves_types=True)
 class EliminateCommonSubexpr:
     """Eliminate common sub-expressions: identical operator calls are computed once.
 

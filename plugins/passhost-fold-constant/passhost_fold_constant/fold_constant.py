@@ -122,7 +122,7 @@ def fold_constant(expr: Expr, fold_qnn: bool = False) -> Expr:
 # ---------------------------------------------------------------------------------------
 
 
-@function_pass(opt_level=2, name="FoldConstant")
+@function_pass(opt_level=2, name="FoldConstant", preserves_types=True)
 class FoldConstant:
     """Fold constant sub-expressions: evaluate operator calls whose arguments are constants.
 

@@ -43,7 +43,7 @@ from .forward import forward_fold_scale_axis
 __all__ = ["BackwardFoldScaleAxis", "ForwardFoldScaleAxis", "FoldScaleAxis"]
 
 
-@function_pass(opt_level=3, name="BackwardFoldScaleAxis", required=["InferType"])
+@function_pass(opt_level=3, name="BackwardFoldScaleAxis", required=["InferType"], preserves_types=True)
 class BackwardFoldScaleAxis:
     """Fold a per-channel ``multiply`` after ``conv2d``/``dense`` into the weight."""
 
@@ -53,7 +53,7 @@ class BackwardFoldScaleAxis:
         return backward_fold_scale_axis(func)
 
 
-@function_pass(opt_level=3, name="ForwardFoldScaleAxis", required=["InferType"])
+@function_pass(opt_level=3, name="ForwardFoldScaleAxis", required=["InferType"], preserves_types=True)
 class ForwardFoldScaleAxis:
     """Fold a per-channel ``multiply`` before ``conv2d``/``dense`` into the weight."""
 

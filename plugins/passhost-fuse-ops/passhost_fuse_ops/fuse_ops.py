@@ -358,7 +358,7 @@ def _config_value(ctx: Any, key: str, typ: type, default: Any) -> Any:
     return value
 
 
-@function_pass(opt_level=0, name="FuseOps", required=["InferType"])
+@function_pass(opt_level=0, name="FuseOps", required=["InferType"], preserves_types=True)
 class FuseOps:
     """Fuse operators into primitive functions (TVM's operator fusion).
 

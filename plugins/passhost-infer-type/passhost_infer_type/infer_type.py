@@ -37,7 +37,7 @@ def infer_type(mod: IRModule) -> IRModule:
     return ir.infer_type(mod)
 
 
-@module_pass(opt_level=0, name="InferType")
+@module_pass(opt_level=0, name="InferType", preserves_types=True)
 class InferType:
     """Infer the type of every expression (fills ``checked_type``, annotations, return types).
 

@@ -197,7 +197,7 @@ def inline(mod: IRModule) -> IRModule:
         return out
 
 
-@module_pass(opt_level=1, name="Inline")
+@module_pass(opt_level=1, name="Inline", preserves_types=True)
 class Inline:
     """Inline the global functions marked ``Inline=1`` into their callers and drop them.
 

@@ -47,7 +47,7 @@ def print_ir(mod: IRModule, header: str = "", show_meta_data: bool = False,
     return mod
 
 
-@module_pass(opt_level=0, name="PrintIR")
+@module_pass(opt_level=0, name="PrintIR", preserves_types=True)
 class PrintIR:
     """Print the module to stderr (``PrintIR(<header>):`` + its text) and return it unchanged.
 

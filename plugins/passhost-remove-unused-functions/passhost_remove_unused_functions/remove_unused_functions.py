@@ -75,7 +75,7 @@ def remove_unused_functions(mod: IRModule, entry_functions: Optional[Iterable[st
     return out
 
 
-@module_pass(opt_level=1, name="RemoveUnusedFunctions")
+@module_pass(opt_level=1, name="RemoveUnusedFunctions", preserves_types=True)
 class RemoveUnusedFunctions:
     """Remove the global functions that no entry function reaches (calls or references).
 

@@ -245,7 +245,7 @@ def simplify_inference(expr: Expr) -> Expr:
 # ---------------------------------------------------------------------------------------
 
 
-@function_pass(opt_level=0, name="SimplifyInference", required=["InferType"])
+@function_pass(opt_level=0, name="SimplifyInference", required=["InferType"], preserves_types=True)
 class SimplifyInference:
     """Replace ``batch_norm``/``dropout``/``layer_norm``/``instance_norm`` by inference arithmetic."""
 

@@ -125,7 +125,7 @@ def to_graph_normal_form(expr: Expr) -> Expr:
         return resolve(expr)
 
 
-@function_pass(opt_level=1, name="ToGraphNormalForm")
+@function_pass(opt_level=1, name="ToGraphNormalForm", preserves_types=True)
 class ToGraphNormalForm:
     """Remove every ``let``: substitute its value for its variable (a shared DAG node).
 
