@@ -92,7 +92,7 @@ def test_unchanged_functions_are_verified_once_per_context():
 
     real = wf.well_formed_function
     try:
-        wf.well_formed_function = lambda fn, m, where: calls.append(where) or real(fn, m, where)
+        wf.well_formed_function = lambda fn, m, where, typed=False: calls.append(where) or real(fn, m, where, typed)
         info = fine.info
         verifier.run_after_pass(mod, info)
         verifier.run_after_pass(mod, info)
