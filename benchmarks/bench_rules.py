@@ -179,50 +179,6 @@ def bench_scaling(sizes: list, repeat: int) -> list:
     return rows
 
 
-def bias_add_graph(n: int):
-    """``n`` calls alternating ``nn.relu(nn.bias_add(x, b))`` and ``exp``, typed."""
-    from passhost import ir
-
-    x = ir.var("x", shape=(1, 8, 4, 4))
-    b = ir.const(np.ones(8, "float32"))
-    e = x
-    for i in range(n):
-        e = ir.nn.relu(ir.nn.bias_add(e, b)) if i % 2 == 0 else ir.exp(e)
-    return ir.infer_type(ir.Function([x], e))
-
-
-def bench_dogfood(sizes: list, repeat: int) -> list:
-    """A/B in one run: CanonicalizeOps' hand-written walk against the same rewrite as one
-    rule over the driver (the tools alternate; a fresh graph for every run)."""
-    try:
-        from passhost_canonicalize_ops.canonicalize_ops import _bias_add_to_add, canonicalize_ops
-    except ImportError:
-        return []
-    from passhost.ir.pattern import DFPatternCallback, is_op, rewrite, wildcard
-
-    class BiasAddToAdd(DFPatternCallback):
-        def __init__(self) -> None:
-            super().__init__(require_type=True, name="bias_add_to_add")
-            self.pattern = is_op("nn.bias_add")(wildcard(), wildcard())
-
-        def callback(self, pre, post, node_map):
-            return _bias_add_to_add(post, pre)
-
-    rows = []
-    for n in sizes:
-        times: dict = {"hand-written": [], "rule": []}
-        for rep in range(repeat):
-            order = ("hand-written", "rule") if rep % 2 == 0 else ("rule", "hand-written")
-            for tool in order:
-                r = measure(lambda n=n: bias_add_graph(n),
-                            canonicalize_ops if tool == "hand-written" else (lambda f: rewrite([BiasAddToAdd()], f)),
-                            repeat=1, warmup=0)
-                times[tool].append(r["cpu"]["median"])
-        hand, ours = sorted(times["hand-written"])[len(times["hand-written"]) // 2], sorted(times["rule"])[len(times["rule"]) // 2]
-        rows.append({"calls": n, "hand_written_s": hand, "rule_s": ours, "ratio": ours / hand})
-    return rows
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
@@ -238,7 +194,6 @@ def main(argv=None) -> int:
     dense = bench_densenet(repeat, 0 if args.quick else 1)
     sizes = [3_000, 30_000] if args.quick else [10_000, 100_000, 1_000_000]
     scaling = bench_scaling(sizes, 1 if args.quick else 3)
-    dogfood = bench_dogfood([1_000, 10_000] if args.quick else [1_000, 10_000, 100_000], 1 if args.quick else 5)
     print("DenseNet-121, 46 rules that do not fire (median CPU / wall):")
     for r in dense:
         if "skipped" in r:
@@ -254,13 +209,9 @@ def main(argv=None) -> int:
     ratio = scaling[-1]["per_node_rule_ns"] / scaling[0]["per_node_rule_ns"]
     print(f"  largest / smallest per call per rule: {ratio:.2f}x (goal <= {GOAL_FLAT}x: "
           f"{'met' if ratio <= GOAL_FLAT else 'NOT met'})")
-    print("CanonicalizeOps: its hand-written walk against the same rewrite as one rule (median CPU):")
-    for r in dogfood:
-        print(f"  {r['calls']:>9} calls  hand-written {fmt_seconds(r['hand_written_s']):>10}  "
-              f"rule {fmt_seconds(r['rule_s']):>10}  ratio {r['ratio']:.2f}")
+    print("(ports of a pass to rules are timed against their hand-written revision by benchmarks/ab_pass.py)")
     if args.json:
-        Path(args.json).write_text(json.dumps({"machine": machine_info(), "densenet": dense, "scaling": scaling,
-                                               "dogfood": dogfood},
+        Path(args.json).write_text(json.dumps({"machine": machine_info(), "densenet": dense, "scaling": scaling},
                                               indent=1, default=str))
     return 0
 

@@ -629,3 +629,22 @@ def test_memo_gets_an_entry_for_every_changed_node_only():
     out = ir.rewrite_post_order(root, lambda n: None, memo=memo)
     assert memo == {x: y, e: out.args[0], root: out}
     assert out.args[1] is keep
+
+
+def test_rewrite_post_order_offers_only_the_nodes_asked_for():
+    """``only``: the rule driver's index -- a node no rule can be rooted at is not offered."""
+    x = ir.var("x", shape=(2,))
+    pair = ir.Tuple([ir.exp(x), x])
+    body = ir.add(ir.TupleGetItem(pair, 0), ir.negative(x))
+    seen = []
+
+    def rule(node):
+        seen.append(type(node).__name__ if type(node) is not ir.Call else node.op.name)
+        return ir.exp(node.args[0]) if type(node) is ir.Call and node.op.name == "negative" else None
+
+    out = ir.rewrite_post_order(body, rule, only=frozenset({ir.Op.get("negative"), ir.TupleGetItem}))
+    assert sorted(seen) == ["TupleGetItem", "negative"]
+    assert out.args[1].op.name == "exp" and out.args[0] is body.args[0]
+    seen.clear()
+    ir.rewrite_post_order(body, rule)
+    assert len(seen) == 9  # without it: every node (x, exp, the tuple, .0, negative, add, three operators)

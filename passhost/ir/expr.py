@@ -375,7 +375,7 @@ class Call(Expr):
                     ty = None
                     break
         _set_type(new, ty)
-        _set_span(new, self.span)
+        _set_span(new, getattr(self, "_span", None))
         return new
 
     def __getitem__(self, index: int) -> "TupleGetItem":

@@ -18,7 +18,7 @@ Two styles are offered:
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Optional
+from typing import AbstractSet, Callable, Iterable, Optional
 
 from ._gc import gc_paused
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var, set_span
@@ -217,7 +217,8 @@ def rewrite_post_order(root: Expr, rewrite: Callable[..., Optional[Expr]],
                        keep_types: bool = False,
                        with_original: bool = False,
                        type_like: bool = False,
-                       order: Optional[list] = None) -> Expr:
+                       order: Optional[list] = None,
+                       only: Optional[AbstractSet] = None) -> Expr:
     """Rebuild ``root`` bottom-up.
 
     Each node is first rebuilt with its already-rewritten children (identity kept when
@@ -249,6 +250,10 @@ def rewrite_post_order(root: Expr, rewrite: Callable[..., Optional[Expr]],
         nothing left to do
     :param order: ``post_order(root, skip=skip, visited=set(memo))`` when the caller has
         already computed it (it is walked as given, not recomputed)
+    :param only: offer ``rewrite`` only the calls whose callee is in this set (operators)
+        and the nodes whose class is in it (``TupleGetItem``, ...): what a rule driver
+        indexed by root knows can match. Every other node is still rebuilt, never
+        offered, so it costs a set lookup instead of a Python call
     """
     if memo is None:
         memo = {}
@@ -287,7 +292,10 @@ def rewrite_post_order(root: Expr, rewrite: Callable[..., Optional[Expr]],
         else:
             kids = children(node)
             new = with_children(node, tuple(get(c, c) for c in kids))
+        offered = only is None or t in only or (t is _Call and node.op in only)
         if new is node:  # unchanged so far (most nodes): only the rule can replace it
+            if not offered:
+                continue
             r = rewrite(node, node) if with_original else rewrite(node)
             if r is None or r is node:
                 continue
@@ -295,9 +303,10 @@ def rewrite_post_order(root: Expr, rewrite: Callable[..., Optional[Expr]],
         else:
             if keep_types:
                 keep_checked_type(node, new)
-            r = rewrite(new, node) if with_original else rewrite(new)
-            if r is not None:
-                new = r
+            if offered:
+                r = rewrite(new, node) if with_original else rewrite(new)
+                if r is not None:
+                    new = r
         if infer is not None and new._checked_type is None and new is not node:
             ty = node._checked_type
             if ty is not None:

@@ -351,6 +351,9 @@ def compile_simple(pattern: DFPattern) -> Optional[Callable[[Expr], Optional[dic
     need the backtracking :class:`_Matcher`. Both give the same answers where both apply."""
     if not _is_simple(pattern):
         return None
+    flat = _flat_call(pattern)
+    if flat is not None:
+        return flat
 
     def visit(p: DFPattern, e: Expr, memo: dict) -> bool:
         bound = memo.get(p)
@@ -410,6 +413,28 @@ def compile_simple(pattern: DFPattern) -> Optional[Callable[[Expr], Optional[dic
     def match(expr: Expr) -> Optional[dict]:
         memo: dict = {}
         return memo if visit(pattern, expr, memo) else None
+
+    return match
+
+
+def _flat_call(pattern: DFPattern) -> Optional[Callable[[Expr], Optional[dict]]]:
+    """The matcher of ``is_op(name)(w1, ..., wn)`` with distinct bare wildcards (a rule
+    that reads its operands itself): a type, callee and arity test, then the bindings."""
+    if type(pattern) is not CallPattern or type(pattern.op) is not ExprPattern or pattern.args is None:
+        return None
+    op = pattern.op.expr
+    args = tuple(pattern.args)
+    if type(op) is not Op or not all(type(a) is WildcardPattern for a in args) or len(set(map(id, args))) != len(args):
+        return None
+    n = len(args)
+    _Call = Call
+
+    def match(expr: Expr) -> Optional[dict]:
+        if type(expr) is not _Call or expr.op is not op or len(expr.args) != n:
+            return None
+        memo = dict(zip(args, expr.args))
+        memo[pattern] = expr
+        return memo
 
     return match
 

@@ -5,7 +5,7 @@ import inspect
 from typing import Any, Callable, Optional
 
 from ...errors import IRError
-from ..expr import Call, Expr
+from ..expr import Call, Expr, TupleGetItem
 from ..op import Op
 from .match import _inputs, _Matcher, compile_simple, root_ops
 from .nodes import DFPattern, wildcard
@@ -69,17 +69,26 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
             raise IRError(f"rewrite: {cb!r} is not a DFPatternCallback with a pattern")
     by_op: dict = {}
     anywhere: list = []
+    projections: list = []  # rules rooted at a TupleGetItem (``is_op("nn.batch_norm")(...)[0]``)
+    needed = set()  # operators one of which every match calls (None: no such set)
     for cb in rules:
         ops = root_ops(cb.pattern)
-        if ops is None:
-            anywhere.append(cb)
-        else:
+        if ops is not None:
             for name in ops:
                 by_op.setdefault(name, []).append(cb)
-    if not anywhere:
+            if needed is not None:
+                needed |= ops
+            continue
+        inner = _projected_ops(cb.pattern)
+        if inner is not None:
+            projections.append(cb)
+            needed = None if inner is True or needed is None else needed | inner
+        else:
+            anywhere.append(cb)
+    if not anywhere and needed is not None:
         from ..analysis import calls_any
 
-        if not calls_any(expr, frozenset(Op.get(n) for n in by_op)):
+        if not calls_any(expr, frozenset(Op.get(n) for n in needed)):
             return expr  # no node can be a match's root: one cheap walk (or none)
     typed = any(cb.require_type for cb in rules)
     once = all(cb.rewrite_once for cb in rules)
@@ -109,7 +118,8 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
             if n in known:
                 continue
             known.add(n)
-            if anywhere or (type(n) is Call and type(n.op) is Op and n.op.name in roots):
+            if anywhere or (type(n) is Call and type(n.op) is Op and n.op.name in roots) \
+                    or (projections and type(n) is TupleGetItem):
                 found = True
             stack.extend(_inputs(n))
         return found
@@ -118,17 +128,30 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
     plan = [(cb, cb.name, quick[id(cb)], simple[id(cb)]) for cb in rules]
     plans = {name: [p for p in plan if p[0] in cbs] for name, cbs in mixed.items()}
     plan_anywhere = [p for p in plan if p[0] in anywhere]
-    _Call, _Op = Call, Op
+    plan_projections = [p for p in plan if p[0] in projections or p[0] in anywhere]
+    _Call, _TupleGetItem = Call, TupleGetItem
+
+    # the plans by callee object; the walk offers the rule only the nodes some rule can be
+    # rooted at (any node, with a rule rooted anywhere): the rest cost one set lookup
+    by_callee = {Op.get(name): p for name, p in plans.items()}
+    offer = None if anywhere else frozenset(by_callee) | ({TupleGetItem} if projections else frozenset())
 
     def rule(post: Expr, pre: Expr) -> Optional[Expr]:
-        known = sweep["known"]
-        if known is not None and post is not pre:
-            known.add(post)  # rebuilt from replaced inputs in this sweep
-        todo = plan_anywhere
-        if type(post) is _Call:
-            op = post.op
-            if type(op) is _Op:
-                todo = plans.get(op.name, plan_anywhere)
+        if not once:
+            known = sweep["known"]
+            if known is not None and post is not pre:
+                known.add(post)  # rebuilt from replaced inputs in this sweep
+        t = type(post)
+        if t is _Call:
+            todo = by_callee.get(post.op)
+            if todo is None:
+                if not plan_anywhere:
+                    return None
+                todo = plan_anywhere
+        elif t is _TupleGetItem:
+            todo = plan_projections
+        else:
+            todo = plan_anywhere
         for cb, name, q, direct in todo:
             if counts is not None:
                 counts[name]["tried"] += 1
@@ -147,11 +170,12 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
                 counts[name]["matched"] += 1
             out = cb.callback(pre, post, {p: [e] for p, e in bound.items()})
             if out is not None and out is not post:
-                fired[name] = fired.get(name, 0) + 1
                 if counts is not None:
                     counts[name]["rewritten"] += 1
-                if brings_roots(out):
-                    sweep["more"] = True
+                if not once:  # (one sweep only: nothing to report or to sweep again for)
+                    fired[name] = fired.get(name, 0) + 1
+                    if brings_roots(out):
+                        sweep["more"] = True
                 return out
         return None
 
@@ -163,7 +187,7 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
         fired.clear()
         order = post_order(expr)
         sweep.update(order=order, known=None, more=False)
-        new = rewrite_post_order(expr, rule, with_original=True, type_like=typed, order=order)
+        new = rewrite_post_order(expr, rule, with_original=True, type_like=typed, order=order, only=offer)
         sweep.update(order=None, known=None)
         if new is expr or not sweep["more"]:
             return new
@@ -174,6 +198,19 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
     raise RewriteLimitError(f"rewrite did not reach a fixed point in {max_iterations} sweeps; "
                             f"still firing: {names}. A rule whose output it matches again loops: "
                             "make its pattern exclude its own result, or set rewrite_once")
+
+
+def _projected_ops(p: DFPattern) -> Any:
+    """For a pattern rooted at a tuple projection: the operators the projected call may
+    have (``True`` when any value may be projected); None for any other root."""
+    from .nodes import TupleGetItemPattern, _Refine
+
+    while isinstance(p, _Refine):
+        p = p.pattern
+    if type(p) is not TupleGetItemPattern:
+        return None
+    ops = root_ops(p.tuple)
+    return True if ops is None else ops
 
 
 def _arg_ops(p: DFPattern) -> Optional[frozenset]:

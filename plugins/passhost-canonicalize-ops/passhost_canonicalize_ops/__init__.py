@@ -4,9 +4,9 @@ from __future__ import annotations
 from passhost import hookimpl
 from passhost.hookspecs import PassEntry
 
-from .canonicalize_ops import CanonicalizeOps, canonicalize_ops
+from .canonicalize_ops import BiasAddToAdd, CanonicalizeOps, canonicalize_ops
 
-__all__ = ["CanonicalizeOps", "canonicalize_ops", "passhost_register_passes"]
+__all__ = ["BiasAddToAdd", "CanonicalizeOps", "canonicalize_ops", "passhost_register_passes"]
 
 
 #: the passhost plugin API versions this plugin works with (see passhost.compat)

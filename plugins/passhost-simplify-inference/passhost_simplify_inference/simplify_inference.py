@@ -18,10 +18,14 @@ pass (``opt_level`` 0, requires ``InferType``) rewriting, bottom-up:
 * ``nn.instance_norm`` likewise, reducing over every axis but 0 and ``axis``
   (its ``eps`` constant is float32, as in TVM).
 
-Constants are scalars of the data's dtype. The rewrite is one
-:func:`passhost.ir.rewrite_post_order` walk (explicit stack, no Python frame per node),
-so a 100,000-deep chain works at the default recursion limit; unchanged sub-graphs keep
-their identity, and replacements are typed like the nodes they replace (``type_like``).
+Constants are scalars of the data's dtype. The pass is four one-sweep rules
+(``rewrite_once``: their replacements hold nothing they match, as in TVM's single
+post-order mutation): :class:`BatchNormToInfer`, :class:`DropoutToIdentity`,
+:class:`LayerNormToInfer` and :class:`InstanceNormToInfer`, over the host's rewrite driver
+(:func:`passhost.transform.pattern_pass`): one explicit-stack sweep, so a 100,000-deep
+chain works at the default recursion limit; a function calling none of the four
+operators is not walked; unchanged sub-graphs keep their identity, and replacements are
+typed like the nodes they replace.
 
 Before::
 
@@ -56,9 +60,9 @@ import numpy as np
 
 from passhost import ir
 from passhost.errors import PassError
-from passhost.ir import Call, Constant, Expr, Function, Op, TensorType, TupleGetItem, rewrite_post_order
-from passhost.ir._gc import paused as _gc_paused
-from passhost.transform import function_pass
+from passhost.ir import Call, Constant, Expr, Op, TensorType, rewrite_post_order
+from passhost.ir.pattern import DFPatternCallback, is_op, is_tuple_get_item, rewrite, wildcard
+from passhost.transform import pattern_pass
 
 __all__ = [
     "simplify_inference",
@@ -67,19 +71,17 @@ __all__ = [
     "batch_norm_to_infer",
     "layer_norm_to_infer",
     "instance_norm_to_infer",
+    "BatchNormToInfer",
+    "DropoutToIdentity",
+    "LayerNormToInfer",
+    "InstanceNormToInfer",
     "SimplifyInference",
 ]
 
-_BATCH_NORM = Op.get("nn.batch_norm")
-_DROPOUT = Op.get("nn.dropout")
-_LAYER_NORM = Op.get("nn.layer_norm")
-_INSTANCE_NORM = Op.get("nn.instance_norm")
 # the operators of the batch_norm unpacking (built with Call directly: one per replacement
 # node, and the builders' argument conversion is not needed for expressions)
 _ADD, _MULTIPLY, _DIVIDE = Op.get("add"), Op.get("multiply"), Op.get("divide")
 _SQRT, _NEGATIVE, _EXPAND_DIMS = Op.get("sqrt"), Op.get("negative"), Op.get("expand_dims")
-#: every rule rewrites a call of one of these (or a projection of one)
-_TARGETS = frozenset({_BATCH_NORM, _DROPOUT, _LAYER_NORM, _INSTANCE_NORM})
 
 
 # ---------------------------------------------------------------------------------------
@@ -192,35 +194,59 @@ def instance_norm_to_infer(attrs: Any, data: Expr, gamma: Expr, beta: Expr, ty: 
 
 
 # ---------------------------------------------------------------------------------------
-# the rewrite
+# the rules
 # ---------------------------------------------------------------------------------------
 
 
-def _rule(new: Expr, old: Expr) -> Optional[Expr]:
-    t = type(new)
-    if t is TupleGetItem:
-        if new.index != 0:
-            return None
-        call = new.tuple_value
-        if type(call) is not Call:
-            return None
-        if call.op is _BATCH_NORM:
-            old_call = old.tuple_value
-            old_data = old_call.args[0] if type(old_call) is Call else call.args[0]
-            ty = _tensor_type(old_data, call.args[0], "nn.batch_norm")
-            return batch_norm_to_infer(call.attrs, *call.args, ty)
-        if call.op is _DROPOUT:
-            return call.args[0]
-        return None
-    if t is Call:
-        op = new.op
-        if op is _LAYER_NORM:
-            ty = _tensor_type(old.args[0], new.args[0], "nn.layer_norm")
-            return layer_norm_to_infer(new.attrs, *new.args, ty)
-        if op is _INSTANCE_NORM:
-            ty = _tensor_type(old.args[0], new.args[0], "nn.instance_norm")
-            return instance_norm_to_infer(new.attrs, *new.args, ty)
-    return None
+class BatchNormToInfer(DFPatternCallback):
+    """``nn.batch_norm(data, gamma, beta, mean, var)[0]`` -> ``data * scale + shift``."""
+
+    def __init__(self) -> None:
+        super().__init__(require_type=True, rewrite_once=True, name="batch_norm_to_infer")
+        self.pattern = is_tuple_get_item(is_op("nn.batch_norm")(*(wildcard() for _ in range(5))), 0)
+
+    def callback(self, pre: Expr, post: Expr, node_map: dict) -> Optional[Expr]:
+        call = post.tuple_value
+        ty = _tensor_type(pre.tuple_value.args[0], call.args[0], "nn.batch_norm")
+        return batch_norm_to_infer(call.attrs, *call.args, ty)
+
+
+class DropoutToIdentity(DFPatternCallback):
+    """``nn.dropout(x)[0]`` -> ``x`` (inference keeps every element)."""
+
+    def __init__(self) -> None:
+        super().__init__(rewrite_once=True, name="dropout_to_identity")
+        self.pattern = is_tuple_get_item(is_op("nn.dropout")(wildcard()), 0)
+
+    def callback(self, pre: Expr, post: Expr, node_map: dict) -> Optional[Expr]:
+        return post.tuple_value.args[0]
+
+
+class LayerNormToInfer(DFPatternCallback):
+    """``nn.layer_norm(data, gamma, beta)`` -> normalise over ``axis``, scale, shift."""
+
+    def __init__(self) -> None:
+        super().__init__(require_type=True, rewrite_once=True, name="layer_norm_to_infer")
+        self.pattern = is_op("nn.layer_norm")(wildcard(), wildcard(), wildcard())
+
+    def callback(self, pre: Expr, post: Expr, node_map: dict) -> Optional[Expr]:
+        ty = _tensor_type(pre.args[0], post.args[0], "nn.layer_norm")
+        return layer_norm_to_infer(post.attrs, *post.args, ty)
+
+
+class InstanceNormToInfer(DFPatternCallback):
+    """``nn.instance_norm(data, gamma, beta)`` -> normalise over the spatial axes, scale, shift."""
+
+    def __init__(self) -> None:
+        super().__init__(require_type=True, rewrite_once=True, name="instance_norm_to_infer")
+        self.pattern = is_op("nn.instance_norm")(wildcard(), wildcard(), wildcard())
+
+    def callback(self, pre: Expr, post: Expr, node_map: dict) -> Optional[Expr]:
+        ty = _tensor_type(pre.args[0], post.args[0], "nn.instance_norm")
+        return instance_norm_to_infer(post.attrs, *post.args, ty)
+
+
+_RULES = [BatchNormToInfer(), DropoutToIdentity(), LayerNormToInfer(), InstanceNormToInfer()]
 
 
 def simplify_inference(expr: Expr) -> Expr:
@@ -232,24 +258,9 @@ def simplify_inference(expr: Expr) -> Expr:
     :returns: the rewritten expression -- ``expr`` itself when there is nothing to rewrite
     :raises PassError: if a rewritten operator's data has no inferred tensor type
     """
-    with _gc_paused():
-        if not expr.has_type:
-            ir.infer_type(expr)
-        if not ir.calls_any(expr, _TARGETS):
-            return expr  # no normalisation or dropout: nothing to rewrite
-        return rewrite_with_original(expr, _rule)
+    return rewrite(_RULES, expr)
 
 
-# ---------------------------------------------------------------------------------------
-# the pass
-# ---------------------------------------------------------------------------------------
-
-
-@function_pass(opt_level=0, name="SimplifyInference", required=["InferType"], preserves_types=True)
-class SimplifyInference:
+def SimplifyInference():  # noqa: N802 - TVM-style pass constructor
     """Replace ``batch_norm``/``dropout``/``layer_norm``/``instance_norm`` by inference arithmetic."""
-
-    def transform_function(self, func: Function, mod: Any, ctx: Any) -> Function:
-        if not func.has_type:  # called directly, without its required InferType
-            ir.infer_type(mod)
-        return simplify_inference(func)
+    return pattern_pass("SimplifyInference", _RULES, opt_level=0, doc=__doc__)
