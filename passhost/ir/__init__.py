@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ..errors import EvaluationError, IRError, ParseError, TypeInferenceError, WellFormedError
 from .types import FuncType, IncompleteType, TensorType, TupleType, Type
-from .expr import Attrs, Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var, set_span
+from .expr import (Attrs, Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var, set_checked_type,
+                   set_span, type_of)
 from .span import Span
 from .op import Op, OpDef, OpPattern, list_ops, register_op
 from .module import IRModule
@@ -45,7 +46,7 @@ __all__ = [
     # types
     "Type", "TensorType", "TupleType", "FuncType", "IncompleteType",
     # nodes
-    "Attrs", "Expr", "Var", "Constant", "Call", "Function", "Tuple", "TupleGetItem", "Let", "If", "Span", "set_span",
+    "Attrs", "Expr", "Var", "Constant", "Call", "Function", "Tuple", "TupleGetItem", "Let", "If", "Span", "set_span", "type_of", "set_checked_type",
     "GlobalVar", "Op", "OpDef", "OpPattern", "register_op", "list_ops",
     # module
     "IRModule",

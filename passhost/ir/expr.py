@@ -12,6 +12,7 @@ inference also fills in a missing ``Var.type_annotation`` once (TVM prints
 """
 from __future__ import annotations
 
+import operator
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -207,6 +208,33 @@ _set_span = Expr.__dict__["_span"].__set__
 _new = object.__new__
 
 
+#: ``type_of(node)``: its ``checked_type``, or ``None`` while it is not typed (never raises).
+#: A C-level getter: passes read it once per node, where ``node.checked_type`` (which
+#: raises on an untyped node) or ``has_type`` followed by it would cost two calls.
+type_of = operator.attrgetter("_checked_type")
+
+
+def set_checked_type(node: Expr, ty: Type) -> Expr:
+    """Type ``node``, a node a pass just built, with ``ty`` and return it -- what TVM's
+    passes do with ``checked_type_`` when they know a new node's type (a folded constant
+    has the type of the call it replaces)::
+
+        const = ir.set_checked_type(ir.Constant(value), call.checked_type)
+
+    For a node rebuilt from another, :func:`passhost.ir.keep_checked_type` checks the
+    children first; use that where it applies.
+
+    :raises IRError: if ``ty`` is not a type, or ``node`` already has another type
+    """
+    if not isinstance(ty, Type):
+        raise IRError(f"set_checked_type needs a passhost.ir.Type, got {ty!r}")
+    cur = node._checked_type
+    if cur is not None and cur is not ty and cur != ty:
+        raise IRError(f"set_checked_type: this {type(node).__name__} is already typed {cur}, not {ty}")
+    _set_type(node, ty)
+    return node
+
+
 def set_span(node: Expr, span: Optional[Span]) -> Expr:
     """Give ``node`` the source span ``span`` (metadata: structure, equality and hash do not
     change) and return it. Importers call it on the nodes they build::
@@ -356,20 +384,22 @@ class Call(Expr):
         _set_type(self, None)
         _set_span(self, None)
 
-    def with_args(self, args: tuple, keep_type: bool = True) -> "Call":
+    def with_args(self, args: tuple, keep_type: bool = True, args_typed: bool = False) -> "Call":
         """This call with new ``args`` (a tuple of expressions; same callee and attrs).
 
         A fast path for passes that rebuild many calls: it skips the checks this call
         already passed (callee, attrs, arity). With ``keep_type`` the copy keeps this
         call's ``checked_type`` when every new argument is typed — the copy-on-write
         rebuild of TVM, valid for type-preserving rewrites such as CSE or folding.
+        ``args_typed`` says the caller knows they are (every node of a typed graph is, and
+        CSE's replacements come from it), so they are not checked one by one.
         """
         new = _new(Call)
         _call_op(new, self.op)
         _call_args(new, args)
         _call_attrs(new, self.attrs)
         ty = self._checked_type if keep_type else None
-        if ty is not None:
+        if ty is not None and not args_typed:
             for a in args:
                 if a._checked_type is None and type(a) is not Op:
                     ty = None

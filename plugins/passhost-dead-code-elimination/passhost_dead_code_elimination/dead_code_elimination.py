@@ -61,7 +61,7 @@ from passhost.ir import (
     keep_checked_type,
     post_order,
 )
-from passhost.ir._gc import paused as _gc_paused
+from passhost.ir import paused_gc as _gc_paused
 from passhost.transform import module_pass
 
 __all__ = ["Purity", "count_uses", "has_let", "eliminate_dead_code", "dead_code_elimination",
@@ -99,7 +99,7 @@ class Purity:
         while True:
             t = type(callee)
             if t is Op:
-                return not callee._def.stateful
+                return not callee.stateful
             if t is Function:
                 return callee.body
             if t is GlobalVar:
@@ -133,7 +133,7 @@ class Purity:
                 if type(a) not in _SIMPLE:
                     break
             else:
-                return not root.op._def.stateful
+                return not root.op.stateful
         entered: set = set()
         stack: list = [root]
         while stack:

@@ -57,7 +57,8 @@ from passhost.ir import (
     keep_checked_type,
     with_children,
 )
-from passhost.ir._gc import paused as _gc_paused
+from passhost.ir import paused_gc as _gc_paused
+from passhost.ir import type_of
 from passhost.transform import function_pass
 
 __all__ = ["eliminate_common_subexpr", "EliminateCommonSubexpr"]
@@ -66,14 +67,6 @@ __all__ = ["eliminate_common_subexpr", "EliminateCommonSubexpr"]
 _TUPLE = object()
 _LEAVES = (Var, Constant, Op, GlobalVar)
 
-# Rebuilt calls are made field by field through the slot descriptors (the checks of
-# ``Call.__init__`` already passed for the node being copied) -- ``Call.with_args``
-# inlined into the walk, without its method call.
-_new = object.__new__
-_set_op = Call.__dict__["op"].__set__
-_set_args = Call.__dict__["args"].__set__
-_set_attrs = Call.__dict__["attrs"].__set__
-_set_type = Expr.__dict__["_checked_type"].__set__
 _setdefault = dict.setdefault
 
 
@@ -146,10 +139,10 @@ def _cse(expr: Expr, fskip: Optional[Callable[[Expr], bool]]) -> Expr:
     const_get = const_keys.get
     attr_tokens: dict = {}  # (op, id(attrs)) -> (class token or None for the defaults' class, attrs)
     attr_classes: dict = {}  # (op, attrs) -> class number
+    defaults: dict = {}  # operator with a table -> its default attrs (``op.attr_defaults``)
     _Call, _Op, _Constant, _Tuple, _TGI, _Let = Call, Op, Constant, Tuple, TupleGetItem, Let
     leaves = _LEAVES
-    new_call, set_op, set_args, set_attrs, set_type, setdefault = (
-        _new, _set_op, _set_args, _set_attrs, _set_type, _setdefault)
+    setdefault = _setdefault
 
     def resolve(k: Expr) -> Optional[Expr]:
         """The replacement of a child ``memo`` does not know: a leaf (recorded, unless
@@ -172,13 +165,13 @@ def _cse(expr: Expr, fskip: Optional[Callable[[Expr], bool]]) -> Expr:
         ent = attr_tokens.get((op, id(attrs)))
         if ent is None:  # hash the attrs once per attrs object, not once per call
             cls = attr_classes.setdefault((op, attrs), len(attr_classes))
-            dcls = attr_classes.setdefault((op, op._defaults), len(attr_classes))
+            dcls = attr_classes.setdefault((op, op.attr_defaults), len(attr_classes))
             ent = attr_tokens[(op, id(attrs))] = (None if cls == dcls else cls, attrs)
         return ent[0]
 
     # a typed root is typed throughout (the IR's invariant), and so is everything a
     # rebuilt call can be given as an argument: no per-argument type check needed
-    typed = expr._checked_type is not None
+    typed = type_of(expr) is not None
     stack = [expr]
     push = stack.append
     pop = stack.pop
@@ -241,22 +234,13 @@ def _cse(expr: Expr, fskip: Optional[Callable[[Expr], bool]]) -> Expr:
                         pop()
                         nkey = key = args if na is a and nb is b else (na, nb)
                     attrs = node.attrs
-                    if attrs is not op._defaults:
+                    if attrs is not defaults[op]:
                         tok = attr_token(op, attrs)
                         if tok is not None:
                             nkey = (tok,) + nkey
                     r = setdefault(tab, nkey, node)
-                    if r is node and key is not args:  # a new call: rebuild it
-                        r = new_call(_Call)
-                        set_op(r, op)
-                        set_args(r, key)
-                        set_attrs(r, attrs)
-                        ty = node._checked_type
-                        if ty is not None and not typed and (na._checked_type is None or nb._checked_type is None):
-                            if ((na._checked_type is None and type(na) is not _Op)
-                                    or (nb._checked_type is None and type(nb) is not _Op)):
-                                ty = None
-                        set_type(r, ty)
+                    if r is node and key is not args:  # a new call: rebuild it (typed like node
+                        r = node.with_args(key, True, typed)  # when its arguments are, as TVM's rebuild)
                         tab[nkey] = r
                     memo[node] = r
                     continue
@@ -284,20 +268,13 @@ def _cse(expr: Expr, fskip: Optional[Callable[[Expr], bool]]) -> Expr:
                         pop()
                         nkey = key = args if na is a else (na,)
                     attrs = node.attrs
-                    if attrs is not op._defaults:
+                    if attrs is not defaults[op]:
                         tok = attr_token(op, attrs)
                         if tok is not None:
                             nkey = (tok,) + nkey
                     r = setdefault(tab, nkey, node)
                     if r is node and key is not args:
-                        r = new_call(_Call)
-                        set_op(r, op)
-                        set_args(r, key)
-                        set_attrs(r, attrs)
-                        ty = node._checked_type
-                        if ty is not None and not typed and na._checked_type is None and type(na) is not _Op:
-                            ty = None
-                        set_type(r, ty)
+                        r = node.with_args(key, True, typed)
                         tab[nkey] = r
                     memo[node] = r
                     continue
@@ -337,12 +314,13 @@ def _cse(expr: Expr, fskip: Optional[Callable[[Expr], bool]]) -> Expr:
                     new = node.with_args(nargs)
                 else:
                     new = keep_checked_type(node, Call(nop, nargs, node.attrs if type(nop) is type(op) else None))
-                if type(nop) is _Op and nargs and not nop._def.stateful:
+                if type(nop) is _Op and nargs and not nop.stateful:
                     tab = tables.get(nop)
                     if tab is None:
                         tab = tables[nop] = {}
+                        defaults[nop] = nop.attr_defaults
                         if fskip is None:  # later calls of this operator take an inlined path
-                            arity = nop._def.num_inputs
+                            arity = nop.num_inputs
                             if arity == 2:
                                 fast2[nop] = tab
                             elif arity == 1:
@@ -350,7 +328,7 @@ def _cse(expr: Expr, fskip: Optional[Callable[[Expr], bool]]) -> Expr:
                     if fskip is None or not fskip(new):
                         key = key_of(nargs)
                         attrs = new.attrs
-                        if attrs is not nop._defaults:
+                        if attrs is not defaults[nop]:
                             tok = attr_token(nop, attrs)
                             if tok is not None:
                                 key = (tok,) + key
@@ -436,10 +414,10 @@ def _cse(expr: Expr, fskip: Optional[Callable[[Expr], bool]]) -> Expr:
             memo[node] = new
     except ValueError:
         # ``a, b = args`` of a call whose argument count is not its operator's
-        if type(node) is Call and type(node.op) is Op and len(node.args) != node.op._def.num_inputs:
+        if type(node) is Call and type(node.op) is Op and len(node.args) != node.op.num_inputs:
             raise PassError(
                 f"EliminateCommonSubexpr: a call of {node.op.name} has {len(node.args)} arguments but the "
-                f"operator takes {node.op._def.num_inputs}; rebuild it with Call(op, args) so it is "
+                f"operator takes {node.op.num_inputs}; rebuild it with Call(op, args) so it is "
                 "checked", "EliminateCommonSubexpr") from None
         raise
     r = get(expr)

@@ -22,6 +22,7 @@ from passhost.ir import (
     Var,
     infer_type,
 )
+from passhost.ir import set_checked_type, type_of
 
 #: operators whose value depends only on the static shape of their argument
 _SHAPE_OF = frozenset({"shape_of", "vm.shape_of"})
@@ -115,7 +116,7 @@ def _as_expr(value: Any, ty: Any) -> Expr:
             value.flags.writeable = False  # a fresh kernel result: no need for Constant to copy it
         const = Constant(value)
         if type(ty) is TensorType and tuple(ty.shape) == const.data.shape:
-            const._set_checked_type(ty)
+            set_checked_type(const, ty)
         return const
     # nested tuples, built with an explicit stack
     root: list = []
@@ -125,12 +126,12 @@ def _as_expr(value: Any, ty: Any) -> Expr:
         if not isinstance(val, tuple):
             c = Constant(val)
             if type(t) is TensorType and tuple(t.shape) == c.data.shape:
-                c._set_checked_type(t)
+                set_checked_type(c, t)
             sink.append(c)
         elif ready:
             tup = Tuple(parts)
             if type(t) is TupleType and all(p.has_type for p in parts):
-                tup._set_checked_type(t)
+                set_checked_type(tup, t)
             sink.append(tup)
         else:
             parts = []
@@ -161,7 +162,7 @@ def _compute(op: Op, call_args: Any, attrs: Any) -> Any:
     """The kernel result (array or tuple) of ``op`` on complex-constant arguments."""
     args = [a.data if type(a) is Constant else _value(a) for a in call_args]
     try:
-        return op._def.compute(args, attrs)
+        return op.compute(args, attrs)
     except PasshostError:
         raise
     except Exception as exc:  # a kernel rejecting its inputs: report which op
@@ -174,13 +175,13 @@ def _compute(op: Op, call_args: Any, attrs: Any) -> Any:
 
 def _static_shape(orig_arg: Expr, new_arg: Expr) -> Optional[tuple]:
     """The fully known static shape of a tensor argument, or ``None``."""
-    ty = orig_arg._checked_type or new_arg._checked_type
+    ty = type_of(orig_arg) or type_of(new_arg)
     if ty is None:
         e = _unwrap(new_arg)
         if type(e) is Constant:
             return tuple(e.data.shape)
         try:  # an untyped program: type the argument (its free variables need annotations)
-            ty = infer_type(orig_arg)._checked_type
+            ty = type_of(infer_type(orig_arg))
         except PasshostError:
             return None
     if type(ty) is not TensorType:
@@ -200,7 +201,7 @@ def _fold_shape_op(call: Call, orig: Call) -> Optional[Expr]:
         data = np.array(shape, dtype="int32").astype(dtype)
     else:
         data = np.array(int(np.prod(shape, dtype=np.int64)), dtype="int32").astype(dtype)
-    return _as_expr(data, orig._checked_type)
+    return _as_expr(data, type_of(orig))
 
 
 #: what the rewrite does with a call of an operator (decided once per operator and fold)
@@ -208,7 +209,7 @@ _SKIP, _EVALUATE, _SHAPE = 0, 1, 2
 
 
 def _op_kind(op: Op, fold_qnn: bool) -> int:
-    d = op._def
+    d = op.definition
     if d.stateful:
         return _SKIP
     name = op.name

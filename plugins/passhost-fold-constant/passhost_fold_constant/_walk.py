@@ -34,6 +34,7 @@ from passhost.ir import (
     is_primitive,
     keep_checked_type,
 )
+from passhost.ir import set_checked_type, type_of
 
 from ._eval import (
     _EVALUATE,
@@ -165,7 +166,7 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
                     attrs = node.attrs
                     key = (op, id(attrs), *cargs)
                     hit = cget(key)
-                    ty = node._checked_type
+                    ty = type_of(node)
                     if hit is None:
                         new = _as_expr(_compute(op, cargs, attrs), ty)
                         # a tensor result is kept as the read-only array the Constant holds
@@ -173,7 +174,7 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
                     elif type(hit[0]) is _ndarray:  # another Constant on the same array
                         new = _Constant(hit[0])
                         if type(ty) is _TensorType and ty.shape == hit[0].shape:
-                            new._set_checked_type(ty)
+                            set_checked_type(new, ty)
                     else:  # a tuple: fresh Tuple and Constant nodes, shared arrays
                         new = _as_expr(_value(hit[0]), ty)
                     memo[node] = new

@@ -60,7 +60,7 @@ import numpy as np
 
 from passhost.errors import PassError
 from passhost.ir import Expr, Function, is_primitive
-from passhost.ir._gc import paused as _gc_paused
+from passhost.ir import paused_gc as _gc_paused
 from passhost.transform import function_pass
 
 from ._eval import evaluate_call, is_complex_constant, is_simple_constant
@@ -112,7 +112,7 @@ def fold_constant(expr: Expr, fold_qnn: bool = False) -> Expr:
         return expr
     with _gc_paused(), np.errstate(all="ignore"):
         out = _fold(expr, fold_qnn)
-    if func and type(out) is Function and out._checked_type is not None:
+    if func and type(out) is Function and out.has_type:
         done.add(out)
     return out
 

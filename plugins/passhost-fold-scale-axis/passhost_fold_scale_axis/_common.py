@@ -18,6 +18,7 @@ import numpy as np
 from passhost import ir
 from passhost.errors import PassError
 from passhost.ir import Call, Constant, Expr, Op, TensorType, children
+from passhost.ir import set_checked_type, type_of
 
 __all__ = [
     "Message",
@@ -64,7 +65,7 @@ def intersect(lhs: Optional[Message], rhs: Optional[Message]) -> Optional[Messag
 
 def tensor_type(expr: Expr, who: str) -> TensorType:
     """The inferred tensor type of an original (typed) node."""
-    ty = expr._checked_type
+    ty = type_of(expr)
     if type(ty) is not TensorType:
         raise PassError(f"{who}: expected a typed tensor expression, got type {ty}; "
                         f"run InferType before {who}", who)
@@ -169,7 +170,7 @@ def conv_axes(call: Call, layout_attr: str) -> Optional[tuple]:
             _LAYOUT_AXES[(layout, kernel_layout)] = axes
     if not axes:
         return None
-    wty = call.args[1]._checked_type
+    wty = type_of(call.args[1])
     if type(wty) is not TensorType:
         return None
     groups = attrs["groups"]
@@ -186,13 +187,13 @@ def type_like(old: Expr, new: Expr) -> Expr:
     takes ``old``'s type; a new sub-expression over typed nodes is inferred locally (only
     its untyped nodes are visited). So the InferType after the pass has nothing to redo.
     """
-    if new._checked_type is not None:
+    if new.has_type:
         return new
     for c in children(new):
-        if c._checked_type is None and type(c) is not Op:
+        if not c.has_type and type(c) is not Op:
             ir.infer_type(new)
             return new
-    if old._checked_type is not None:
-        new._set_checked_type(old._checked_type)
+    if old.has_type:
+        set_checked_type(new, old.checked_type)
     return new
 

@@ -48,7 +48,8 @@ from typing import Optional
 
 from passhost import ir
 from passhost.ir import Call, Expr, Op, children, post_order, rewrite_post_order
-from passhost.ir._gc import paused as _gc_paused
+from passhost.ir import paused_gc as _gc_paused
+from passhost.ir import type_of
 
 from ._common import (
     ADDSUB_OPS,
@@ -97,7 +98,7 @@ def _prep(call: Call, in_msgs: list) -> Optional[tuple]:
         found = conv_axes(call, "out_layout")
         return None if found is None else ((found[0],), False)
     if op is DENSE:
-        out = call._checked_type
+        out = type_of(call)
         return ((1,), False) if out is not None and len(out.shape) == 2 else None
     if op is _BIAS_ADD:
         m = in_msgs[0]

@@ -63,7 +63,8 @@ from passhost.ir import (
     post_order,
     rewrite_post_order,
 )
-from passhost.ir._gc import paused as _gc_paused
+from passhost.ir import paused_gc as _gc_paused
+from passhost.ir import type_of
 
 from ._common import (
     ADDSUB_OPS,
@@ -129,7 +130,7 @@ def _prep(call: Call, out: Optional[tuple]) -> Optional[list]:
         found = conv_axes(call, "data_layout")
         return [None if found is None else ((found[0],), False), None]
     if op is DENSE:
-        data = call.args[0]._checked_type
+        data = type_of(call.args[0])
         ok = data is not None and len(data.shape) == 2
         return [((1,), False) if ok else None, None]
     return None

@@ -54,7 +54,7 @@ from .graph import DataflowGraph, build_graph, is_barrier_function
 from .partition import Partition, partition
 
 try:  # pause the cyclic GC while whole graphs are built (a large speed-up, no semantics)
-    from passhost.ir._gc import paused as _gc_paused
+    from passhost.ir import paused_gc as _gc_paused
 except ImportError:  # pragma: no cover - older host
     from contextlib import nullcontext as _gc_paused
 

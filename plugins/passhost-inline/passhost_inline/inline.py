@@ -42,7 +42,7 @@ from typing import Any
 
 from passhost.errors import PassError
 from passhost.ir import Call, Function, GlobalVar, IRModule, Var, bound_vars, post_order, rewrite_post_order
-from passhost.ir._gc import paused as _gc_paused
+from passhost.ir import paused_gc as _gc_paused
 from passhost.transform import module_pass
 
 __all__ = ["call_graph", "recursive_functions", "inline_call", "inline", "Inline"]

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Optional
 
 from passhost.errors import PassError
 from passhost.ir import Function, GlobalVar, IRModule, post_order
-from passhost.ir._gc import paused as _gc_paused
+from passhost.ir import paused_gc as _gc_paused
 from passhost.transform import module_pass
 
 __all__ = ["global_refs", "reachable_functions", "remove_unused_functions", "RemoveUnusedFunctions"]

@@ -63,6 +63,7 @@ from passhost.errors import PassError
 from passhost.ir import Call, Constant, Expr, Op, TensorType, rewrite_post_order
 from passhost.ir.pattern import DFPatternCallback, is_op, is_tuple_get_item, rewrite, wildcard
 from passhost.transform import pattern_pass
+from passhost.ir import type_of
 
 __all__ = [
     "simplify_inference",
@@ -101,7 +102,7 @@ def rewrite_with_original(root: Expr, rewrite: Callable[[Expr, Expr], Optional[E
 
 
 def _tensor_type(old: Expr, new: Expr, what: str) -> TensorType:
-    ty = old._checked_type or new._checked_type
+    ty = type_of(old) or type_of(new)
     if type(ty) is not TensorType:
         raise PassError(f"SimplifyInference: the data of {what} has no tensor type ({ty}); "
                         "run InferType before SimplifyInference", "SimplifyInference")

@@ -59,7 +59,7 @@ from passhost.ir import (
     is_primitive,
     post_order,
 )
-from passhost.ir._gc import paused as _gc_paused
+from passhost.ir import paused_gc as _gc_paused
 from passhost.transform import module_pass
 
 __all__ = ["fresh_var", "is_primitive", "to_a_normal_form_function", "to_a_normal_form", "ToANormalForm"]

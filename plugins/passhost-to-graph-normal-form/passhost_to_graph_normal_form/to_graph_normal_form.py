@@ -44,7 +44,7 @@ from passhost.ir import (
     Var,
     post_order,
 )
-from passhost.ir._gc import paused as _gc_paused
+from passhost.ir import paused_gc as _gc_paused
 from passhost.transform import function_pass
 
 __all__ = ["to_graph_normal_form", "ToGraphNormalForm"]
