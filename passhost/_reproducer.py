@@ -36,6 +36,7 @@ from typing import Any, Optional
 
 from . import ir
 from .errors import PasshostError
+from .options import jsonable
 from .instrument import PassInstrument
 from .transform import PassContext
 
@@ -116,16 +117,6 @@ def default_crash_dir(now: Optional[float] = None) -> str:
     return path
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return repr(value)
-
-
 def plugin_listing(registry: Any) -> dict:
     """``{"passhost": version, "plugins": [...]}`` for ``plugins.json``."""
     from importlib import metadata
@@ -149,7 +140,7 @@ def write_reproducer(path: str, *, module: Any, pipeline: str, ctx: PassContext,
         "opt_level": ctx.opt_level,
         "disabled": list(ctx.disabled_pass),
         "required": list(ctx.required_pass),
-        "config": _jsonable(dict(ctx.config)),
+        "config": jsonable(dict(ctx.config)),
         "instruments": list(instruments),
         "failed_pass": failed_pass,
         "error": error,

@@ -42,7 +42,7 @@ from typing import Any, Callable, Optional
 
 from .errors import OptionError
 
-__all__ = ["Option", "OptionSchema", "schema_of", "accepts", "type_name", "param_docs", "plain_doc"]
+__all__ = ["Option", "OptionSchema", "schema_of", "accepts", "type_name", "param_docs", "plain_doc", "jsonable"]
 
 _EMPTY = inspect.Parameter.empty
 _SEQUENCES = (list, tuple, collections.abc.Sequence, typing.Sequence)
@@ -87,7 +87,7 @@ class Option:
 
     def as_dict(self) -> dict:
         return {"name": self.name, "type": self.type_name, "required": self.required,
-                "default": None if self.required else _jsonable(self.default), "doc": self.doc}
+                "default": None if self.required else jsonable(self.default), "doc": self.doc}
 
 
 @dataclass(frozen=True)
@@ -262,13 +262,15 @@ def _short_repr(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON can hold it: literals as they are, sequences as lists, dict keys as
+    strings, anything else as its ``repr`` (option defaults, a reproducer's config)."""
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        return {k: _jsonable(v) for k, v in value.items()}
     return repr(value)
 
 
