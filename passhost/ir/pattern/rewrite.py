@@ -106,7 +106,6 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
     # final, and a pattern only looks down from its root. ``known`` holds the nodes already
     # accounted for (built lazily at the first replacement of a sweep).
     sweep: dict = {"order": None, "known": None, "more": False}
-    roots = frozenset(by_op)
 
     def brings_roots(out: Expr) -> bool:
         known = sweep["known"]
@@ -118,22 +117,19 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
             if n in known:
                 continue
             known.add(n)
-            if anywhere or (type(n) is Call and type(n.op) is Op and n.op.name in roots) \
-                    or (projections and type(n) is TupleGetItem):
+            if anywhere or (type(n) is Call and n.op in by_callee) or (projections and type(n) is TupleGetItem):
                 found = True
             stack.extend(_inputs(n))
         return found
 
     mixed = {name: _ordered(cbs + anywhere, rules) for name, cbs in by_op.items()} if anywhere else by_op
     plan = [(cb, cb.name, quick[id(cb)], simple[id(cb)]) for cb in rules]
-    plans = {name: [p for p in plan if p[0] in cbs] for name, cbs in mixed.items()}
+    # the plans by callee object; the walk offers the rule only the nodes some rule can be
+    # rooted at (any node, with a rule rooted anywhere): the rest cost one set lookup
+    by_callee = {Op.get(name): [p for p in plan if p[0] in cbs] for name, cbs in mixed.items()}
     plan_anywhere = [p for p in plan if p[0] in anywhere]
     plan_projections = [p for p in plan if p[0] in projections or p[0] in anywhere]
     _Call, _TupleGetItem = Call, TupleGetItem
-
-    # the plans by callee object; the walk offers the rule only the nodes some rule can be
-    # rooted at (any node, with a rule rooted anywhere): the rest cost one set lookup
-    by_callee = {Op.get(name): p for name, p in plans.items()}
     offer = None if anywhere else frozenset(by_callee) | ({TupleGetItem} if projections else frozenset())
 
     def rule(post: Expr, pre: Expr) -> Optional[Expr]:
