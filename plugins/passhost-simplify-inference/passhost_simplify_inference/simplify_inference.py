@@ -223,28 +223,32 @@ class DropoutToIdentity(DFPatternCallback):
         return post.tuple_value.args[0]
 
 
-class LayerNormToInfer(DFPatternCallback):
+class _NormToInfer(DFPatternCallback):
+    """``<op>(data, gamma, beta)`` -> ``unpack(attrs, data, gamma, beta, type of data)``."""
+
+    op_name = ""
+    rule_name = ""
+    unpack: Callable
+
+    def __init__(self) -> None:
+        super().__init__(require_type=True, rewrite_once=True, name=self.rule_name)
+        self.pattern = is_op(self.op_name)(wildcard(), wildcard(), wildcard())
+
+    def callback(self, pre: Expr, post: Expr, node_map: dict) -> Optional[Expr]:
+        ty = _tensor_type(pre.args[0], post.args[0], self.op_name)
+        return type(self).unpack(post.attrs, *post.args, ty)
+
+
+class LayerNormToInfer(_NormToInfer):
     """``nn.layer_norm(data, gamma, beta)`` -> normalise over ``axis``, scale, shift."""
 
-    def __init__(self) -> None:
-        super().__init__(require_type=True, rewrite_once=True, name="layer_norm_to_infer")
-        self.pattern = is_op("nn.layer_norm")(wildcard(), wildcard(), wildcard())
-
-    def callback(self, pre: Expr, post: Expr, node_map: dict) -> Optional[Expr]:
-        ty = _tensor_type(pre.args[0], post.args[0], "nn.layer_norm")
-        return layer_norm_to_infer(post.attrs, *post.args, ty)
+    op_name, rule_name, unpack = "nn.layer_norm", "layer_norm_to_infer", layer_norm_to_infer
 
 
-class InstanceNormToInfer(DFPatternCallback):
+class InstanceNormToInfer(_NormToInfer):
     """``nn.instance_norm(data, gamma, beta)`` -> normalise over the spatial axes, scale, shift."""
 
-    def __init__(self) -> None:
-        super().__init__(require_type=True, rewrite_once=True, name="instance_norm_to_infer")
-        self.pattern = is_op("nn.instance_norm")(wildcard(), wildcard(), wildcard())
-
-    def callback(self, pre: Expr, post: Expr, node_map: dict) -> Optional[Expr]:
-        ty = _tensor_type(pre.args[0], post.args[0], "nn.instance_norm")
-        return instance_norm_to_infer(post.attrs, *post.args, ty)
+    op_name, rule_name, unpack = "nn.instance_norm", "instance_norm_to_infer", instance_norm_to_infer
 
 
 _RULES = [BatchNormToInfer(), DropoutToIdentity(), LayerNormToInfer(), InstanceNormToInfer()]
