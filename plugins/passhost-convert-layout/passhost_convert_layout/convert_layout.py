@@ -127,6 +127,12 @@ def expand_primal(sub: str, dst: str) -> str:
     return "".join(c for c in dst if c not in sub) + sub
 
 
+def _moved_axis(axis: int, orig: str, cur: str) -> int:
+    """Where axis ``axis`` of a tensor laid out as ``orig`` is once it is laid out as ``cur``
+    (``axis`` may count from the end)."""
+    return cur.index(orig[axis + len(orig) if axis < 0 else axis])
+
+
 def _rank(node: Expr) -> Optional[int]:
     if not node.has_type:
         return None
@@ -246,11 +252,9 @@ class _Converter:
         cattr = extra.get("channel_axis_attr")
         if cattr is not None:
             o, c = lc0
-            axis = node.attrs[cattr]
-            axis = axis + len(o) if axis < 0 else axis
             attrs = dict(node.attrs)
             if o != c:
-                attrs[cattr] = c.index(o[axis])
+                attrs[cattr] = _moved_axis(node.attrs[cattr], o, c)
             else:
                 attrs = node.attrs
             if name == "nn.batch_norm":
@@ -354,11 +358,9 @@ class _Converter:
         if lc is None:
             return None
         o, c = lc
-        n = len(o)
         axes = node.attrs["axes"]
-        axes = range(n - 1, -1, -1) if axes is None else [a + n if a < 0 else a for a in axes]
         attrs = dict(node.attrs)
-        attrs["axes"] = [c.index(o[a]) for a in axes]
+        attrs["axes"] = [_moved_axis(a, o, c) for a in (range(len(o) - 1, -1, -1) if axes is None else axes)]
         return self.rebuild(node, [self.new_of[node.args[0]]], attrs)
 
     def squeeze(self, node: Call) -> Optional[Expr]:
@@ -400,8 +402,7 @@ class _Converter:
             if (lc is not None and lc[0] != o) or _rank(f) != n:
                 return None
         attrs = dict(node.attrs)
-        axis = attrs["axis"]
-        attrs["axis"] = c.index(o[axis + n if axis < 0 else axis])
+        attrs["axis"] = _moved_axis(attrs["axis"], o, c)
         self.lay[node] = target
         return Call(node.op, [Tuple([self.in_layout(f, o, c) for f in tup.fields])], attrs)
 
@@ -411,10 +412,8 @@ class _Converter:
         if lc is None:
             return None
         o, c = lc
-        n = len(o)
         attrs = dict(node.attrs)
-        axis = attrs["axis"]
-        attrs["axis"] = c.index(o[axis + n if axis < 0 else axis])
+        attrs["axis"] = _moved_axis(attrs["axis"], o, c)
         self.bn_lay[node] = (lc, None)
         return self.rebuild(node, [self.new_of[node.args[0]]], attrs)
 
