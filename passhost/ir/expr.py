@@ -135,10 +135,7 @@ class Expr:
     def span(self) -> Optional[Span]:
         """Where this node came from (:class:`passhost.ir.Span`), or ``None``; set by the
         parser with ``spans=True``, the AnnotateSpans pass or an importer (see :func:`set_span`)."""
-        try:
-            return self._span
-        except AttributeError:  # built through object.__new__ by a fast path
-            return None
+        return self._span
 
     @property
     def has_type(self) -> bool:
@@ -405,7 +402,7 @@ class Call(Expr):
                     ty = None
                     break
         _set_type(new, ty)
-        _set_span(new, getattr(self, "_span", None))
+        _set_span(new, self._span)
         return new
 
     def __getitem__(self, index: int) -> "TupleGetItem":

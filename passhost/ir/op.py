@@ -85,6 +85,7 @@ class Op(Expr):
         _set(self, "_defaults", defaults)
         _set(self, "_keys", frozenset(k for k, _ in opdef.attrs))
         _set(self, "_checked_type", None)
+        _set(self, "_span", None)
 
     # -- registry -----------------------------------------------------------
     @staticmethod
