@@ -140,7 +140,7 @@ def schema_of(factory: Callable, declared: Optional[tuple] = None) -> OptionSche
     """
     try:
         sig = _signature(factory)
-    except (TypeError, ValueError):
+    except Exception:  # no signature to read (a builtin, or plugin code that raises): undeclared
         sig = None
     params = {} if sig is None else {
         p.name: p for p in sig.parameters.values()
@@ -152,7 +152,10 @@ def schema_of(factory: Callable, declared: Optional[tuple] = None) -> OptionSche
                 raise TypeError(f"declares option {o.name!r}, which its factory does not take "
                                 f"(it takes: {', '.join(params) or 'nothing'})")
         return OptionSchema(tuple(declared), open=False)
-    docs = param_docs(factory)
+    try:
+        docs = param_docs(factory)
+    except Exception:  # a __doc__ that raises: no docs, the schema stands
+        docs = {}
     options = []
     for p in params.values():
         tp = p.annotation

@@ -102,7 +102,11 @@ class _RejectPlugin(Exception):
 
 
 def _check_schema(label: str, record: Any) -> None:
-    """Read the record's option schema now, so a declaration its factory contradicts breaks the plugin."""
+    """Read a *declared* option schema now, so a declaration its factory contradicts breaks
+    the plugin. A schema read from the signature cannot contradict it: it is read when first
+    asked for (an option to check, ``info``, ``list --json``), not on every start-up."""
+    if record.entry.options is None:
+        return
     try:
         _ = record.options
     except TypeError as err:

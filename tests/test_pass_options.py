@@ -207,3 +207,20 @@ def test_list_json_includes_the_option_schema(capsys):
     assert passes["FuseOps"]["options"][0]["doc"].startswith("-1 (default) uses the opt_level")
     assert passes["ConvertLayout"]["options"][0]["required"] is True
     assert passes["InferType"]["options"] == [] and passes["InferType"]["options_open"] is False
+
+
+def test_a_factory_whose_signature_cannot_be_read_has_an_open_schema_and_still_builds():
+    """Schemas read from signatures are read lazily, on first use: plugin code that raises
+    there must not surface as a traceback then."""
+
+    class Opaque:
+        @property
+        def __signature__(self):
+            raise RuntimeError("no signature here")
+
+        def __call__(self, **options):
+            return module_pass(lambda mod, ctx: mod, opt_level=1, name="Opaque")
+
+    with use_registry(registry_with(PassEntry("Opaque", Opaque()))):
+        assert passhost.passes.info("Opaque").options.open
+        assert passhost.passes.Opaque(anything=1).info.name == "Opaque"
