@@ -649,7 +649,7 @@ def _module_with_spans(parser: "_Parser") -> IRModule:
     mod = parser.module()
     src = parser.src
     text = src.text
-    lines = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+    lines = [0] + [m.end() for m in re.finditer("\n", text)]  # where each line starts
     name = src.name
     for node, index in parser.spans.items():
         offset = src.token_offset(index)
