@@ -349,11 +349,11 @@ def compile_simple(pattern: DFPattern) -> Optional[Callable[[Expr], Optional[dic
     alternatives, no commutative operators, no dominator patterns): ``match(expr)``
     returns the bindings ``{pattern node: expr}`` or None. For other patterns, None: they
     need the backtracking :class:`_Matcher`. Both give the same answers where both apply."""
-    if not _is_simple(pattern):
-        return None
     flat = _flat_call(pattern)
     if flat is not None:
         return flat
+    if not _is_simple(pattern):
+        return None
 
     def visit(p: DFPattern, e: Expr, memo: dict) -> bool:
         bound = memo.get(p)
@@ -418,19 +418,22 @@ def compile_simple(pattern: DFPattern) -> Optional[Callable[[Expr], Optional[dic
 
 
 def _flat_call(pattern: DFPattern) -> Optional[Callable[[Expr], Optional[dict]]]:
-    """The matcher of ``is_op(name)(w1, ..., wn)`` with distinct bare wildcards (a rule
-    that reads its operands itself): a type, callee and arity test, then the bindings."""
-    if type(pattern) is not CallPattern or type(pattern.op) is not ExprPattern or pattern.args is None:
+    """The matcher of ``is_op(name)(w1, ..., wn)`` (or ``(is_op(a) | is_op(b))(...)``) with
+    distinct bare wildcards, a rule that reads its operands itself: a type, callee and
+    arity test, then the bindings. The choices the general matcher has here (a commutative
+    operator's argument order) cannot fail, so its first answer is this one."""
+    if type(pattern) is not CallPattern or pattern.args is None:
         return None
-    op = pattern.op.expr
+    names = _op_names(pattern.op)
     args = tuple(pattern.args)
-    if type(op) is not Op or not all(type(a) is WildcardPattern for a in args) or len(set(map(id, args))) != len(args):
+    if names is None or not all(type(a) is WildcardPattern for a in args) or len(set(map(id, args))) != len(args):
         return None
+    ops = frozenset(Op.get(name) for name in names)
     n = len(args)
     _Call = Call
 
     def match(expr: Expr) -> Optional[dict]:
-        if type(expr) is not _Call or expr.op is not op or len(expr.args) != n:
+        if type(expr) is not _Call or expr.op not in ops or len(expr.args) != n:
             return None
         memo = dict(zip(args, expr.args))
         memo[pattern] = expr

@@ -9,6 +9,7 @@ from ..expr import Call, Expr, TupleGetItem
 from ..op import Op
 from .match import _inputs, _Matcher, compile_simple, root_ops
 from .nodes import DFPattern, wildcard
+from .prefilter import prefilter
 
 
 class RewriteLimitError(IRError):
@@ -94,7 +95,7 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
     once = all(cb.rewrite_once for cb in rules)
     fired: dict = {}
 
-    quick = {id(cb): shallow_check(cb.pattern) for cb in rules}
+    quick = {id(cb): prefilter(cb.pattern) for cb in rules}
     simple = {id(cb): compile_simple(cb.pattern) for cb in rules}
 
     counts = None
@@ -207,45 +208,6 @@ def _projected_ops(p: DFPattern) -> Any:
         return None
     ops = root_ops(p.tuple)
     return True if ops is None else ops
-
-
-def _arg_ops(p: DFPattern) -> Optional[frozenset]:
-    """The operator names a node matching ``p`` must call, or None (no such constraint)."""
-    from .match import _op_names
-    from .nodes import CallPattern
-
-    return _op_names(p.op) if type(p) is CallPattern else None
-
-
-def shallow_check(pattern: DFPattern) -> Optional[Callable[[Expr], bool]]:
-    """A cheap test that rejects most nodes a call pattern cannot match -- the operators of
-    its arguments -- before the backtracking matcher builds anything; None when the
-    pattern's root gives no such test. It never rejects a node the pattern matches."""
-    from .match import COMMUTATIVE, _op_names
-    from .nodes import CallPattern
-
-    if type(pattern) is not CallPattern or pattern.args is None:
-        return None
-    need = tuple(_arg_ops(a) for a in pattern.args)
-    if all(r is None for r in need):
-        return None
-    names = _op_names(pattern.op)
-    swap = len(need) == 2 and names is not None and bool(names & COMMUTATIVE)
-    n = len(need)
-    _Call, _Op = Call, Op
-
-    def fits(r: Optional[frozenset], a: Expr) -> bool:
-        return r is None or (type(a) is _Call and type(a.op) is _Op and a.op.name in r)
-
-    def check(node: Expr) -> bool:
-        args = node.args
-        if len(args) != n:
-            return False
-        if all(fits(r, a) for r, a in zip(need, args)):
-            return True
-        return swap and fits(need[0], args[1]) and fits(need[1], args[0])
-
-    return check
 
 
 def _ordered(cbs: list, rules: list) -> list:

@@ -1,12 +1,14 @@
 """ONNX element types <-> passhost (numpy) dtype names."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
-from onnx import TensorProto
+from onnx import TensorProto, numpy_helper
 
 from passhost.errors import FormatError
 
-__all__ = ["to_dtype", "to_onnx_type"]
+__all__ = ["to_dtype", "to_onnx_type", "tensor_array"]
 
 _TO_DTYPE = {
     TensorProto.FLOAT: "float32", TensorProto.DOUBLE: "float64", TensorProto.FLOAT16: "float16",
@@ -37,3 +39,27 @@ def to_onnx_type(dtype) -> int:
         return _TO_ONNX[dtype]
     except KeyError:
         raise FormatError(f"dtype {dtype} has no ONNX element type") from None
+
+
+_RAW_DTYPES = {k: np.dtype(v) for k, v in _TO_DTYPE.items()}
+
+
+def tensor_array(tensor: TensorProto) -> np.ndarray:
+    """A ``TensorProto``'s value as a numpy array.
+
+    A tensor held in ``raw_data`` (how exporters write weights) is viewed in place: a
+    read-only array over the bytes protobuf hands out, with no second copy, which
+    :class:`passhost.ir.Constant` then keeps as it is. Every other tensor (typed fields,
+    external data, big-endian hosts) goes through ``onnx.numpy_helper.to_array``.
+    """
+    dtype = _RAW_DTYPES.get(tensor.data_type)
+    if (dtype is not None and sys.byteorder == "little" and tensor.data_location != TensorProto.EXTERNAL
+            and tensor.HasField("raw_data")):
+        raw = tensor.raw_data
+        shape = tuple(tensor.dims)
+        count = 1
+        for d in shape:
+            count *= d
+        if len(raw) == count * dtype.itemsize:
+            return np.frombuffer(raw, dtype=dtype).reshape(shape)
+    return numpy_helper.to_array(tensor)

@@ -19,7 +19,6 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
 from passhost import ir
 from passhost.errors import FormatError, PasshostError
@@ -27,7 +26,7 @@ from passhost.errors import FormatError, PasshostError
 from . import convert_composite, convert_image, convert_index, convert_math, convert_nn, convert_tensor  # noqa: F401
 from . import convert_unary  # noqa: F401
 from . import convert_lift  # noqa: F401,I001  (last: wraps the converters above for 1-D data)
-from .dtypes import to_dtype
+from .dtypes import tensor_array, to_dtype
 from .node import Node
 from .opaque import OPAQUE
 from .table import lookup, merged
@@ -51,7 +50,7 @@ def _attr_value(attr: onnx.AttributeProto) -> Any:
     if kind == A.STRING:
         return attr.s.decode("utf-8", "replace")
     if kind == A.TENSOR:
-        return numpy_helper.to_array(attr.t)
+        return tensor_array(attr.t)
     if kind == A.FLOATS:
         return [float(v) for v in attr.floats]
     if kind == A.INTS:
@@ -216,8 +215,8 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
                       ShapeWarning, stacklevel=3)
     weights: dict = {}
     for name, tensor in inits.items():
-        data = numpy_helper.to_array(tensor)
         to_dtype(tensor.data_type, f"initializer {name!r}")
+        data = tensor_array(tensor)
         if keep_params and data.dtype.kind == "f":
             v = ir.infer_type(ir.var(name, shape=data.shape, dtype=str(data.dtype)))
             env[name] = v

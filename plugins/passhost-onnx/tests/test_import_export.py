@@ -254,3 +254,22 @@ def test_each_node_becomes_an_expression_with_a_span_naming_it(tmp_path):
     wrong = ir.with_children(mul, (mul.op, mul.args[0], ir.var("z", shape=(4,))))
     with pytest.raises(passhost.errors.TypeInferenceError, match=r"\(at tiny.onnx: node 'y'\)$"):
         ir.infer_type(ir.IRModule.from_expr(ir.Function(list(ir.free_vars(wrong)), wrong)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "int8", "uint8", "bool", "float64"])
+def test_raw_initializers_become_constants_over_the_model_bytes_without_a_copy(dtype):
+    from passhost_onnx.dtypes import tensor_array
+
+    rng = np.random.default_rng(0)
+    value = (rng.standard_normal((3, 4)) * 10).astype(dtype)
+    raw = numpy_helper.from_array(value, "w")
+    assert raw.HasField("raw_data")
+    got = tensor_array(raw)
+    np.testing.assert_array_equal(got, numpy_helper.to_array(raw))
+    assert got.dtype == value.dtype and not got.flags.writeable
+    const = ir.Constant(got)
+    assert const.data is got  # read-only and contiguous: Constant keeps it, no second copy
+    typed = helper.make_tensor("t", TensorProto.FLOAT, [2, 2], [1.0, 2.0, 3.0, 4.0])  # typed field, not raw
+    np.testing.assert_array_equal(tensor_array(typed), np.array([[1, 2], [3, 4]], dtype="float32"))
+    empty = numpy_helper.from_array(np.zeros((0, 3), dtype="float32"), "e")
+    assert tensor_array(empty).shape == (0, 3)

@@ -1,0 +1,156 @@
+"""The driver's prefilter: a cheap necessary condition, never a reason to miss a match."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from passhost import ir
+from passhost.ir.pattern import DFPatternCallback, is_constant, is_op, is_var, rewrite, wildcard
+from passhost.ir.pattern.match import _Matcher, compile_simple
+from passhost.ir.pattern.prefilter import prefilter
+
+
+def _x(shape=(1, 4)):
+    return ir.var("x", shape=shape, dtype="float32")
+
+
+def _c(v=1.0, shape=(4,)):
+    return ir.const(np.full(shape, v, dtype="float32"))
+
+
+def _layer_norm_pattern():
+    x, g, b = wildcard(), is_constant(), is_constant()
+    centered = is_op("subtract")(x, is_op("mean")(x))
+    shifted = is_op("add")(is_op("mean")(is_op("power")(centered, is_constant())), is_constant())
+    norm = is_op("divide")(centered, is_op("sqrt")(shifted)) | is_op("multiply")(centered, is_op("rsqrt")(shifted))
+    scaled = is_op("multiply")(norm, g)
+    return is_op("add")(scaled, b) | scaled
+
+
+def test_a_batch_norm_shift_is_rejected_below_the_root_without_matching():
+    # add(multiply(conv, c), c): roots the layer-norm rule can have, a convolution where it wants divide
+    data = ir.var("d", shape=(1, 4, 8, 8), dtype="float32")
+    w = ir.const(np.ones((4, 4, 1, 1), dtype="float32"))
+    scale = ir.const(np.ones((4, 1, 1), dtype="float32"))
+    bn = ir.add(ir.multiply(ir.nn.conv2d(data, w), scale), scale)
+    check = prefilter(_layer_norm_pattern())
+    assert check is not None and not check(bn)
+    assert not _Matcher().match(_layer_norm_pattern(), bn)
+
+
+def test_a_real_layer_norm_passes_the_prefilter_in_either_argument_order():
+    x = _x()
+    m = ir.mean(x, axis=[-1], keepdims=True)
+    d = ir.subtract(x, m)
+    v = ir.mean(ir.power(d, ir.const(np.float32(2))), axis=[-1], keepdims=True)
+    n = ir.divide(d, ir.sqrt(ir.add(ir.const(np.float32(1e-5)), v)))  # epsilon first: commutative
+    ln = ir.add(_c(0.5), ir.multiply(_c(2.0), n))
+    pattern = _layer_norm_pattern()
+    assert _Matcher().match(pattern, ln)
+    assert prefilter(pattern)(ln)
+
+
+def test_patterns_that_constrain_nothing_have_no_prefilter():
+    assert prefilter(wildcard()) is None
+    assert prefilter(wildcard() | is_op("add")(wildcard(), wildcard())) is None
+
+
+def test_alternative_operator_heads_with_bare_wildcards_bind_without_the_backtracking_matcher():
+    x, c = wildcard(), wildcard()
+    pattern = (is_op("multiply") | is_op("add"))(x, c)
+    flat = compile_simple(pattern)
+    assert flat is not None
+    e = ir.add(_x(), _c())
+    got = flat(e)
+    m = _Matcher()
+    assert m.match(pattern, e)
+    assert got[x] is m.memo[x] and got[c] is m.memo[c]
+    assert flat(ir.subtract(_x(), _c())) is None
+
+
+def test_rewrite_with_the_prefilter_still_fires_on_the_swapped_spelling():
+    class MulOne(DFPatternCallback):
+        def __init__(self):
+            super().__init__()
+            self.x = wildcard()
+            self.pattern = is_op("multiply")(is_op("nn.relu")(self.x), is_constant())
+
+        def callback(self, pre, post, node_map):
+            return ir.nn.relu(node_map[self.x][0])
+
+    x = _x()
+    out = rewrite(MulOne(), ir.multiply(_c(), ir.nn.relu(x)))
+    assert ir.structural_equal(out, ir.nn.relu(x))
+
+
+# -- property: whenever the matcher matches, the prefilter accepts ------------------------
+
+_LEAVES = ["x", "y", "c1", "c2"]
+_BINARY = ["add", "multiply", "subtract", "divide"]
+_UNARY = ["nn.relu", "sqrt", "negative"]
+
+
+def _exprs():
+    leaf = st.sampled_from(_LEAVES).map(lambda n: ("leaf", n))
+    return st.recursive(leaf, lambda kids: st.one_of(
+        st.tuples(st.just("u"), st.sampled_from(_UNARY), kids),
+        st.tuples(st.just("b"), st.sampled_from(_BINARY), kids, kids)), max_leaves=8)
+
+
+def _patterns():
+    leaf = st.sampled_from(["w", "const", "var", "w_shared"]).map(lambda n: ("leaf", n))
+    return st.recursive(leaf, lambda kids: st.one_of(
+        st.tuples(st.just("u"), st.sampled_from(_UNARY), kids),
+        st.tuples(st.just("b"), st.sampled_from(_BINARY), kids, kids),
+        st.tuples(st.just("alt"), kids, kids),
+        st.tuples(st.just("heads"), st.lists(st.sampled_from(_BINARY), min_size=1, max_size=3), kids, kids)),
+        max_leaves=8)
+
+
+def _build_expr(t):
+    env = {"x": _x(), "y": ir.var("y", shape=(1, 4), dtype="float32"), "c1": _c(1.0), "c2": _c(2.0)}
+    stack = [(t, False)]
+    out = []
+    while stack:
+        node, done = stack.pop()
+        if node[0] == "leaf":
+            out.append(env[node[1]])
+            continue
+        kids = node[2:]
+        if not done:
+            stack.append((node, True))
+            stack.extend((k, False) for k in reversed(kids))
+            continue
+        args = [out.pop() for _ in kids][::-1]
+        out.append(ir.Call(ir.Op.get(node[1]), args))
+    return out[0]
+
+
+def _build_pattern(t, shared):
+    kind = t[0]
+    if kind == "leaf":
+        return {"w": wildcard(), "const": is_constant(), "var": is_var(), "w_shared": shared}[t[1]]
+    if kind == "u":
+        return is_op(t[1])(_build_pattern(t[2], shared))
+    if kind == "b":
+        return is_op(t[1])(_build_pattern(t[2], shared), _build_pattern(t[3], shared))
+    if kind == "alt":
+        return _build_pattern(t[1], shared) | _build_pattern(t[2], shared)
+    head = is_op(t[1][0])
+    for name in t[1][1:]:
+        head = head | is_op(name)
+    return head(_build_pattern(t[2], shared), _build_pattern(t[3], shared))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_patterns(), _exprs())
+def test_the_prefilter_never_rejects_a_node_the_pattern_matches(ptree, etree):
+    pattern = _build_pattern(ptree, wildcard())
+    expr = _build_expr(etree)
+    check = prefilter(pattern)
+    if _Matcher().match(pattern, expr):
+        assert check is None or check(expr)
+    flat = compile_simple(pattern)
+    if flat is not None:
+        assert (flat(expr) is not None) == _Matcher().match(pattern, expr)
