@@ -208,3 +208,17 @@ def test_every_core_op_registered_on_plain_import():
 def test_op_get_unknown_suggests():
     with pytest.raises(IRError, match="nn.conv2d"):
         ir.Op.get("nn.conv2")
+
+
+def test_expand_bias_to_match_axis_lays_a_per_axis_tensor_over_a_bigger_one():
+    from passhost import ir
+
+    b = ir.var("b", shape=(16,), dtype="float32")
+    got = ir.expand_bias_to_match_axis(b, 4, 1)  # NCHW channels: (16, 1, 1)
+    assert ir.astext(got, show_meta_data=False).strip().endswith("expand_dims(%b, axis=1, num_newaxis=2)")
+    assert ir.expand_bias_to_match_axis(b, 4, 3) is b  # the last axis: broadcasts as it is
+    two = ir.var("s", shape=(3, 5), dtype="float32")
+    out = ir.infer_type(ir.add(ir.var("x", shape=(2, 3, 7, 5), dtype="float32"),
+                               ir.expand_bias_to_match_axis(two, 4, (1, 3))))
+    assert out.checked_type.shape == (2, 3, 7, 5)
+    assert ir.infer_type(ir.expand_bias_to_match_axis(two, 4, [1, 2])).checked_type.shape == (3, 5, 1)

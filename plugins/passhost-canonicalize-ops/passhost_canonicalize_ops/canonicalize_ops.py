@@ -33,21 +33,12 @@ from passhost.ir import Expr
 from passhost.ir.pattern import DFPatternCallback, is_op, rewrite, wildcard
 from passhost.transform import pattern_pass
 
-__all__ = ["canonicalize_ops", "expand_bias_to_match_axis", "BiasAddToAdd", "CanonicalizeOps"]
+__all__ = ["canonicalize_ops", "BiasAddToAdd", "CanonicalizeOps"]
 
 
 # the replacement's operators, called with Call directly: the builders' argument
 # conversion is not needed for expressions, and it is a third of the rule's time
-_ADD, _EXPAND_DIMS = ir.Op.get("add"), ir.Op.get("expand_dims")
-
-
-def expand_bias_to_match_axis(bias: Expr, ndim: int, axis: int) -> Expr:
-    """TVM's ``ExpandBiasToMatchAxis`` for one axis: ``expand_dims(bias, axis=1,
-    num_newaxis=ndim-axis-1)``, or ``bias`` itself when that number is 0."""
-    num = ndim - axis - 1
-    if num > 0:
-        return ir.Call(_EXPAND_DIMS, (bias,), {"axis": 1, "num_newaxis": int(num)})
-    return bias
+_ADD = ir.Op.get("add")
 
 
 class BiasAddToAdd(DFPatternCallback):
@@ -65,7 +56,7 @@ class BiasAddToAdd(DFPatternCallback):
         axis = post.attrs.axis
         axis = axis + ndim if axis < 0 else axis
         data, bias = post.args
-        return ir.Call(_ADD, (data, expand_bias_to_match_axis(bias, ndim, axis)))
+        return ir.Call(_ADD, (data, ir.expand_bias_to_match_axis(bias, ndim, axis)))
 
 
 _RULES = [BiasAddToAdd()]

@@ -4,7 +4,8 @@
   scale and whether the scale must be a non-negative constant -- or ``None`` ("cannot
   fold"); :func:`intersect` merges two of them;
 * :func:`match_broadcast_to_left_axes` is ``MatchBroadcastToLeftAxes``;
-* :func:`expand_bias_to_match_axis`, :func:`reshape_or_expand_to_match_axis` put a
+* :func:`reshape_or_expand_to_match_axis` (over the host's
+  ``ir.expand_bias_to_match_axis``) puts a
   squeezed scale back into broadcasting position;
 * :func:`is_all_positive_constant` is ``IsAllPositiveConstant``;
 * :func:`conv_axes` reads the channel axes of a ``nn.conv2d`` call's layouts.
@@ -25,7 +26,6 @@ __all__ = [
     "intersect",
     "tensor_type",
     "match_broadcast_to_left_axes",
-    "expand_bias_to_match_axis",
     "reshape_to_match_axis",
     "reshape_or_expand_to_match_axis",
     "is_all_positive_constant",
@@ -107,30 +107,16 @@ def match_broadcast_to_left_axes(tlhs: TensorType, trhs: TensorType, axes: Seque
     return True, rhs
 
 
-def expand_bias_to_match_axis(bias: Expr, ndim: int, axes: Sequence[int]) -> Expr:
-    """TVM's ``ExpandBiasToMatchAxis``: ``expand_dims`` so that a tensor over ``axes``
-    broadcasts against an ``ndim``-D one (for one axis ``a``:
-    ``expand_dims(bias, axis=1, num_newaxis=ndim-a-1)``, nothing when that is 0)."""
-    for i in range(len(axes), 0, -1):
-        if i == len(axes):
-            num = ndim - axes[i - 1] - 1
-        else:
-            num = axes[i] - axes[i - 1]
-        if num > 0:
-            bias = ir.expand_dims(bias, axis=i, num_newaxis=num)
-    return bias
-
-
 def reshape_to_match_axis(scale: Expr, shape: Sequence[int], axes: Sequence[int]) -> Expr:
     """TVM's ``ReshapeToMatchAxis``: ``reshape(scale, [shape[i] if i in axes else 1])``."""
     return ir.reshape(scale, [int(d) if i in axes else 1 for i, d in enumerate(shape)])
 
 
 def reshape_or_expand_to_match_axis(scale: Expr, shape: Sequence[int], axes: Sequence[int]) -> Expr:
-    """One axis: :func:`expand_bias_to_match_axis`; several: :func:`reshape_to_match_axis`."""
+    """One axis: ``ir.expand_bias_to_match_axis``; several: :func:`reshape_to_match_axis`."""
     if len(axes) > 1:
         return reshape_to_match_axis(scale, shape, axes)
-    return expand_bias_to_match_axis(scale, len(shape), axes)
+    return ir.expand_bias_to_match_axis(scale, len(shape), axes)
 
 
 def is_all_positive_constant(expr: Expr) -> bool:

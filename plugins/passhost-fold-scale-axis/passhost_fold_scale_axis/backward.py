@@ -59,7 +59,6 @@ from ._common import (
     MULTIPLY,
     RELU_OPS,
     conv_axes,
-    expand_bias_to_match_axis,
     is_all_positive_constant,
     match_broadcast_to_left_axes,
     reshape_or_expand_to_match_axis,
@@ -216,10 +215,10 @@ def _transform(node: Call, new_args: list, got: tuple, messages: dict) -> Expr:
         return Call(op, [new_args[0], ir.multiply(new_args[1], scale)], node.attrs)
     if op is CONV2D:
         o_axis = conv_axes(node, "out_layout")[1]
-        wscale = expand_bias_to_match_axis(scale, len(node.attrs.kernel_layout), (o_axis,))
+        wscale = ir.expand_bias_to_match_axis(scale, len(node.attrs.kernel_layout), (o_axis,))
         return Call(op, [new_args[0], ir.multiply(new_args[1], wscale)], node.attrs)
     # nn.dense: the weight is (units, in); scale its rows
-    wscale = expand_bias_to_match_axis(scale, 2, (0,))
+    wscale = ir.expand_bias_to_match_axis(scale, 2, (0,))
     return Call(op, [new_args[0], ir.multiply(new_args[1], wscale)], node.attrs)
 
 

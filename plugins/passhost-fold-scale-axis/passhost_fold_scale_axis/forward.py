@@ -74,7 +74,6 @@ from ._common import (
     MULTIPLY,
     RELU_OPS,
     conv_axes,
-    expand_bias_to_match_axis,
     intersect,
     is_all_positive_constant,
     match_broadcast_to_left_axes,
@@ -225,7 +224,7 @@ def _rewrite_call(call: Call, new_args: list, demand: Optional[tuple]) -> Option
             return None
         _, o_axis, i_axis, depthwise = found
         axis = o_axis if depthwise else i_axis
-        wscale = expand_bias_to_match_axis(data.scale, len(call.attrs.kernel_layout), (axis,))
+        wscale = ir.expand_bias_to_match_axis(data.scale, len(call.attrs.kernel_layout), (axis,))
         return Call(op, [data.value, ir.multiply(weight, wscale)], call.attrs)
     return None
 

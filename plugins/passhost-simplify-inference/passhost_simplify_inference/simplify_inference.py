@@ -68,7 +68,6 @@ from passhost.ir import type_of
 __all__ = [
     "simplify_inference",
     "rewrite_with_original",
-    "expand_bias_to_match_axis",
     "batch_norm_to_infer",
     "layer_norm_to_infer",
     "instance_norm_to_infer",
@@ -82,7 +81,7 @@ __all__ = [
 # the operators of the batch_norm unpacking (built with Call directly: one per replacement
 # node, and the builders' argument conversion is not needed for expressions)
 _ADD, _MULTIPLY, _DIVIDE = Op.get("add"), Op.get("multiply"), Op.get("divide")
-_SQRT, _NEGATIVE, _EXPAND_DIMS = Op.get("sqrt"), Op.get("negative"), Op.get("expand_dims")
+_SQRT, _NEGATIVE = Op.get("sqrt"), Op.get("negative")
 
 
 # ---------------------------------------------------------------------------------------
@@ -128,15 +127,6 @@ def _scalar(value: float, dtype: str) -> Constant:
     return Constant(arr)
 
 
-def expand_bias_to_match_axis(bias: Expr, ndim: int, axis: int) -> Expr:
-    """TVM's ``ExpandBiasToMatchAxis`` for one axis: ``expand_dims(bias, axis=1,
-    num_newaxis=ndim-axis-1)``, or ``bias`` itself when that number is 0."""
-    num = ndim - axis - 1
-    if num > 0:
-        return Call(_EXPAND_DIMS, (bias,), {"axis": 1, "num_newaxis": int(num)})
-    return bias
-
-
 def _norm_axis(axis: int, ndim: int) -> int:
     return axis + ndim if axis < 0 else axis
 
@@ -158,8 +148,8 @@ def batch_norm_to_infer(attrs: Any, data: Expr, gamma: Expr, beta: Expr, mean: E
         shift = Call(_ADD, (shift, beta))
     ndim = len(ty.shape)
     axis = _norm_axis(attrs.axis, ndim)
-    scale = expand_bias_to_match_axis(scale, ndim, axis)
-    shift = expand_bias_to_match_axis(shift, ndim, axis)
+    scale = ir.expand_bias_to_match_axis(scale, ndim, axis)
+    shift = ir.expand_bias_to_match_axis(shift, ndim, axis)
     return Call(_ADD, (Call(_MULTIPLY, (data, scale)), shift))
 
 
@@ -171,9 +161,9 @@ def _normalize(data: Expr, axis: Any, eps: Constant) -> Expr:
 
 def _affine(out: Expr, attrs: Any, gamma: Expr, beta: Expr, ndim: int, axis: int) -> Expr:
     if attrs.scale:
-        out = ir.multiply(out, expand_bias_to_match_axis(gamma, ndim, axis))
+        out = ir.multiply(out, ir.expand_bias_to_match_axis(gamma, ndim, axis))
     if attrs.center:
-        out = ir.add(out, expand_bias_to_match_axis(beta, ndim, axis))
+        out = ir.add(out, ir.expand_bias_to_match_axis(beta, ndim, axis))
     return out
 
 
