@@ -12,14 +12,18 @@ inference also fills in a missing ``Var.type_annotation`` once (TVM prints
 """
 from __future__ import annotations
 
+import difflib
 import operator
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
 from ..errors import IRError
 from .span import Span
 from .types import Type, TensorType, check_dtype
+
+if TYPE_CHECKING:  # the operator records live in .op, which builds on these nodes
+    from .op import Kernel, OpDef, TypeRel
 
 __all__ = [
     "Attrs",
@@ -33,6 +37,7 @@ __all__ = [
     "Let",
     "If",
     "GlobalVar",
+    "Op",
     "EMPTY_ATTRS",
 ]
 
@@ -106,10 +111,28 @@ class Attrs(dict):
 EMPTY_ATTRS = Attrs()
 
 
+#: The kinds of a node's fields (``FIELDS``): a sub-expression, a tuple of them, a
+#: variable the node binds (a let's ``var``, a function's ``params``) or a tuple of those,
+#: and plain data that structural comparison compares by value (attrs, an index, a type).
+CHILD, CHILDREN, BINDER, BINDERS, DATA = "child", "children", "binder", "binders", "data"
+_SUBNODE = frozenset({CHILD, CHILDREN, BINDER, BINDERS})
+
+
 class Expr:
-    """Base class of every expression node."""
+    """Base class of every expression node.
+
+    Each node class describes its fields once, in ``FIELDS``: ``(name, kind)`` pairs in
+    evaluation order (kinds: :data:`CHILD`, :data:`CHILDREN`, :data:`BINDER`,
+    :data:`BINDERS`, :data:`DATA`). The traversals, the rebuild, structural equality and
+    hashing, the verifier and the printer's use counts read a node's children from it
+    (:func:`passhost.ir.children`) instead of naming each class's fields themselves::
+
+        If.FIELDS == (("cond", CHILD), ("true_branch", CHILD), ("false_branch", CHILD))
+        children(if_node) == (cond, true_branch, false_branch)
+    """
 
     __slots__ = ("_checked_type", "_span")
+    FIELDS: tuple = ()
 
     def __setattr__(self, key: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} nodes are immutable; build a new node instead")
@@ -265,6 +288,7 @@ class Var(Expr):
     """
 
     __slots__ = ("name_hint", "type_annotation")
+    FIELDS = (("type_annotation", DATA),)
 
     def __init__(self, name_hint: str, type_annotation: Optional[Type] = None) -> None:
         if type(name_hint) is not str and not isinstance(name_hint, str):
@@ -293,6 +317,7 @@ class Constant(Expr):
     """A constant tensor. ``data`` is a read-only numpy array."""
 
     __slots__ = ("data", "_data_hash")
+    FIELDS = (("data", DATA),)
 
     def __init__(self, data: Any) -> None:
         arr = np.asarray(data)
@@ -332,6 +357,7 @@ class GlobalVar(Expr):
     """A reference to a function of the module: ``@name``."""
 
     __slots__ = ("name_hint",)
+    FIELDS = (("name_hint", DATA),)
 
     def __init__(self, name_hint: str) -> None:
         if not isinstance(name_hint, str) or not name_hint:
@@ -344,6 +370,96 @@ class GlobalVar(Expr):
         return f"GlobalVar(@{self.name_hint})"
 
 
+class Op(Expr):
+    """A primitive operator, referenced from :class:`~passhost.ir.Call` nodes.
+
+    Use :meth:`Op.get`; ops are never constructed directly.
+    """
+
+    __slots__ = ("name", "_def", "_defaults", "_keys")
+    FIELDS = (("name", DATA),)
+
+    _registry: dict = {}
+
+    def __init__(self, opdef: "OpDef") -> None:
+        _set(self, "name", opdef.name)
+        _set(self, "_def", opdef)
+        defaults = Attrs(opdef.attrs) if opdef.attrs else EMPTY_ATTRS
+        _set(self, "_defaults", defaults)
+        _set(self, "_keys", frozenset(k for k, _ in opdef.attrs))
+        _set(self, "_checked_type", None)
+        _set(self, "_span", None)
+
+    # -- registry -----------------------------------------------------------
+    @staticmethod
+    def get(name: str) -> "Op":
+        """Return the operator called ``name``.
+
+        :raises IRError: if no such operator is registered (with close names)
+        """
+        try:
+            return Op._registry[name]
+        except KeyError:
+            pass
+        except TypeError:
+            raise IRError(f"operator names are strings, got {name!r}") from None
+        close = difflib.get_close_matches(str(name), list(Op._registry), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise IRError(f"operator `{name}` not found, perhaps you forgot to register it{hint}")
+
+    # -- definition accessors ---------------------------------------------------
+    @property
+    def num_inputs(self) -> int:
+        return self._def.num_inputs
+
+    @property
+    def pattern(self) -> int:
+        return self._def.pattern
+
+    @property
+    def stateful(self) -> bool:
+        return self._def.stateful
+
+    @property
+    def type_rel(self) -> TypeRel:
+        return self._def.type_rel
+
+    @property
+    def compute(self) -> Optional[Kernel]:
+        return self._def.compute
+
+    @property
+    def attr_defaults(self) -> Attrs:
+        """Declared attributes and their defaults, in declaration order."""
+        return self._defaults
+
+    @property
+    def definition(self) -> OpDef:
+        return self._def
+
+    def _normalize_attrs(self, attrs: Optional[Mapping[str, Any]]) -> Attrs:
+        """Validate ``attrs`` against the declaration and fill in defaults."""
+        if not attrs:
+            return self._defaults
+        if type(attrs) is Attrs and attrs.keys() == self._keys:
+            return attrs
+        unknown = [k for k in attrs if k not in self._keys]
+        if unknown:
+            known = ", ".join(k for k, _ in self._def.attrs) or "none"
+            raise IRError(f"operator {self.name} has no attribute {unknown[0]!r} (its attributes: {known})")
+        out = Attrs((k, attrs[k] if k in attrs else d) for k, d in self._def.attrs)
+        check = self._def.attr_check
+        if check is not None:
+            check(out)
+        return out
+
+    def __repr__(self) -> str:
+        return f"Op({self.name})"
+
+    def __reduce__(self):
+        return (Op.get, (self.name,))
+
+
 class Call(Expr):
     """``op(args..., attrs)``: a call of an operator, function, closure or global.
 
@@ -352,6 +468,7 @@ class Call(Expr):
     """
 
     __slots__ = ("op", "args", "attrs")
+    FIELDS = (("op", CHILD), ("args", CHILDREN), ("attrs", DATA))
 
     def __init__(self, op: Expr, args: Sequence[Expr], attrs: Optional[Mapping[str, Any]] = None) -> None:
         if type(args) is not tuple:
@@ -455,6 +572,7 @@ class Function(Expr):
     """
 
     __slots__ = ("params", "body", "ret_type", "attrs", "__weakref__")
+    FIELDS = (("params", BINDERS), ("body", CHILD), ("ret_type", DATA), ("attrs", DATA))
 
     def __init__(self, params: Sequence[Var], body: Expr, ret_type: Optional[Type] = None,
                  attrs: Optional[Mapping[str, Any]] = None) -> None:
@@ -502,6 +620,7 @@ class Tuple(Expr):
     """``(a, b, ...)``."""
 
     __slots__ = ("fields",)
+    FIELDS = (("fields", CHILDREN),)
 
     def __init__(self, fields: Sequence[Expr]) -> None:
         if type(fields) is not tuple:
@@ -530,6 +649,7 @@ class TupleGetItem(Expr):
     """``tuple_value.index``."""
 
     __slots__ = ("tuple_value", "index")
+    FIELDS = (("tuple_value", CHILD), ("index", DATA))
 
     def __init__(self, tuple_value: Expr, index: int) -> None:
         if not isinstance(tuple_value, Expr):
@@ -554,6 +674,7 @@ class Let(Expr):
     """``let %var = value; body``."""
 
     __slots__ = ("var", "value", "body")
+    FIELDS = (("var", BINDER), ("value", CHILD), ("body", CHILD))
 
     def __init__(self, var: Var, value: Expr, body: Expr) -> None:
         if type(var) is not Var:
@@ -579,6 +700,7 @@ class If(Expr):
     """``if (cond) { true_branch } else { false_branch }``."""
 
     __slots__ = ("cond", "true_branch", "false_branch")
+    FIELDS = (("cond", CHILD), ("true_branch", CHILD), ("false_branch", CHILD))
 
     def __init__(self, cond: Expr, true_branch: Expr, false_branch: Expr) -> None:
         for e in (cond, true_branch, false_branch):
@@ -599,4 +721,84 @@ _if_then = If.__dict__["true_branch"].__set__
 _if_else = If.__dict__["false_branch"].__set__
 
 
-from .op import Op  # noqa: E402  (Op is an Expr; defined after the base class)
+# -- children, described once (from each class's FIELDS) ----------------------------------
+
+#: every node class, leaves first
+NODE_CLASSES = (Var, Constant, GlobalVar, Op, Call, Function, Tuple, TupleGetItem, Let, If)
+
+
+def _children_getter(fields: tuple, kinds: frozenset = _SUBNODE):
+    """``node -> tuple of its sub-expressions`` (those of the field ``kinds``) for a class
+    with these ``FIELDS``, built once per class from C-level getters (the traversals call
+    it once per interior node)."""
+    subs = [(name, kind in (CHILDREN, BINDERS)) for name, kind in fields if kind in kinds]
+    if not subs:
+        return lambda node: ()
+    if not any(many for _, many in subs):
+        get = operator.attrgetter(*[name for name, _ in subs])
+        return get if len(subs) > 1 else (lambda node: (get(node),))
+    if len(subs) == 1:
+        return operator.attrgetter(subs[0][0])
+    if len(subs) == 2:
+        (n0, m0), (n1, m1) = subs
+        g0, g1 = operator.attrgetter(n0), operator.attrgetter(n1)
+        if m0 and m1:
+            return lambda node: g0(node) + g1(node)
+        if m0:
+            return lambda node: g0(node) + (g1(node),)
+        return lambda node: (g0(node),) + g1(node)
+    getters = [(operator.attrgetter(name), many) for name, many in subs]
+
+    def children(node: Expr) -> tuple:
+        out: tuple = ()
+        for get, many in getters:
+            out += get(node) if many else (get(node),)
+        return out
+
+    return children
+
+
+#: class -> ``node -> its children`` (see :func:`passhost.ir.children`)
+CHILDREN_OF = {cls: _children_getter(cls.FIELDS) for cls in NODE_CLASSES}
+#: class -> ``node -> the sub-expressions it uses``: its children but the variables it
+#: binds (a function's parameters, a let's variable), which are definitions, not uses
+USES_OF = {cls: _children_getter(cls.FIELDS, frozenset({CHILD, CHILDREN})) for cls in NODE_CLASSES}
+#: class -> ``node -> the variables it binds`` (``()`` for most classes)
+BINDERS_OF = {cls: _children_getter(cls.FIELDS, frozenset({BINDER, BINDERS})) for cls in NODE_CLASSES}
+#: class -> ``node -> its data fields`` (what structural comparison compares by value)
+DATA_OF = {cls: _children_getter(cls.FIELDS, frozenset({DATA})) for cls in NODE_CLASSES}
+
+
+def _one_sequence_per_group() -> None:
+    # Structural comparison pairs the uses (and the binders) of two nodes position by
+    # position after comparing their counts, which is exact when each group has at most
+    # one sequence field: a class that needs two must give its own comparison.
+    for cls in NODE_CLASSES:
+        for group in ((CHILD, CHILDREN), (BINDER, BINDERS)):
+            if sum(1 for _, kind in cls.FIELDS if kind == group[1]) > 1:
+                raise TypeError(f"{cls.__name__}.FIELDS has two {group[1]} fields")
+
+
+_one_sequence_per_group()
+
+
+def rebuild(node: Expr, kids: Sequence[Expr]) -> Expr:
+    """A new node of ``node``'s class with the sub-expressions ``kids`` (in ``FIELDS``
+    order, as :func:`passhost.ir.children` gives them) and ``node``'s data fields, built
+    through the class's constructor (so it is checked like any new node)."""
+    cls = type(node)
+    kwargs: dict = {}
+    fields = cls.FIELDS
+    many = sum(1 for _, kind in fields if kind in (CHILD, BINDER))
+    i = 0
+    for name, kind in fields:
+        if kind is CHILD or kind is BINDER:
+            kwargs[name] = kids[i]
+            i += 1
+        elif kind is CHILDREN or kind is BINDERS:
+            n = len(kids) - many
+            kwargs[name] = tuple(kids[i:i + n])
+            i += n
+        else:
+            kwargs[name] = getattr(node, name)
+    return cls(**kwargs)

@@ -8,13 +8,12 @@ more through the ``passhost_register_ops`` hook (see :func:`register_op`).
 """
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Callable, Mapping, Optional
 
 from ..errors import IRError
-from .expr import EMPTY_ATTRS, Attrs, Expr, _freeze
+from .expr import Attrs, Op, _freeze
 
 __all__ = ["Op", "OpDef", "OpPattern", "register_op", "list_ops"]
 
@@ -66,95 +65,6 @@ class OpDef:
     summary: str = ""
     attr_check: Optional[Callable[[Attrs], None]] = None
     extra: Mapping[str, Any] = field(default_factory=dict)
-
-
-class Op(Expr):
-    """A primitive operator, referenced from :class:`~passhost.ir.Call` nodes.
-
-    Use :meth:`Op.get`; ops are never constructed directly.
-    """
-
-    __slots__ = ("name", "_def", "_defaults", "_keys")
-
-    _registry: dict = {}
-
-    def __init__(self, opdef: OpDef) -> None:
-        _set(self, "name", opdef.name)
-        _set(self, "_def", opdef)
-        defaults = Attrs(opdef.attrs) if opdef.attrs else EMPTY_ATTRS
-        _set(self, "_defaults", defaults)
-        _set(self, "_keys", frozenset(k for k, _ in opdef.attrs))
-        _set(self, "_checked_type", None)
-        _set(self, "_span", None)
-
-    # -- registry -----------------------------------------------------------
-    @staticmethod
-    def get(name: str) -> "Op":
-        """Return the operator called ``name``.
-
-        :raises IRError: if no such operator is registered (with close names)
-        """
-        try:
-            return Op._registry[name]
-        except KeyError:
-            pass
-        except TypeError:
-            raise IRError(f"operator names are strings, got {name!r}") from None
-        close = difflib.get_close_matches(str(name), list(Op._registry), n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise IRError(f"operator `{name}` not found, perhaps you forgot to register it{hint}")
-
-    # -- definition accessors ---------------------------------------------------
-    @property
-    def num_inputs(self) -> int:
-        return self._def.num_inputs
-
-    @property
-    def pattern(self) -> int:
-        return self._def.pattern
-
-    @property
-    def stateful(self) -> bool:
-        return self._def.stateful
-
-    @property
-    def type_rel(self) -> TypeRel:
-        return self._def.type_rel
-
-    @property
-    def compute(self) -> Optional[Kernel]:
-        return self._def.compute
-
-    @property
-    def attr_defaults(self) -> Attrs:
-        """Declared attributes and their defaults, in declaration order."""
-        return self._defaults
-
-    @property
-    def definition(self) -> OpDef:
-        return self._def
-
-    def _normalize_attrs(self, attrs: Optional[Mapping[str, Any]]) -> Attrs:
-        """Validate ``attrs`` against the declaration and fill in defaults."""
-        if not attrs:
-            return self._defaults
-        if type(attrs) is Attrs and attrs.keys() == self._keys:
-            return attrs
-        unknown = [k for k in attrs if k not in self._keys]
-        if unknown:
-            known = ", ".join(k for k, _ in self._def.attrs) or "none"
-            raise IRError(f"operator {self.name} has no attribute {unknown[0]!r} (its attributes: {known})")
-        out = Attrs((k, attrs[k] if k in attrs else d) for k, d in self._def.attrs)
-        check = self._def.attr_check
-        if check is not None:
-            check(out)
-        return out
-
-    def __repr__(self) -> str:
-        return f"Op({self.name})"
-
-    def __reduce__(self):
-        return (Op.get, (self.name,))
 
 
 def register_op(opdef: OpDef, *, override: bool = False) -> Op:

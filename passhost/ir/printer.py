@@ -54,7 +54,7 @@ import numpy as np
 
 from ..errors import IRError
 from ._gc import gc_paused
-from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .expr import USES_OF, Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
 from .op import Op
 from .types import Type
@@ -233,7 +233,8 @@ class _Printer:
         uses = self.uses
         get = uses.get
         atomic = _ATOMIC
-        _Call, _Tuple, _TGI, _Function, _Let, _If = Call, Tuple, TupleGetItem, Function, Let, If
+        _Call = Call
+        uses_of = USES_OF
         if root in uses or type(root) in atomic:
             return
         stack = [root]
@@ -247,18 +248,8 @@ class _Printer:
                 op = node.op
                 if type(op) not in atomic:
                     kids = kids + (op,)
-            elif t is _Tuple:
-                kids = node.fields
-            elif t is _TGI:
-                kids = (node.tuple_value,)
-            elif t is _Function:
-                kids = (node.body,)
-            elif t is _Let:
-                kids = (node.value, node.body)
-            elif t is _If:
-                kids = (node.cond, node.true_branch, node.false_branch)
             else:
-                continue
+                kids = uses_of[t](node)
             for k in kids:
                 if type(k) in atomic:
                     continue

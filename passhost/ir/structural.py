@@ -35,7 +35,8 @@ from typing import Any
 
 from ..errors import IRError
 from ._gc import gc_paused
-from .expr import Attrs, Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .expr import (BINDER, BINDERS, BINDERS_OF, CHILDREN_OF, DATA, DATA_OF, NODE_CLASSES, USES_OF, Attrs, Call, Constant, Expr, GlobalVar,
+                   Let, Tuple, Var)
 from .module import IRModule
 from .op import Op
 from .types import Type
@@ -88,11 +89,12 @@ class _Equal:
         lget = lmap.get
         map_free = self.map_free_vars
         define = self.define
-        _Call, _Const, _Var, _Op, _Tuple, _TGI, _Func, _Let, _If, _GV = (
-            Call, Constant, Var, Op, Tuple, TupleGetItem, Function, Let, If, GlobalVar)
+        _Call, _Const, _Var, _Op, _Tuple, _Let, _GV = Call, Constant, Var, Op, Tuple, Let, GlobalVar
+        specs = _EQ_SPECS
         stack = [(a, b)]
         pop = stack.pop
         push = stack.append
+        push_all = stack.extend
         while stack:
             a, b = pop()
             t = type(a)
@@ -153,55 +155,41 @@ class _Equal:
                     return False
                 lmap[a] = b
                 rmap[b] = a
-            elif t is _Tuple:
-                af, bf = a.fields, b.fields
-                n = len(af)
-                if n != len(bf):
-                    return False
-                if n == 0:  # the empty tuple is a value, not a graph node (as in TVM)
-                    continue
-                lmap[a] = b
-                rmap[b] = a
-                for i in range(n - 1, -1, -1):
-                    push((af[i], bf[i]))
-            elif t is _TGI:
-                if a.index != b.index:
-                    return False
-                lmap[a] = b
-                rmap[b] = a
-                push((a.tuple_value, b.tuple_value))
-            elif t is _Func:
-                ap, bp = a.params, b.params
-                if len(ap) != len(bp):
-                    return False
-                art, brt = a.ret_type, b.ret_type
-                if art is not brt and art != brt:
-                    return False
-                aat, bat = a.attrs, b.attrs
-                if aat is not bat and aat != bat:
-                    return False
-                lmap[a] = b
-                rmap[b] = a
-                for x, y in zip(ap, bp):
-                    if not define(x, y):
-                        return False
-                push((a.body, b.body))
-            elif t is _Let:
+            elif t is _Let:  # (unrolled: let chains are the long ones in A-normal form)
                 lmap[a] = b
                 rmap[b] = a
                 if not define(a.var, b.var):
                     return False
                 push((a.body, b.body))
                 push((a.value, b.value))
-            elif t is _If:
-                lmap[a] = b
-                rmap[b] = a
-                push((a.false_branch, b.false_branch))
-                push((a.true_branch, b.true_branch))
-                push((a.cond, b.cond))
+            elif t is _Tuple and not a.fields:
+                if b.fields:
+                    return False
+                # the empty tuple is a value, not a graph node (as in TVM): no mapping
             else:
-                raise IRError(f"structural_equal cannot compare {t.__name__} nodes: "
-                              "pass IR expressions, types, attrs or modules")
+                spec = specs.get(t)
+                if spec is None:
+                    raise IRError(f"structural_equal cannot compare {t.__name__} nodes: "
+                                  "pass IR expressions, types, attrs or modules")
+                data_of, uses_of, binders_of = spec
+                if data_of is not None and data_of(a) != data_of(b):  # element by element, identity first
+                    return False
+                ua, ub = uses_of(a), uses_of(b)
+                if len(ua) != len(ub):
+                    return False
+                if binders_of is not None:
+                    va, vb = binders_of(a), binders_of(b)
+                    if len(va) != len(vb):
+                        return False
+                    lmap[a] = b
+                    rmap[b] = a
+                    for x, y in zip(va, vb):
+                        if not define(x, y):
+                            return False
+                else:
+                    lmap[a] = b
+                    rmap[b] = a
+                push_all(zip(ua[::-1], ub[::-1]))
         return True
 
     def any(self, a: Any, b: Any) -> bool:
@@ -265,16 +253,20 @@ def _text(x: Any) -> str:
 
 _H_VAR = hash("passhost.Var")
 _H_CALL = hash("passhost.Call")
-_H_TUPLE = hash("passhost.Tuple")
-_H_TGI = hash("passhost.TupleGetItem")
-_H_FUNC = hash("passhost.Function")
-_H_LET = hash("passhost.Let")
-_H_IF = hash("passhost.If")
 _H_OP = hash("passhost.Op")
+_H_LET = hash("passhost.Let")
 _H_GV = hash("passhost.GlobalVar")
 _H_CONST = hash("passhost.Constant")
 _H_MOD = hash("passhost.IRModule")
 _H_NONE = hash(None)
+#: per interior node class, from its ``FIELDS``: (its tag, its children, its data fields
+#: or None) for hashing, and (data fields, uses, binders) for comparing
+_HASH_SPECS = {cls: (hash("passhost." + cls.__name__), CHILDREN_OF[cls],
+                     DATA_OF[cls] if any(kind == DATA for _, kind in cls.FIELDS) else None)
+               for cls in NODE_CLASSES}
+_EQ_SPECS = {cls: (DATA_OF[cls] if any(kind == DATA for _, kind in cls.FIELDS) else None, USES_OF[cls],
+                   BINDERS_OF[cls] if any(kind in (BINDER, BINDERS) for _, kind in cls.FIELDS) else None)
+              for cls in NODE_CLASSES}
 
 
 def _attrs_hash(attrs: Attrs, cache: dict) -> int:
@@ -294,8 +286,8 @@ def _expr_hash(root: Expr) -> int:
     get = memo.__getitem__
     acache: dict = {}
     nvars = 0
-    _Call, _Const, _Var, _Op, _Tuple, _TGI, _Func, _Let, _If, _GV = (
-        Call, Constant, Var, Op, Tuple, TupleGetItem, Function, Let, If, GlobalVar)
+    _Call, _Const, _Var, _Op, _Let, _GV = Call, Constant, Var, Op, Let, GlobalVar
+    hash_specs = _HASH_SPECS
     for node in post_order(root):
         t = type(node)
         if t is _Call:
@@ -315,23 +307,22 @@ def _expr_hash(root: Expr) -> int:
             nvars += 1
         elif t is _Op:
             h = hash((_H_OP, node.name))
-        elif t is _Tuple:
-            h = hash((_H_TUPLE, *map(get, node.fields)))
-        elif t is _TGI:
-            h = hash((_H_TGI, node.index, get(node.tuple_value)))
-        elif t is _Func:
-            rt = node.ret_type
-            h = hash((_H_FUNC, get(node.body), _attrs_hash(node.attrs, acache),
-                      _H_NONE if rt is None else hash(rt), *map(get, node.params)))
-        elif t is _Let:
+        elif t is _Let:  # (unrolled: let chains are the long ones in A-normal form)
             h = hash((_H_LET, get(node.var), get(node.value), get(node.body)))
-        elif t is _If:
-            h = hash((_H_IF, get(node.cond), get(node.true_branch), get(node.false_branch)))
         elif t is _GV:
             h = hash((_H_GV, node.name_hint))
         else:
-            raise IRError(f"structural_hash cannot hash {t.__name__} nodes: "
-                          "pass IR expressions, types, attrs or modules")
+            spec = hash_specs.get(t)
+            if spec is None:
+                raise IRError(f"structural_hash cannot hash {t.__name__} nodes: "
+                              "pass IR expressions, types, attrs or modules")
+            tag, kids_of, data_of = spec
+            if data_of is None:
+                h = hash((tag, *map(get, kids_of(node))))
+            else:
+                h = hash((tag, *map(get, kids_of(node)),
+                          *[_H_NONE if v is None else _attrs_hash(v, acache) if isinstance(v, dict) else hash(v)
+                            for v in data_of(node)]))
         memo[node] = h
     return memo[root]
 

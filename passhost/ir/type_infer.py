@@ -48,6 +48,7 @@ from typing import Callable, Optional, Union
 
 from ..errors import PasshostError, TypeInferenceError
 from ._gc import paused
+from .expr import USES_OF as _USES_OF
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
 from .op import Op
@@ -684,7 +685,7 @@ def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None,
                 pushed = False
                 if expect and node in expect:
                     expect[node.true_branch] = expect[node.false_branch] = expect[node]
-                for c in (node.false_branch, node.true_branch, node.cond):
+                for c in _USES_OF[If](node)[::-1]:
                     if _leaf(c, resolve):
                         push(c)
                         pushed = True

@@ -21,7 +21,9 @@ from __future__ import annotations
 from typing import AbstractSet, Callable, Iterable, Optional
 
 from ._gc import gc_paused
+from .expr import CHILDREN_OF as _CHILDREN_OF
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var, set_span
+from .expr import rebuild as _rebuild
 from .op import Op
 
 __all__ = [
@@ -38,25 +40,13 @@ __all__ = [
 
 
 def children(node: Expr) -> tuple:
-    """The direct sub-expressions of ``node`` in canonical (evaluation) order:
+    """The direct sub-expressions of ``node`` in canonical (evaluation) order, as its
+    class's ``FIELDS`` list them:
 
     Call: callee, args; Function: params, body; Let: var, value, body;
     If: cond, then, else; Tuple: fields; TupleGetItem: tuple. Leaves: ``()``.
     """
-    t = type(node)
-    if t is Call:
-        return (node.op,) + node.args
-    if t is Tuple:
-        return node.fields
-    if t is TupleGetItem:
-        return (node.tuple_value,)
-    if t is Function:
-        return node.params + (node.body,)
-    if t is Let:
-        return (node.var, node.value, node.body)
-    if t is If:
-        return (node.cond, node.true_branch, node.false_branch)
-    return ()
+    return _CHILDREN_OF[type(node)](node)
 
 
 def keep_checked_type(old: Expr, new: Expr, kids: Optional[Iterable[Expr]] = None) -> Expr:
@@ -104,8 +94,9 @@ def post_order(root: Expr, skip: Optional[Callable[[Expr], bool]] = None,
     push = stack.append
     pop = stack.pop
     FIN = _FIN
-    _Call, _Tuple, _TGI, _Function, _Let, _If = Call, Tuple, TupleGetItem, Function, Let, If
-    _Var, _Constant, _Op = Var, Constant, Op
+    _Call, _Var, _Constant, _Op = Call, Var, Constant, Op
+    children_of = _CHILDREN_OF
+    push_all = stack.extend
     while stack:
         node = pop()
         if node is FIN:
@@ -139,25 +130,8 @@ def post_order(root: Expr, skip: Optional[Callable[[Expr], bool]] = None,
             op = node.op
             if op not in seen:
                 push(op)
-        elif t is _TGI:
-            push(node.tuple_value)
-        elif t is _Tuple:
-            fields = node.fields
-            for i in range(len(fields) - 1, -1, -1):
-                push(fields[i])
-        elif t is _Let:
-            push(node.body)
-            push(node.value)
-            push(node.var)
-        elif t is _Function:
-            push(node.body)
-            params = node.params
-            for i in range(len(params) - 1, -1, -1):
-                push(params[i])
-        elif t is _If:
-            push(node.false_branch)
-            push(node.true_branch)
-            push(node.cond)
+        else:
+            push_all(children_of[t](node)[::-1])
     return order
 
 
@@ -172,7 +146,7 @@ def with_children(node: Expr, new: tuple) -> Expr:
     """``node`` rebuilt with the children ``new`` (same order as :func:`children`).
     Returns ``node`` itself when nothing changed, so unchanged sub-graphs keep their
     identity (and their inferred types); a rebuilt node keeps ``node``'s source span."""
-    out = _rebuilt(node, new)
+    out = _rebuilt(node, new if type(new) is tuple else tuple(new))
     if out is not node:
         span = node.span
         if span is not None:
@@ -188,26 +162,9 @@ def _rebuilt(node: Expr, new: tuple) -> Expr:
         if op is node.op and all(a is b for a, b in zip(args, node.args)):
             return node
         return Call(op, args, node.attrs if type(op) is type(node.op) else None)
-    if t is Tuple:
-        if all(a is b for a, b in zip(new, node.fields)):
-            return node
-        return Tuple(new)
-    if t is TupleGetItem:
-        return node if new[0] is node.tuple_value else TupleGetItem(new[0], node.index)
-    if t is Function:
-        params, body = new[:-1], new[-1]
-        if body is node.body and all(a is b for a, b in zip(params, node.params)):
-            return node
-        return Function(params, body, node.ret_type, node.attrs)
-    if t is Let:
-        if new[0] is node.var and new[1] is node.value and new[2] is node.body:
-            return node
-        return Let(new[0], new[1], new[2])
-    if t is If:
-        if new[0] is node.cond and new[1] is node.true_branch and new[2] is node.false_branch:
-            return node
-        return If(new[0], new[1], new[2])
-    return node
+    if _CHILDREN_OF[t](node) == new:  # element by element: identity first, and Expr == is identity
+        return node
+    return _rebuild(node, new)
 
 
 @gc_paused
@@ -291,7 +248,7 @@ def rewrite_post_order(root: Expr, rewrite: Callable[..., Optional[Expr]],
             new = node
         else:
             kids = children(node)
-            new = with_children(node, tuple(get(c, c) for c in kids))
+            new = with_children(node, tuple(map(get, kids, kids)))
         offered = only is None or t in only or (t is _Call and node.op in only)
         if new is node:  # unchanged so far (most nodes): only the rule can replace it
             if not offered:
@@ -388,32 +345,12 @@ class ExprVisitor(ExprFunctor):
     def visit_op(self, op: Op) -> None:
         return None
 
-    def visit_call(self, call: Call) -> None:
-        self.visit(call.op)
-        for a in call.args:
-            self.visit(a)
+    def visit_children(self, node: Expr) -> None:
+        """Visit the children of ``node`` in order (what every interior default does)."""
+        for c in children(node):
+            self.visit(c)
 
-    def visit_tuple(self, tup: Tuple) -> None:
-        for f in tup.fields:
-            self.visit(f)
-
-    def visit_tuple_getitem(self, t: TupleGetItem) -> None:
-        self.visit(t.tuple_value)
-
-    def visit_function(self, fn: Function) -> None:
-        for p in fn.params:
-            self.visit(p)
-        self.visit(fn.body)
-
-    def visit_let(self, let: Let) -> None:
-        self.visit(let.var)
-        self.visit(let.value)
-        self.visit(let.body)
-
-    def visit_if(self, ite: If) -> None:
-        self.visit(ite.cond)
-        self.visit(ite.true_branch)
-        self.visit(ite.false_branch)
+    visit_call = visit_tuple = visit_tuple_getitem = visit_function = visit_let = visit_if = visit_children
 
 
 class ExprMutator(ExprFunctor):
@@ -435,42 +372,9 @@ class ExprMutator(ExprFunctor):
     def visit_op(self, op: Op) -> Expr:
         return op
 
-    def visit_call(self, call: Call) -> Expr:
-        new_op = self.visit(call.op)
-        new_args = [self.visit(a) for a in call.args]
-        if new_op is call.op and all(a is b for a, b in zip(new_args, call.args)):
-            return call
-        return Call(new_op, new_args, call.attrs if type(new_op) is type(call.op) else None)
+    def visit_children(self, node: Expr) -> Expr:
+        """``node`` rebuilt from its visited children (itself when none changed; a rebuilt
+        node keeps its span): what every interior default does."""
+        return with_children(node, tuple([self.visit(c) for c in children(node)]))
 
-    def visit_tuple(self, tup: Tuple) -> Expr:
-        fields = [self.visit(f) for f in tup.fields]
-        if all(a is b for a, b in zip(fields, tup.fields)):
-            return tup
-        return Tuple(fields)
-
-    def visit_tuple_getitem(self, t: TupleGetItem) -> Expr:
-        v = self.visit(t.tuple_value)
-        return t if v is t.tuple_value else TupleGetItem(v, t.index)
-
-    def visit_function(self, fn: Function) -> Expr:
-        params = [self.visit(p) for p in fn.params]
-        body = self.visit(fn.body)
-        if body is fn.body and all(a is b for a, b in zip(params, fn.params)):
-            return fn
-        return Function(params, body, fn.ret_type, fn.attrs)
-
-    def visit_let(self, let: Let) -> Expr:
-        var = self.visit(let.var)
-        value = self.visit(let.value)
-        body = self.visit(let.body)
-        if var is let.var and value is let.value and body is let.body:
-            return let
-        return Let(var, value, body)
-
-    def visit_if(self, ite: If) -> Expr:
-        c = self.visit(ite.cond)
-        t = self.visit(ite.true_branch)
-        f = self.visit(ite.false_branch)
-        if c is ite.cond and t is ite.true_branch and f is ite.false_branch:
-            return ite
-        return If(c, t, f)
+    visit_call = visit_tuple = visit_tuple_getitem = visit_function = visit_let = visit_if = visit_children

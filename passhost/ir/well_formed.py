@@ -28,7 +28,7 @@ from typing import Optional, Union
 
 from ..errors import PasshostError, WellFormedError
 from .analysis import bound_vars
-from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .expr import USES_OF, Call, Constant, Expr, Function, GlobalVar, Let, TupleGetItem, Var
 from .module import IRModule
 from .op import Op
 from .type_infer import infer_type
@@ -121,11 +121,6 @@ def _check_scopes(root: Expr, where: str, mod: Optional[IRModule], allow_free: b
                         push((_VISIT, a))
                 if type(x.op) is not Op:
                     push((_VISIT, x.op))
-            elif t is Tuple:
-                for f in reversed(x.fields):
-                    push((_VISIT, f))
-            elif t is TupleGetItem:
-                push((_VISIT, x.tuple_value))
             elif t is Function:
                 desc = f"as a parameter of {where if x is root and mod is not None else 'a function'}"
                 push((_UNBIND, x.params))
@@ -140,15 +135,15 @@ def _check_scopes(root: Expr, where: str, mod: Optional[IRModule], allow_free: b
                 else:
                     push((_BIND, ((x.var,), "by a let")))
                     push((_VISIT, x.value))
-            elif t is If:
-                push((_VISIT, x.false_branch))
-                push((_VISIT, x.true_branch))
-                push((_VISIT, x.cond))
-            elif t is GlobalVar and mod is not None and x.name_hint not in mod._by_name:
-                names = ", ".join("@" + g.name_hint for g in mod.get_global_vars())
-                raise WellFormedError(
-                    f"@{x.name_hint} is referenced in {where} but not defined in the module "
-                    f"(functions: {names})")
+            elif t is GlobalVar:
+                if mod is not None and x.name_hint not in mod._by_name:
+                    names = ", ".join("@" + g.name_hint for g in mod.get_global_vars())
+                    raise WellFormedError(
+                        f"@{x.name_hint} is referenced in {where} but not defined in the module "
+                        f"(functions: {names})")
+            else:  # no binders: every sub-expression is a use in the same scope
+                for k in reversed(USES_OF[t](x)):
+                    push((_VISIT, k))
         elif kind == _BIND:
             variables, desc = x
             for v in variables:
