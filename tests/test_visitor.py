@@ -648,3 +648,52 @@ def test_rewrite_post_order_offers_only_the_nodes_asked_for():
     seen.clear()
     ir.rewrite_post_order(body, rule)
     assert len(seen) == 9  # without it: every node (x, exp, the tuple, .0, negative, add, three operators)
+
+
+def test_rewrite_post_order_bind_substitutes_let_variables_in_their_bodies():
+    from passhost import ir
+
+    x = ir.var("x", shape=(2,), dtype="float32")
+    a, b = ir.var("a"), ir.var("b")
+    value = ir.add(x, x)
+    # let %a = add(%x, %x); let %b = %a; multiply(%b, %a)
+    expr = ir.Let(a, value, ir.Let(b, a, ir.multiply(b, a)))
+    bound = []
+
+    def bind(var, new_value):
+        bound.append((var.name_hint, new_value))
+        return new_value  # inline every binding
+
+    def drop(let):
+        return let.body
+
+    out = ir.rewrite_post_order(expr, drop, only=frozenset({ir.Let}), bind=bind)
+    assert ir.structural_equal(out, ir.multiply(value, value))
+    assert out.args[0] is out.args[1] is value  # %b resolved through %a: one shared node
+    assert [name for name, _ in bound] == ["a", "b"]
+    assert bound[1][1] is value  # bound to %a's substitution, not to %a
+
+
+def test_rewrite_post_order_bind_drops_bound_lets_and_keeps_the_others_binding_sites():
+    from passhost import ir
+
+    x = ir.var("x", shape=(2,), dtype="float32")
+    a, b = ir.var("a"), ir.var("b")
+    expr = ir.Let(a, ir.nn.relu(x), ir.Let(b, ir.negative(a), ir.add(a, b)))
+    out = ir.rewrite_post_order(expr, lambda e: None,
+                                bind=lambda var, value: value if var is b else None)
+    # %b inlined and its let gone; %a's let kept, still binding %a itself
+    assert type(out) is ir.Let and out.var is a
+    assert ir.structural_equal(out.body, ir.add(a, ir.negative(a)))
+
+
+def test_rewrite_post_order_renames_binding_sites_through_the_memo():
+    from passhost import ir
+
+    x, a = ir.var("x", shape=(2,), dtype="float32"), ir.var("a")
+    fn = ir.Function([x], ir.Let(a, ir.nn.relu(x), ir.add(a, x)))
+    x2, a2 = ir.var("x2", shape=(2,), dtype="float32"), ir.var("a2")
+    out = ir.rewrite_post_order(fn, lambda e: None, memo={x: x2, a: a2})
+    assert out.params == (x2,) and out.body.var is a2  # a fresh copy, as numerics.evaluable makes
+    assert ir.well_formed(ir.IRModule.from_expr(out))
+    assert ir.free_vars(out) == []

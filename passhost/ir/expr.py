@@ -769,6 +769,45 @@ BINDERS_OF = {cls: _children_getter(cls.FIELDS, frozenset({BINDER, BINDERS})) fo
 DATA_OF = {cls: _children_getter(cls.FIELDS, frozenset({DATA})) for cls in NODE_CLASSES}
 
 
+def _uses_mapper(cls: type):
+    """``(node, get) -> its children mapped through get(child, child)``, where a binder
+    (a definition, not a use) takes only a variable: renaming a binding site is how a
+    walk makes fresh copies, but an expression never replaces one."""
+    kids_of = CHILDREN_OF[cls]
+    if not any(kind in (BINDER, BINDERS) for _, kind in cls.FIELDS):
+        def plain(node: Expr, get) -> tuple:
+            kids = kids_of(node)
+            return tuple(map(get, kids, kids))
+
+        return plain
+    parts = [(operator.attrgetter(name), kind) for name, kind in cls.FIELDS if kind in _SUBNODE]
+
+    def mapped(node: Expr, get) -> tuple:
+        out: list = []
+        for read, kind in parts:
+            v = read(node)
+            if kind is CHILD:
+                out.append(get(v, v))
+            elif kind is CHILDREN:
+                out.extend(map(get, v, v))
+            elif kind is BINDER:
+                out.append(_renamed(v, get))
+            else:
+                out.extend([_renamed(p, get) for p in v])
+        return tuple(out)
+
+    return mapped
+
+
+def _renamed(var: Var, get) -> Var:
+    new = get(var, var)
+    return new if type(new) is Var else var
+
+
+#: class -> ``(node, get) -> children mapped through get`` (the rebuild of a walk)
+MAP_USES = {cls: _uses_mapper(cls) for cls in NODE_CLASSES}
+
+
 def _one_sequence_per_group() -> None:
     # Structural comparison pairs the uses (and the binders) of two nodes position by
     # position after comparing their counts, which is exact when each group has at most

@@ -58,8 +58,7 @@ from passhost.ir import (
     TupleGetItem,
     Var,
     children,
-    keep_checked_type,
-    post_order,
+    rewrite_post_order,
 )
 from passhost.ir import paused_gc as _gc_paused
 from passhost.transform import module_pass
@@ -68,6 +67,7 @@ __all__ = ["Purity", "count_uses", "has_let", "eliminate_dead_code", "dead_code_
            "DeadCodeElimination"]
 
 _LEAVES = (Var, Constant, Op, GlobalVar)
+_LET = frozenset({Let})
 #: nodes that hold no variable use
 _INERT = frozenset({Constant, Op, GlobalVar})
 #: nodes whose evaluation is trivially pure
@@ -394,73 +394,19 @@ def eliminate_dead_code(func: Function, purity: Purity = None, inline_once: bool
 
 
 def _rewrite(func: Function, drop: set, inline: dict, counts: dict) -> Function:
-    memo: dict = {}
-    get = memo.get
-    # inlined bindings whose value is a variable: resolved when the bound variable is
-    # met (the value variable is resolved by then; it may have been listed earlier)
-    leaf_valued = {v: value for value, vs in inline.items() if type(value) in _LEAVES for v in vs}
-    for node in post_order(func):
-        t = type(node)
-        if t is Let:
-            var = node.var
-            body = get(node.body, node.body)
-            if var in drop or var not in counts:  # not in counts: only reachable from dead code
-                new = body
-            else:
-                value = get(node.value, node.value)
-                if value is node.value and body is node.body:
-                    new = node
-                else:
-                    new = keep_checked_type(node, Let(var, value, body), (value, body))
-        elif t is Call:
-            op = node.op
-            nop = get(op, op)
-            args = node.args
-            if len(args) == 2:  # the usual call, unrolled
-                a, b = args
-                na = get(a, a)
-                nb = get(b, b)
-                same = na is a and nb is b
-                nargs = args if same else (na, nb)
-            else:
-                nargs = tuple([get(a, a) for a in args])
-                same = all(a is b for a, b in zip(nargs, args))
-            if nop is op:
-                # same callee: rebuilt without re-validation, keeping the type when
-                # every new argument is typed (keep_checked_type's rule)
-                new = node if same else node.with_args(nargs)
-            else:
-                new = keep_checked_type(node, Call(nop, nargs, node.attrs if type(nop) is type(op) else None), nargs)
-        elif t in _LEAVES:
-            lv = leaf_valued.get(node) if leaf_valued else None
-            if lv is not None:
-                memo[node] = get(lv, lv)
-            if node not in inline:
-                continue
-            new = get(node, node)
-        elif t is Function:
-            body = get(node.body, node.body)
-            new = node if body is node.body else keep_checked_type(
-                node, Function(node.params, body, node.ret_type, node.attrs), (body,))
-        elif t is Tuple:
-            nf = [get(f, f) for f in node.fields]
-            new = node if all(a is b for a, b in zip(nf, node.fields)) else keep_checked_type(node, Tuple(nf), nf)
-        elif t is TupleGetItem:
-            tv = get(node.tuple_value, node.tuple_value)
-            new = node if tv is node.tuple_value else keep_checked_type(node, TupleGetItem(tv, node.index), (tv,))
-        elif t is If:
-            kids = (get(node.cond, node.cond), get(node.true_branch, node.true_branch),
-                    get(node.false_branch, node.false_branch))
-            new = node if (kids[0] is node.cond and kids[1] is node.true_branch
-                           and kids[2] is node.false_branch) else keep_checked_type(node, If(*kids), kids)
-        else:  # pragma: no cover
-            raise PassError(f"DeadCodeElimination: unknown node kind {t.__name__}", "DeadCodeElimination")
-        if new is not node:
-            memo[node] = new
-        if node in inline:
-            for var in inline[node]:
-                memo[var] = new
-    return get(func, func)
+    """The rewrite, over the host's driver: an inlined binding's variable is bound to its
+    (rewritten) value, where its let disappears, and a dropped let -- or one only dead
+    code reaches, which the use count never met -- becomes its body."""
+    inlined = {var for vs in inline.values() for var in vs}
+
+    def bind(var: Var, value: Expr):
+        return value if var in inlined else None
+
+    def drop_let(let: Let):
+        var = let.var
+        return let.body if var in drop or var not in counts else None
+
+    return rewrite_post_order(func, drop_let, keep_types=True, only=_LET, bind=bind if inlined else None)
 
 
 def dead_code_elimination(mod: IRModule, inline_once: bool = False, ignore_impurity: bool = False) -> IRModule:
