@@ -17,6 +17,7 @@ from ._context import PassContext, current_context
 from .errors import PassError, PasshostError, PassNotFound
 from .ir._gc import resume as _resume_gc
 from .ir.expr import Function
+from .ir.facts import fixed_points
 from .ir.module import IRModule
 
 __all__ = [
@@ -50,14 +51,20 @@ class PassInfo:
     typed module fully typed: every expression of its output has a ``checked_type``.
     verify-each holds such a pass to it (MLIR's preserved analyses, for types).
 
+    ``idempotent`` (keyword-only, default ``False``) declares that running the pass on its
+    own typed output changes nothing (``p(p(f))`` is ``p(f)``). For a function pass the
+    pass manager then remembers the typed functions it returned (weakly, per pass name,
+    implementation and options: :func:`passhost.ir.facts.fixed_points`) and hands such a
+    function back without calling the pass again.
+
     Immutable; compares by value. ``str(info)`` is TVM's form, e.g.
     ``The meta data of the pass - pass name: FuseOps, opt_level: 0, required passes: [\\nInferType, ]\\n``.
     """
 
-    __slots__ = ("opt_level", "name", "required", "preserves_types")
+    __slots__ = ("opt_level", "name", "required", "preserves_types", "idempotent")
 
     def __init__(self, opt_level: int, name: str, required: Optional[Sequence[str]] = (), *,
-                 preserves_types: bool = False) -> None:
+                 preserves_types: bool = False, idempotent: bool = False) -> None:
         if not isinstance(opt_level, int) or isinstance(opt_level, bool):
             raise PassTypeError(f"PassInfo opt_level must be an int, got {opt_level!r}")
         if not isinstance(name, str):
@@ -77,6 +84,9 @@ class PassInfo:
         if not isinstance(preserves_types, bool):
             raise PassTypeError(f"preserves_types of pass '{name}' must be True or False, got {preserves_types!r}")
         _set(self, "preserves_types", preserves_types)
+        if not isinstance(idempotent, bool):
+            raise PassTypeError(f"idempotent of pass '{name}' must be True or False, got {idempotent!r}")
+        _set(self, "idempotent", idempotent)
 
     def __setattr__(self, key: str, value: Any) -> None:
         raise AttributeError("PassInfo is immutable; build a new one")
@@ -84,8 +94,8 @@ class PassInfo:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PassInfo):
             return NotImplemented
-        return ((self.opt_level, self.name, self.required, self.preserves_types)
-                == (other.opt_level, other.name, other.required, other.preserves_types))
+        return ((self.opt_level, self.name, self.required, self.preserves_types, self.idempotent)
+                == (other.opt_level, other.name, other.required, other.preserves_types, other.idempotent))
 
     def __hash__(self) -> int:
         return hash((self.opt_level, self.name, self.required))
@@ -442,14 +452,19 @@ class FunctionPass(Pass):
     def _run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         updated = mod.copy()
         func_pass = self.pass_func
+        done = fixed_points(_pass_key(self._info.name, func_pass)) if self._info.idempotent else None
         new = []
         for gv, func in mod.items():
             if _optimizable(func):
+                if done is not None and func in done:
+                    continue  # its own typed output: idempotent, so nothing to do
                 res = func_pass(func, updated, ctx)
                 if not isinstance(res, Function):
                     raise PassError(f"function pass '{self._info.name}' returned {type(res).__name__} for "
                                     f"@{gv.name_hint}; a function pass must return a Function",
                                     self._info.name)
+                if done is not None and res.has_type:
+                    done.add(res)
                 new.append((gv, res))
         for gv, res in new:
             updated[gv] = res
@@ -457,6 +472,16 @@ class FunctionPass(Pass):
 
     def _kind(self) -> str:
         return "Function"
+
+
+def _pass_key(name: str, func: Callable) -> tuple:
+    """What identifies a pass for its remembered fixed points: its name, its function (or
+    class) and, for a class-based pass, its options (the instance's attributes, literals)."""
+    owner = getattr(func, "__self__", None)
+    if owner is None:
+        return (name, getattr(func, "__module__", ""), getattr(func, "__qualname__", repr(func)))
+    options = repr(sorted(vars(owner).items())) if hasattr(owner, "__dict__") else ""
+    return (name, type(owner).__module__, type(owner).__qualname__, options)
 
 
 class Sequential(Pass):

@@ -132,7 +132,8 @@ def _pass_name(obj: Any, name: Optional[str]) -> str:
 
 
 def _make_pass(cls: type, kind: str, method: str, pass_func: Optional[Callable], opt_level: Optional[int],
-               name: Optional[str], required: Optional[Sequence[str]], preserves_types: bool = False) -> Any:
+               name: Optional[str], required: Optional[Sequence[str]], preserves_types: bool = False,
+               idempotent: bool = False) -> Any:
     """The body of :func:`module_pass` / :func:`function_pass`: ``cls`` is the pass class,
     ``kind`` its name in messages (``"Module"``), ``method`` the one a decorated class
     must define."""
@@ -143,7 +144,8 @@ def _make_pass(cls: type, kind: str, method: str, pass_func: Optional[Callable],
     def create_pass(pass_arg: Any) -> Any:
         if not callable(pass_arg):
             raise PassTypeError(f"pass_func must be a callable for {kind} pass")
-        info = PassInfo(opt_level, _pass_name(pass_arg, name), required, preserves_types=preserves_types)
+        info = PassInfo(opt_level, _pass_name(pass_arg, name), required, preserves_types=preserves_types,
+                        idempotent=idempotent)
         if inspect.isclass(pass_arg):
             return _wrap_class(pass_arg, cls, method, info)
         return cls(pass_arg, info)
@@ -154,7 +156,8 @@ def _make_pass(cls: type, kind: str, method: str, pass_func: Optional[Callable],
 
 
 def module_pass(pass_func: Optional[Callable] = None, opt_level: Optional[int] = None, name: Optional[str] = None,
-                required: Optional[Sequence[str]] = None, *, preserves_types: bool = False) -> Any:
+                required: Optional[Sequence[str]] = None, *, preserves_types: bool = False,
+                idempotent: bool = False) -> Any:
     """Make a :class:`ModulePass` from ``pass_func(mod, ctx) -> IRModule``, or from a class
     with ``transform_module(self, mod, ctx)``.
 
@@ -171,12 +174,12 @@ def module_pass(pass_func: Optional[Callable] = None, opt_level: Optional[int] =
     :raises PassTypeError: ``required`` is not a list/tuple, or the argument is not callable.
     """
     return _make_pass(ModulePass, "Module", "transform_module", pass_func, opt_level, name, required,
-                      preserves_types)
+                      preserves_types, idempotent)
 
 
 def function_pass(pass_func: Optional[Callable] = None, opt_level: Optional[int] = None,
                   name: Optional[str] = None, required: Optional[Sequence[str]] = None, *,
-                  preserves_types: bool = False) -> Any:
+                  preserves_types: bool = False, idempotent: bool = False) -> Any:
     """Make a :class:`FunctionPass` from ``pass_func(func, mod, ctx) -> Function``, or from
     a class with ``transform_function(self, func, mod, ctx)``.
 
@@ -193,11 +196,14 @@ def function_pass(pass_func: Optional[Callable] = None, opt_level: Optional[int]
         custom = CustomPipeline(multiplier=ir.const(3.0))
         assert custom.info.name == "CustomPipeline"
 
+    ``idempotent=True`` declares ``p(p(f)) == p(f)`` on typed functions: the pass manager
+    then skips a function the pass returned before (:class:`PassInfo`).
+
     :raises PassDefinitionError: (a ``ValueError``) ``opt_level`` is missing.
     :raises PassTypeError: ``required`` is not a list/tuple, or the argument is not callable.
     """
     return _make_pass(FunctionPass, "Function", "transform_function", pass_func, opt_level, name, required,
-                      preserves_types)
+                      preserves_types, idempotent)
 
 
 def pattern_pass(name: str, rules: Any, opt_level: int = 1, required: Sequence[str] = ("InferType",),

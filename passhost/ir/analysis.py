@@ -2,11 +2,11 @@
 operators are called, fused kernels, and whether a pass changed a module."""
 from __future__ import annotations
 
-import weakref
 from typing import Optional
 
 from ._gc import paused
-from .expr import OPS_EVER_CALLED, Call, Constant, Expr, Function, Let, Var
+from .expr import Call, Constant, Expr, Function, Let, Var
+from .facts import CALLED_OPS, OPS_EVER_CALLED
 from .module import IRModule
 from .op import Op
 from .structural import structural_hash
@@ -114,9 +114,8 @@ _LEAVES = (Constant, Op)
 
 
 #: Function -> frozenset of the operators called anywhere under it (nested functions
-#: included). Functions are immutable (inference only adds types), so an entry never goes
-#: stale; weak keys, so the cache keeps no graph alive.
-_CALLED_OPS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+#: included): a declared fact (:mod:`passhost.ir.facts`)
+_CALLED_OPS = CALLED_OPS
 
 
 def calls_any(root: Expr, ops: frozenset) -> bool:
@@ -124,7 +123,7 @@ def calls_any(root: Expr, ops: frozenset) -> bool:
     call one of the operators in ``ops``? One cheap unordered walk with an explicit
     stack, stopping at the first hit -- so a pass can return its input untouched when it
     has nothing to act on. Operators no :class:`Call` of this process was ever built with
-    need no walk at all (``expr.OPS_EVER_CALLED``).
+    need no walk at all (``facts.OPS_EVER_CALLED``).
 
     When ``root`` is a :class:`Function` and the walk finds no hit, it has seen every
     operator the function calls; that set is remembered (weakly, per function object), so

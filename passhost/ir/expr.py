@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence
 import numpy as np
 
 from ..errors import IRError
+from .facts import OPS_EVER_CALLED
 from .span import Span
 from .types import Type, TensorType, check_dtype
 
@@ -215,10 +216,7 @@ class Expr:
     # Equality and hashing are object identity (inherited from ``object``).
 
 
-#: Every operator some Call in this process was built with. A call of an op is made only
-#: here (``Call.with_args`` copies the op of an existing call), so an operator not in this
-#: set is called by no graph at all: ``calls_any`` answers "no" for it without a walk.
-OPS_EVER_CALLED: set = set()
+#: (a declared fact, see :mod:`passhost.ir.facts`: Call.__init__ records its operator)
 _note_called = OPS_EVER_CALLED.add
 
 #: The slots' own setters (``member_descriptor.__set__``): constructors run once per node

@@ -53,7 +53,6 @@ After ``FoldConstant()``::
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import numpy as np
@@ -75,46 +74,26 @@ __all__ = [
     "FoldConstant",
 ]
 
-#: the fixed points: typed functions :func:`fold_constant` returned, per ``fold_qnn``
-#: (index 0: ``False``, 1: ``True``); weak, so a remembered function is not kept alive
-_FOLDED = (weakref.WeakSet(), weakref.WeakSet())
-
-
 def fold_constant(expr: Expr, fold_qnn: bool = False) -> Expr:
     """Fold the constants of ``expr`` (usually a ``Function``); see the module docstring.
 
-    A typed ``Function`` this function returned before (with the same ``fold_qnn``) is
-    returned at once, unwalked. That is sound because folding is idempotent on typed
-    functions -- ``fold(fold(f))`` is ``fold(f)`` itself: in a folded function every
-    operator call with all-constant arguments has been evaluated (arguments are
-    rewritten before their call, so a call whose arguments *became* constants folded
-    too), ``shape_of``/``ndarray_size`` of a statically shaped tensor has become a
-    constant (a typed function is typed throughout, and rebuilt nodes keep their types,
-    so the second fold sees the same static shapes), no ``let`` binds a constant, no
-    ``if`` has a constant condition and no ``TupleGetItem`` reads a literal tuple -- each
-    rule's input is gone from the output, and no rule creates another rule's input
-    (results are constants and tuples of constants, already seen by the calls above
-    them). With nothing to fold the walk returns its input unchanged. Nodes are
-    immutable and a typed node's type never changes, so a remembered function stays a
-    fixed point. Untyped results are not remembered: type inference may later type them
-    in place, which can enable a ``shape_of`` fold.
+    Folding is idempotent on typed functions (``fold(fold(f))`` is ``fold(f)`` itself):
+    in a folded function every operator call with all-constant arguments has been
+    evaluated (arguments are rewritten before their call, so a call whose arguments
+    *became* constants folded too), ``shape_of``/``ndarray_size`` of a statically shaped
+    tensor has become a constant, no ``let`` binds a constant, no ``if`` has a constant
+    condition and no ``TupleGetItem`` reads a literal tuple -- each rule's input is gone
+    from the output, and no rule creates another rule's input. The pass declares it
+    (``idempotent=True``), so the pass manager skips a function it returned before
+    (:mod:`passhost.ir.facts`); this function itself always walks.
 
     :param fold_qnn: also evaluate ``qnn.*`` operators (non-computational otherwise)
     :returns: the folded expression -- ``expr`` itself when nothing folds
     """
-    fold_qnn = bool(fold_qnn)
-    func = type(expr) is Function
-    if func:
-        done = _FOLDED[fold_qnn]
-        if expr in done:
-            return expr
     if is_primitive(expr):
         return expr
     with _gc_paused(), np.errstate(all="ignore"):
-        out = _fold(expr, fold_qnn)
-    if func and type(out) is Function and out.has_type:
-        done.add(out)
-    return out
+        return _fold(expr, bool(fold_qnn))
 
 
 # ---------------------------------------------------------------------------------------
@@ -122,7 +101,7 @@ def fold_constant(expr: Expr, fold_qnn: bool = False) -> Expr:
 # ---------------------------------------------------------------------------------------
 
 
-@function_pass(opt_level=2, name="FoldConstant", preserves_types=True)
+@function_pass(opt_level=2, name="FoldConstant", preserves_types=True, idempotent=True)
 class FoldConstant:
     """Fold constant sub-expressions: evaluate operator calls whose arguments are constants.
 

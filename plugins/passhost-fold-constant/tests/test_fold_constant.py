@@ -2,11 +2,9 @@
 semantics on random programs, and a 100,000-deep chain."""
 from __future__ import annotations
 
-import gc
 import importlib
 import random
 import sys
-import weakref
 from pathlib import Path
 
 import numpy as np
@@ -362,42 +360,34 @@ def _explode(*args, **kwargs):
     raise AssertionError("the fold walked a function it should have remembered")
 
 
-def test_memo_returns_a_folded_function_without_walking(monkeypatch):
+def test_the_pass_hands_back_a_function_it_folded_without_walking(monkeypatch):
     mod = ir.infer_type(_foldable_graph(3))
-    out = fold_constant(mod["main"])
-    assert out is not mod["main"] and out.has_type
+    out = FoldConstant()(mod)
+    assert out["main"] is not mod["main"] and out["main"].has_type
     monkeypatch.setattr(FC, "_fold", _explode)
-    assert fold_constant(out) is out
-    # through the pass manager too (the function pass and the InferType after it)
-    folded = ir.IRModule.from_expr(out)
-    assert FoldConstant()(folded)["main"] is out
+    assert FoldConstant()(out)["main"] is out["main"]  # a fresh pass object, same options
     # a function that folded to itself is remembered as well
-    nothing = ir.infer_type(chain(50))["main"]
     monkeypatch.setattr(FC, "_fold", WALK._fold)
-    assert fold_constant(nothing) is nothing
+    nothing = ir.infer_type(chain(50))
+    assert FoldConstant()(nothing)["main"] is nothing["main"]
     monkeypatch.setattr(FC, "_fold", _explode)
-    assert fold_constant(nothing) is nothing
+    assert FoldConstant()(nothing)["main"] is nothing["main"]
 
 
-def test_memo_never_answers_for_another_function_or_option(monkeypatch):
-    mod = ir.infer_type(_foldable_graph(5))
-    out = fold_constant(mod["main"])
+def test_the_remembered_fixed_point_never_answers_for_another_function_or_option(monkeypatch):
+    out = FoldConstant()(ir.infer_type(_foldable_graph(5)))["main"]
     copy = ir.infer_type(ir.IRModule.from_expr(ir.Function(out.params, out.body, out.ret_type)))["main"]
     assert copy is not out and ir.structural_equal(copy, out)
     monkeypatch.setattr(FC, "_fold", _explode)
     with pytest.raises(AssertionError, match="remembered"):
-        fold_constant(copy)  # structurally equal, but not a function the fold returned
+        FoldConstant()(ir.IRModule.from_expr(copy))  # structurally equal, but not one the pass returned
     with pytest.raises(AssertionError, match="remembered"):
-        fold_constant(out, fold_qnn=True)  # other options
+        FoldConstant(fold_qnn=True)(ir.IRModule.from_expr(out))  # other options
     with pytest.raises(AssertionError, match="remembered"):
-        fold_constant(mod["main"])  # the input is not a fixed point, only the result
-    monkeypatch.setattr(FC, "_fold", WALK._fold)
-    assert fold_constant(out, fold_qnn=True) is out
-    monkeypatch.setattr(FC, "_fold", _explode)
-    assert fold_constant(out, fold_qnn=True) is out  # now remembered for that option too
+        fold_constant(out)  # the function API always walks: only the pass manager remembers
 
 
-def test_memo_skips_untyped_results_which_inference_may_still_make_foldable():
+def test_untyped_results_are_not_remembered_as_inference_may_still_make_them_foldable():
     # %w's type is only known once inference has seen nn.dense fill it in
     x = ir.var("x", shape=(1, 4))
     w = ir.var("w")
@@ -405,21 +395,9 @@ def test_memo_skips_untyped_results_which_inference_may_still_make_foldable():
     assert fold_constant(func) is func  # untyped: shape_of(%w) cannot fold yet
     typed = ir.infer_type(ir.IRModule.from_expr(func))["main"]
     assert typed is func and func.has_type  # typed in place: the same object
-    out = fold_constant(func)  # not remembered as a fixed point: folds now
+    out = fold_constant(func)
     assert type(out.body.fields[1]) is ir.Constant
     assert out.body.fields[1].data.tolist() == [8, 4]
-
-
-def test_memo_does_not_keep_functions_alive():
-    gc.collect()
-    before = len(FC._FOLDED[0])
-    out = fold_constant(ir.infer_type(_foldable_graph(7))["main"])
-    assert out in FC._FOLDED[0] and len(FC._FOLDED[0]) == before + 1
-    ref = weakref.ref(out)
-    del out
-    gc.collect()
-    assert ref() is None
-    assert len(FC._FOLDED[0]) == before
 
 
 def _counting_op(name: str, calls: list) -> ir.Op:
