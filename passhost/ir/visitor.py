@@ -95,7 +95,7 @@ def post_order(root: Expr, skip: Optional[Callable[[Expr], bool]] = None,
     push = stack.append
     pop = stack.pop
     FIN = _FIN
-    _Call, _Var, _Constant, _Op = Call, Var, Constant, Op
+    _Call, _Var, _Constant, _Op, _Let, _TGI = Call, Var, Constant, Op, Let, TupleGetItem
     children_of = _CHILDREN_OF
     push_all = stack.extend
     while stack:
@@ -131,6 +131,12 @@ def post_order(root: Expr, skip: Optional[Callable[[Expr], bool]] = None,
             op = node.op
             if op not in seen:
                 push(op)
+        elif t is _Let:  # (unrolled: let chains are long)
+            push(node.body)
+            push(node.value)
+            push(node.var)
+        elif t is _TGI:  # (unrolled: every batch_norm and split is read through one)
+            push(node.tuple_value)
         else:
             push_all(children_of[t](node)[::-1])
     return order

@@ -141,6 +141,8 @@ def _check_scopes(root: Expr, where: str, mod: Optional[IRModule], allow_free: b
                     raise WellFormedError(
                         f"@{x.name_hint} is referenced in {where} but not defined in the module "
                         f"(functions: {names})")
+            elif t is TupleGetItem:  # (the common one-child case, unrolled)
+                push((_VISIT, x.tuple_value))
             else:  # no binders: every sub-expression is a use in the same scope
                 for k in reversed(USES_OF[t](x)):
                     push((_VISIT, k))

@@ -1,0 +1,101 @@
+"""A/B of the host's whole-graph walkers: this tree against the host at a git revision.
+
+For changes to the IR itself (how nodes describe their children, the rewrite driver):
+``passhost/`` of ``REV`` is taken from ``git archive`` into a temporary directory, and each
+repetition runs one child process per side (alternating which goes first) that builds
+fresh graphs of the scaling families and times, in CPU seconds, ``post_order``, an
+identity ``rewrite_post_order``, ``structural_hash``, ``structural_equal`` of two
+equal graphs, ``well_formed`` and ``astext``. It prints the medians and new/old.
+
+Usage::
+
+    python benchmarks/ab_host.py --rev HEAD~3 [--families chain,dag,resnet,dupdead]
+        [--size 100000] [--repeat 5]
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import io
+import json
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = ("post_order", "rewrite_identity", "structural_hash", "structural_equal", "well_formed", "astext")
+
+
+def measure(families: list, n: int) -> dict:
+    """In a child process whose ``sys.path`` starts with the host to measure."""
+    from passhost import ir
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_scaling import FAMILIES
+
+    def cpu(fn) -> float:
+        gc.collect()
+        t0 = time.process_time()
+        fn()
+        return time.process_time() - t0
+
+    out = {}
+    for fam in families:
+        fn = ir.infer_type(FAMILIES[fam](n))["main"]
+        other = ir.infer_type(FAMILIES[fam](n))["main"]
+        runs = {
+            "post_order": lambda: ir.post_order(fn),
+            "rewrite_identity": lambda: ir.rewrite_post_order(fn, lambda e: None),
+            "structural_hash": lambda: ir.structural_hash(fn),
+            "structural_equal": lambda: ir.structural_equal(fn, other),
+            "well_formed": lambda: ir.well_formed(fn),
+            "astext": lambda: ir.astext(fn, show_meta_data=False),
+        }
+        for case in CASES:
+            out[f"{fam}/{case}"] = cpu(runs[case])
+    return out
+
+
+def _child(host: str, families: str, n: int) -> dict:
+    code = (f"import sys, json; sys.path.insert(0, {host!r}); sys.path.insert(1, {str(ROOT)!r}); "
+            f"from benchmarks.ab_host import measure; "
+            f"print(json.dumps(measure({families.split(',')!r}, {n})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tempfile.gettempdir())
+    if out.returncode:
+        raise SystemExit(f"the child for {host} failed:\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rev", required=True)
+    ap.add_argument("--families", default="chain,dag,resnet,dupdead")
+    ap.add_argument("--size", type=int, default=100_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        data = subprocess.run(["git", "archive", args.rev, "passhost"], cwd=ROOT, capture_output=True,
+                              check=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(tmp, filter="data")
+        sides = {"old": tmp, "new": str(ROOT)}
+        res: dict = {"old": {}, "new": {}}
+        for r in range(args.repeat):
+            for tag in (("old", "new") if r % 2 == 0 else ("new", "old")):
+                for case, t in _child(sides[tag], args.families, args.size).items():
+                    res[tag].setdefault(case, []).append(t)
+    print(f"host walkers: {args.rev} (old) vs the working tree (new), {args.size:,} nominal nodes, "
+          f"median of {args.repeat} alternating runs, CPU ms")
+    print(f"{'case':32s} {'old':>9s} {'new':>9s} {'new/old':>8s}")
+    for case in res["old"]:
+        old, new = statistics.median(res["old"][case]) * 1e3, statistics.median(res["new"][case]) * 1e3
+        print(f"{case:32s} {old:9.1f} {new:9.1f} {new / old:8.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
