@@ -30,9 +30,15 @@ ROOT = Path(__file__).resolve().parent.parent
 CASES = ("post_order", "rewrite_identity", "structural_hash", "structural_equal", "well_formed", "astext")
 
 
-def measure(families: list, n: int) -> dict:
-    """In a child process whose ``sys.path`` starts with the host to measure."""
+def measure(families: list, n: int, shift: int = 0) -> dict:
+    """In a child process whose ``sys.path`` starts with the host to measure. ``shift``
+    objects are allocated (and kept) first: where the graph's nodes land in memory moves
+    set and dict timings by up to 20 % between otherwise equal processes, so each
+    repetition uses another layout, the same one for both sides."""
     from passhost import ir
+
+    # (tuples of 1 to 9 items span the allocator's size classes IR nodes fall in)
+    ballast = [tuple(range(1 + i % 9)) for i in range(shift)]  # noqa: F841 - kept alive on purpose
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_scaling import FAMILIES
@@ -45,25 +51,27 @@ def measure(families: list, n: int) -> dict:
 
     out = {}
     for fam in families:
-        fn = ir.infer_type(FAMILIES[fam](n))["main"]
-        other = ir.infer_type(FAMILIES[fam](n))["main"]
-        runs = {
-            "post_order": lambda: ir.post_order(fn),
-            "rewrite_identity": lambda: ir.rewrite_post_order(fn, lambda e: None),
-            "structural_hash": lambda: ir.structural_hash(fn),
-            "structural_equal": lambda: ir.structural_equal(fn, other),
-            "well_formed": lambda: ir.well_formed(fn),
-            "astext": lambda: ir.astext(fn, show_meta_data=False),
-        }
-        for case in CASES:
-            out[f"{fam}/{case}"] = cpu(runs[case])
+        mod, other = ir.infer_type(FAMILIES[fam](n)), ir.infer_type(FAMILIES[fam](n))
+        out.update(_run_cases(ir, fam, mod["main"], other["main"], cpu))
     return out
 
 
-def _child(host: str, families: str, n: int) -> dict:
+def _run_cases(ir, fam: str, fn, other, cpu) -> dict:
+    runs = {
+        "post_order": lambda: ir.post_order(fn),
+        "rewrite_identity": lambda: ir.rewrite_post_order(fn, lambda e: None),
+        "structural_hash": lambda: ir.structural_hash(fn),
+        "structural_equal": lambda: ir.structural_equal(fn, other),
+        "well_formed": lambda: ir.well_formed(fn),
+        "astext": lambda: ir.astext(fn, show_meta_data=False),
+    }
+    return {f"{fam}/{case}": cpu(runs[case]) for case in CASES}
+
+
+def _child(host: str, families: str, n: int, shift: int) -> dict:
     code = (f"import sys, json; sys.path.insert(0, {host!r}); sys.path.insert(1, {str(ROOT)!r}); "
             f"from benchmarks.ab_host import measure; "
-            f"print(json.dumps(measure({families.split(',')!r}, {n})))")
+            f"print(json.dumps(measure({families.split(',')!r}, {n}, {shift})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tempfile.gettempdir())
     if out.returncode:
         raise SystemExit(f"the child for {host} failed:\n{out.stderr}")
@@ -86,10 +94,10 @@ def main(argv=None) -> int:
         res: dict = {"old": {}, "new": {}}
         for r in range(args.repeat):
             for tag in (("old", "new") if r % 2 == 0 else ("new", "old")):
-                for case, t in _child(sides[tag], args.families, args.size).items():
+                for case, t in _child(sides[tag], args.families, args.size, 7919 * r).items():
                     res[tag].setdefault(case, []).append(t)
     print(f"host walkers: {args.rev} (old) vs the working tree (new), {args.size:,} nominal nodes, "
-          f"median of {args.repeat} alternating runs, CPU ms")
+          f"median of {args.repeat} alternating runs (a different memory layout each), CPU ms")
     print(f"{'case':32s} {'old':>9s} {'new':>9s} {'new/old':>8s}")
     for case in res["old"]:
         old, new = statistics.median(res["old"][case]) * 1e3, statistics.median(res["new"][case]) * 1e3

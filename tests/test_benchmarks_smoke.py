@@ -225,3 +225,11 @@ def test_bench_nesting_tiny():
             assert r["output_chars"] > r["input_chars"] > r["depth"]
     assert bench_nesting.slope([1, 2, 4], [3, 6, 12]) == pytest.approx(1.0)
     assert bench_nesting.slope([1, 2, 4], [1, 4, 16]) == pytest.approx(2.0)
+
+
+def test_ab_host_measures_every_walker_in_process():
+    from benchmarks.ab_host import CASES, measure
+
+    got = measure(["chain", "dupdead"], 300, shift=50)
+    assert set(got) == {f"{fam}/{case}" for fam in ("chain", "dupdead") for case in CASES}
+    assert all(t >= 0 for t in got.values())
