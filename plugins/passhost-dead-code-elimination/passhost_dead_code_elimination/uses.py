@@ -1,0 +1,192 @@
+"""The use counts of let-bound variables (DeadCodeElimination's step 2; see
+:mod:`.dead_code_elimination`), and the cheap test that a function has a ``let`` at all."""
+from __future__ import annotations
+
+from passhost.ir import Call, Constant, Expr, Function, GlobalVar, Let, Op, TupleGetItem, Var, children
+
+from .purity import Purity
+
+__all__ = ["count_uses", "has_let"]
+
+_LEAVES = (Var, Constant, Op, GlobalVar)
+#: nodes that hold no variable use
+_INERT = frozenset({Constant, Op, GlobalVar})
+
+
+def count_uses(func: Function, purity: Purity) -> dict:
+    """``{let-bound var: 0, 1 or 2 (= more than one)}`` for the lets of ``func``.
+
+    A run of nested lets (a *spine*) is registered top-down, its body walked, and only
+    then are the bound values walked bottom-up -- a pure value only if its variable has
+    been used by then (every use of a let variable lies in the let's body, so this is
+    TVM's "walk the value at the first use" without remembering deferred values). Uses
+    inside dead values therefore do not count; a use inside a nested function counts
+    twice; a shared sub-expression is walked at most twice.
+    """
+    counts: dict = {}
+    depth_of: dict = {}
+    visits: dict = {}
+    let_value = purity.let_value
+    is_pure = purity.is_pure
+    _Var, _Let, _Function, _Call, _TGI, _Op = Var, Let, Function, Call, TupleGetItem, Op
+    inert = _INERT
+    stack: list = [(func.body, 0)]
+    push = stack.append
+    pop = stack.pop
+    while stack:
+        node, d = pop()
+        if d < 0:  # a spine marker: walk the values of its lets, last first
+            spine, i = node
+            d = -1 - d
+            while i >= 0:
+                let = spine[i]
+                i -= 1
+                value = let.value
+                if counts[let.var] == 0 and is_pure(value):
+                    continue  # dead so far: its value is never walked
+                tv = type(value)
+                if tv is _Call and type(value.op) is _Op:
+                    args = value.args
+                    for a in args:
+                        ta = type(a)
+                        if ta is not _Var and ta not in inert:
+                            break
+                    else:  # only variables and constants: count here, in line
+                        n = visits.get(value, 0)
+                        if n >= 2:
+                            continue
+                        visits[value] = n + 1
+                        for a in args:
+                            if type(a) is _Var:
+                                bd = depth_of.get(a)
+                                if bd is not None:
+                                    c = counts[a]
+                                    if c < 2:
+                                        counts[a] = c + (2 if d > bd else 1)
+                        continue
+                elif tv is _Var:
+                    bd = depth_of.get(value)
+                    if bd is not None:
+                        c = counts[value]
+                        if c < 2:
+                            counts[value] = c + (2 if d > bd else 1)
+                    continue
+                elif tv in inert:
+                    continue
+                # a larger value: walk it before the earlier lets of the spine
+                push(((spine, i), -1 - d))
+                push((value, d))
+                break
+            continue
+        while True:  # follows bodies without going through the stack
+            t = type(node)
+            if t is _Var:
+                bd = depth_of.get(node)
+                if bd is not None:
+                    c = counts[node]
+                    if c < 2:
+                        counts[node] = c + (2 if d > bd else 1)
+                break
+            if t in inert:
+                break
+            n = visits.get(node, 0)
+            if n >= 2:
+                break
+            visits[node] = n + 1
+            if t is _Let:
+                spine = []
+                while True:
+                    var = node.var
+                    let_value[var] = node.value
+                    depth_of[var] = d
+                    if var not in counts:
+                        counts[var] = 0
+                    spine.append(node)
+                    node = node.body
+                    if type(node) is not _Let:
+                        break
+                    n = visits.get(node, 0)
+                    if n >= 2:
+                        node = None
+                        break
+                    visits[node] = n + 1
+                push(((spine, len(spine) - 1), -1 - d))
+                if node is None:
+                    break
+                continue
+            if t is _Call:
+                op = node.op
+                if type(op) is not _Op:
+                    push((op, d))
+                for a in node.args:
+                    ta = type(a)
+                    if ta is _Var:  # a use, counted here rather than via the stack
+                        bd = depth_of.get(a)
+                        if bd is not None:
+                            c = counts[a]
+                            if c < 2:
+                                counts[a] = c + (2 if d > bd else 1)
+                    elif ta not in inert:
+                        push((a, d))
+                break
+            if t is _Function:
+                node = node.body
+                d += 1
+                continue
+            if t is _TGI:
+                node = node.tuple_value
+                continue
+            for k in children(node):  # a tuple's fields, an if's condition and branches
+                push((k, d))
+            break
+    return counts
+
+
+def has_let(root: Expr) -> bool:
+    """Whether any node reachable from ``root`` (nested functions, callees and ``If``
+    branches included) is a ``Let``.
+
+    One unordered walk with an explicit stack that stops at the first ``Let``: each
+    node is pushed once (marked as it is pushed). Without a ``Let`` there is no
+    binding to remove, so :func:`eliminate_dead_code` needs neither use counts nor
+    purity and returns the function itself.
+    """
+    seen: set = set()  # every node ever pushed (marked when pushed: pushed once)
+    add = seen.add
+    stack = [root]
+    pop = stack.pop
+    push = stack.append
+    _Call, _Op, _Let = Call, Op, Let
+    leaves = _LEAVES
+    while stack:
+        node = pop()
+        t = type(node)
+        if t is _Call:
+            op = node.op
+            if type(op) is not _Op and op not in seen:
+                add(op)
+                push(op)
+            args = node.args
+            if len(args) == 2:  # the usual call, unrolled
+                a, b = args
+                if a not in seen:
+                    add(a)
+                    push(a)
+                if b not in seen:
+                    add(b)
+                    push(b)
+            else:
+                for a in args:
+                    if a not in seen:
+                        add(a)
+                        push(a)
+        elif t in leaves:
+            continue
+        elif t is _Let:
+            return True
+        else:
+            for a in children(node):
+                if a not in seen:
+                    add(a)
+                    push(a)
+    return False
