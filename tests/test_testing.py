@@ -6,7 +6,7 @@ import pytest
 
 from passhost import ir, testing, transform
 from passhost.errors import IRError
-from passhost.ir.visitor import rewrite_post_order
+from passhost.ir import rewrite_post_order
 
 # --------------------------------------------------------------------------- random_graph
 

@@ -22,9 +22,9 @@ from .visitor import (
     keep_checked_type,
     post_order,
     post_order_visit,
-    rewrite_post_order,
     with_children,
 )
+from .driver import rewrite_post_order
 from .axes import expand_bias_to_match_axis
 from .analysis import bound_vars, calls_any, count_ops, free_vars, is_primitive, module_changed
 from . import ops as _ops  # noqa: F401  (registers the core operators)

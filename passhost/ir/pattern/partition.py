@@ -27,7 +27,8 @@ def partition(pattern: DFPattern, expr: Expr, attrs: Optional[dict] = None,
                  };
                  %0(%x, %w, %b)
     """
-    from ..visitor import post_order, rewrite_post_order
+    from ..driver import rewrite_post_order
+    from ..visitor import post_order
 
     users: dict = {}
     for node in post_order(expr):

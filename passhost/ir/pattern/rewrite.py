@@ -59,7 +59,7 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
     :param stats: a dict to add ``{rule name: {"tried", "matched", "rewritten"}}`` counts
         to (a rule is *tried* at a node it could be rooted at)
     """
-    from ..visitor import rewrite_post_order
+    from ..driver import rewrite_post_order
 
     if isinstance(callbacks, DFPatternCallback):
         callbacks = [callbacks]

@@ -362,7 +362,7 @@ def _fire(rule: DFPatternCallback, fn: Function, b: "_Builder", rng: np.random.R
     up to three of them, else a random sample) for one the rule accepts. Returns
     ``(graph, rewritten)``, ``rewritten`` None if it never fired."""
     from ..type_infer import infer_type
-    from ..visitor import rewrite_post_order
+    from ..driver import rewrite_post_order
     from .rewrite import rewrite
 
     def attempt(f: Function):
