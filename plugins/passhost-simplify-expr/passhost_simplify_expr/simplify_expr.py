@@ -90,7 +90,10 @@ class TransposeChain(DFPatternCallback):
 def _filled_with(e: ir.Expr, value: float) -> bool:
     """``e`` is a constant (or ``zeros``/``ones``/``*_like``) all of whose elements equal ``value``."""
     if isinstance(e, ir.Constant):
-        return e.data.size > 0 and bool(np.all(e.data == value))
+        d = e.data
+        if d.size == 0 or d.flat[0] != value:  # the usual answer, without a reduction
+            return False
+        return d.size == 1 or bool(np.all(d == value))
     if isinstance(e, ir.Call) and isinstance(e.op, ir.Op):
         name = e.op.name
         return (value == 0 and name in ("zeros", "zeros_like")) or (value == 1 and name in ("ones", "ones_like"))
