@@ -318,7 +318,7 @@ def test_calls_any_cache_answers_like_a_fresh_walk():
 
 
 def test_calls_any_asks_once_per_function_and_keeps_no_function_alive(monkeypatch):
-    from passhost.ir import analysis
+    from passhost.ir import analysis, facts
 
     walks = []
     orig = analysis._walk_ops
@@ -343,13 +343,13 @@ def test_calls_any_asks_once_per_function_and_keeps_no_function_alive(monkeypatc
     assert not ir.calls_any(hit, conv)              # so this question walks again, fully
     assert len(walks) == 4
     refs = [weakref.ref(f) for f in (fn, other, hit)]
-    assert all(f in analysis._CALLED_OPS for f in (fn, other, hit))
-    size = len(analysis._CALLED_OPS)
+    assert all(f in facts.CALLED_OPS for f in (fn, other, hit))
+    size = len(facts.CALLED_OPS)
     walks.clear()
     del fn, other, hit
     gc.collect()
     assert all(r() is None for r in refs)             # the cache kept none of them alive
-    assert len(analysis._CALLED_OPS) <= size - 3      # and their entries went with them
+    assert len(facts.CALLED_OPS) <= size - 3      # and their entries went with them
 
 
 def test_calls_any_walks_a_100k_deep_chain():

@@ -113,11 +113,6 @@ def _same_sharing(x: Expr, y: Optional[Expr]) -> bool:
 _LEAVES = (Constant, Op)
 
 
-#: Function -> frozenset of the operators called anywhere under it (nested functions
-#: included): a declared fact (:mod:`passhost.ir.facts`)
-_CALLED_OPS = CALLED_OPS
-
-
 def calls_any(root: Expr, ops: frozenset) -> bool:
     """Does any node reachable from ``root`` (callees and nested functions included)
     call one of the operators in ``ops``? One cheap unordered walk with an explicit
@@ -133,23 +128,23 @@ def calls_any(root: Expr, ops: frozenset) -> bool:
     if ops.isdisjoint(OPS_EVER_CALLED):
         return False  # no call of these operators was ever built, so none is reachable
     if type(root) is Function:
-        known = _CALLED_OPS.get(root)
+        known = CALLED_OPS.get(root)
         if known is not None:
             return not known.isdisjoint(ops)
     found = _walk_ops(root, ops)
     if found is None:
         return True
     if type(root) is Function:
-        _CALLED_OPS[root] = found
+        CALLED_OPS[root] = found
     return False
 
 
 def called_ops(fn: Function) -> frozenset:
     """Every operator called anywhere under the function ``fn`` (remembered per function,
     as :func:`calls_any` does)."""
-    known = _CALLED_OPS.get(fn)
+    known = CALLED_OPS.get(fn)
     if known is None:
-        known = _CALLED_OPS[fn] = _walk_ops(fn, frozenset())
+        known = CALLED_OPS[fn] = _walk_ops(fn, frozenset())
     return known
 
 

@@ -806,17 +806,17 @@ def _renamed(var: Var, get) -> Var:
 MAP_USES = {cls: _uses_mapper(cls) for cls in NODE_CLASSES}
 
 
-def _one_sequence_per_group() -> None:
-    # Structural comparison pairs the uses (and the binders) of two nodes position by
-    # position after comparing their counts, which is exact when each group has at most
-    # one sequence field: a class that needs two must give its own comparison.
+def _one_sequence_field() -> None:
+    # ``rebuild`` splits a flat list of children back into fields, and structural
+    # comparison pairs two nodes' children position by position after comparing their
+    # counts: both are exact when a class has at most one sequence field (children or
+    # binders). A class that needs two must give its own rebuild and comparison.
     for cls in NODE_CLASSES:
-        for group in ((CHILD, CHILDREN), (BINDER, BINDERS)):
-            if sum(1 for _, kind in cls.FIELDS if kind == group[1]) > 1:
-                raise TypeError(f"{cls.__name__}.FIELDS has two {group[1]} fields")
+        if sum(1 for _, kind in cls.FIELDS if kind in (CHILDREN, BINDERS)) > 1:
+            raise TypeError(f"{cls.__name__}.FIELDS has more than one sequence field")
 
 
-_one_sequence_per_group()
+_one_sequence_field()
 
 
 def rebuild(node: Expr, kids: Sequence[Expr]) -> Expr:
@@ -826,14 +826,14 @@ def rebuild(node: Expr, kids: Sequence[Expr]) -> Expr:
     cls = type(node)
     kwargs: dict = {}
     fields = cls.FIELDS
-    many = sum(1 for _, kind in fields if kind in (CHILD, BINDER))
+    singles = sum(1 for _, kind in fields if kind in (CHILD, BINDER))
     i = 0
     for name, kind in fields:
         if kind is CHILD or kind is BINDER:
             kwargs[name] = kids[i]
             i += 1
-        elif kind is CHILDREN or kind is BINDERS:
-            n = len(kids) - many
+        elif kind is CHILDREN or kind is BINDERS:  # the one sequence field takes the rest
+            n = len(kids) - singles
             kwargs[name] = tuple(kids[i:i + n])
             i += n
         else:

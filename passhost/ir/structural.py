@@ -259,14 +259,19 @@ _H_GV = hash("passhost.GlobalVar")
 _H_CONST = hash("passhost.Constant")
 _H_MOD = hash("passhost.IRModule")
 _H_NONE = hash(None)
+
+
+def _getter_if(cls: type, table: dict, kinds: tuple):
+    """``table[cls]`` if the class has a field of ``kinds``, else None (nothing to read)."""
+    return table[cls] if any(kind in kinds for _, kind in cls.FIELDS) else None
+
+
 #: per interior node class, from its ``FIELDS``: (its tag, its children, its data fields
-#: or None) for hashing, and (data fields, uses, binders) for comparing
-_HASH_SPECS = {cls: (hash("passhost." + cls.__name__), CHILDREN_OF[cls],
-                     DATA_OF[cls] if any(kind == DATA for _, kind in cls.FIELDS) else None)
+#: or None) for hashing, and (data fields or None, uses, binders or None) for comparing
+_HASH_SPECS = {cls: (hash("passhost." + cls.__name__), CHILDREN_OF[cls], _getter_if(cls, DATA_OF, (DATA,)))
                for cls in NODE_CLASSES}
-_EQ_SPECS = {cls: (DATA_OF[cls] if any(kind == DATA for _, kind in cls.FIELDS) else None, USES_OF[cls],
-                   BINDERS_OF[cls] if any(kind in (BINDER, BINDERS) for _, kind in cls.FIELDS) else None)
-              for cls in NODE_CLASSES}
+_EQ_SPECS = {cls: (_getter_if(cls, DATA_OF, (DATA,)), USES_OF[cls], _getter_if(cls, BINDERS_OF, (BINDER, BINDERS)))
+             for cls in NODE_CLASSES}
 
 
 def _attrs_hash(attrs: Attrs, cache: dict) -> int:
