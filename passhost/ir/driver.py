@@ -140,8 +140,7 @@ def rewrite_post_order(root: Expr, rewrite: Callable[..., Optional[Expr]],
             nv, nb = get(value, value), get(body, body)
             var = node.var
             if var in bound:  # bind replaced every use: the let disappears into its body
-                if nb is not node:
-                    memo[node] = nb
+                memo[node] = nb
                 if waiting and node in waiting:
                     _bind(waiting[node], bind, memo, bound)
                 continue
@@ -163,16 +162,10 @@ def rewrite_post_order(root: Expr, rewrite: Callable[..., Optional[Expr]],
             new = with_children(node, map_uses[t](node, get))
         offered = only is None or t in only or (t is _Call and node.op in only)
         if new is node:  # unchanged so far (most nodes): only the rule can replace it
-            if not offered:
-                if waiting and node in waiting:
-                    _bind(waiting[node], bind, memo, bound)
-                continue
-            r = rewrite(node, node) if with_original else rewrite(node)
-            if r is None or r is node:
-                if waiting and node in waiting:
-                    _bind(waiting[node], bind, memo, bound)
-                continue
-            new = r
+            if offered:
+                r = rewrite(node, node) if with_original else rewrite(node)
+                if r is not None:
+                    new = r
         else:
             if keep_types and new._checked_type is None:
                 keep_checked_type(node, new)
@@ -180,16 +173,17 @@ def rewrite_post_order(root: Expr, rewrite: Callable[..., Optional[Expr]],
                 r = rewrite(new, node) if with_original else rewrite(new)
                 if r is not None:
                     new = r
-        if infer is not None and new._checked_type is None and new is not node:
-            ty = node._checked_type
-            if ty is not None:
-                for k in children(new):
-                    if k._checked_type is None and type(k) is not _Op:
-                        infer(new)
-                        break
-                else:
-                    new._set_checked_type(ty)
-        memo[node] = new
+        if new is not node:
+            if infer is not None and new._checked_type is None:
+                ty = node._checked_type
+                if ty is not None:
+                    for k in children(new):
+                        if k._checked_type is None and type(k) is not _Op:
+                            infer(new)
+                            break
+                    else:
+                        new._set_checked_type(ty)
+            memo[node] = new
         if waiting and node in waiting:
             _bind(waiting[node], bind, memo, bound)
     return get(root, root)
