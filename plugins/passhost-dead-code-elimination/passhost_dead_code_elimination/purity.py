@@ -8,7 +8,6 @@ from passhost.ir import Call, Constant, Expr, Function, GlobalVar, Let, Op, Var,
 
 __all__ = ["Purity"]
 
-_LEAVES = (Var, Constant, Op, GlobalVar)
 #: nodes whose evaluation is trivially pure
 _SIMPLE = frozenset({Var, Constant, Op, GlobalVar, Function})
 
@@ -81,7 +80,7 @@ class Purity:
                 stack.pop()
                 continue
             t = type(node)
-            if t in _LEAVES or t is Function:
+            if t in _SIMPLE:
                 memo[node] = True
                 stack.pop()
                 continue
