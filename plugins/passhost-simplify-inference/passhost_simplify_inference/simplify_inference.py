@@ -58,12 +58,11 @@ from typing import Callable, Optional
 
 
 from passhost.errors import PassError
-from passhost.ir import Expr, TensorType, rewrite_post_order
+from passhost.ir import Expr, TensorType, rewrite_post_order, type_of
 from passhost.ir.pattern import DFPatternCallback, is_op, is_tuple_get_item, rewrite, wildcard
 from passhost.transform import pattern_pass
 
 from .unpack import batch_norm_to_infer, instance_norm_to_infer, layer_norm_to_infer
-from passhost.ir import type_of
 
 __all__ = [
     "simplify_inference",

@@ -45,8 +45,6 @@ def _norm_axis(axis: int, ndim: int) -> int:
     return axis + ndim if axis < 0 else axis
 
 
-
-
 def batch_norm_to_infer(attrs: Any, data: Expr, gamma: Expr, beta: Expr, mean: Expr, var: Expr,
                         ty: TensorType) -> Expr:
     """``BatchNormToInferUnpack``: ``data * scale + shift`` in TVM's op order."""
