@@ -45,8 +45,8 @@ class Emitter:
         self.domains: dict = {}
         #: initializer name -> its array (emitters reshape constant arguments at export)
         self.values: dict = {}
-        #: output name -> tensor rank (the peepholes read it)
-        self.ranks: dict = {}
+        #: output name -> tensor shape (the peepholes read it)
+        self.shapes: dict = {}
         #: initializers a peephole made unused
         self.dropped: set = set()
 
@@ -136,7 +136,7 @@ def _emit_call(em: Emitter, call: ir.Call, args: list) -> Any:
         raise FormatError(f"operator {name} has no ONNX export; supported: {', '.join(sorted(EMITTERS))}")
     out = fn(em, call, args)
     if isinstance(out, str) and isinstance(call.checked_type, ir.TensorType):
-        em.ranks[out] = len(call.checked_type.shape)
+        em.shapes[out] = tuple(call.checked_type.shape)
     return out
 
 
@@ -233,8 +233,9 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
             for i, x in enumerate(n.output):
                 if x in rename:
                     n.output[i] = rename[x]
-    em.ranks.update((p.name_hint, len(p.checked_type.shape)) for p in main.params
-                    if isinstance(p.checked_type, ir.TensorType))
+    em.shapes.update((p.name_hint, tuple(p.checked_type.shape)) for p in main.params
+                     if isinstance(p.checked_type, ir.TensorType))
+    _merge_batch_reshapes(em)
     _fuse_conv_bias(em)
     _fuse_scale_shift(em)
     graph = helper.make_graph(em.nodes, graph_name,
@@ -266,11 +267,7 @@ def _flat_types(ty: ir.Type) -> list:
     return out
 
 
-def _fuse_conv_bias(em: Emitter) -> None:
-    """``Add(Conv(x, w), b)`` with a per-channel constant ``b`` becomes ``Conv(x, w, b)``, and
-    ``Add(Gemm(x, w), b)`` becomes ``Gemm(x, w, b)``: the bias add that conv2d/dense +
-    bias_add (or a folded batch norm) leaves is the ONNX operator's own input."""
-    inits = {name: arr for name, arr in em.inits}
+def _uses_and_producers(em: Emitter) -> tuple:
     uses: dict = {}
     producer: dict = {}
     for i, n in enumerate(em.nodes):
@@ -278,6 +275,60 @@ def _fuse_conv_bias(em: Emitter) -> None:
             uses[x] = uses.get(x, 0) + 1
         for o in n.output:
             producer[o] = i
+    return uses, producer
+
+
+def _drop_nodes(em: Emitter, drop: set) -> None:
+    """Remove the nodes whose ids are in ``drop``, and the initializers nothing reads now."""
+    if drop:
+        em.nodes[:] = [n for n in em.nodes if id(n) not in drop]
+        live = {x for n in em.nodes for x in n.input}
+        em.dropped.update(name for name, _ in em.inits if name not in live)
+
+
+def _merge_batch_reshapes(em: Emitter) -> None:
+    """``Reshape(MatMul(Reshape(a), Reshape(b)))`` that merges the same leading axes of ``a``
+    and ``b`` into one batch axis and splits it back afterwards is ``MatMul(a, b)``: ONNX's
+    MatMul batches over leading axes itself. The importer reads a 4-D attention ``MatMul``
+    as TVM does, a 3-D ``nn.batch_matmul`` between reshapes; this writes it back as one
+    node (four fewer per attention product)::
+
+        Reshape(a[1,4,64,64] -> [4,64,64]), Reshape(b -> [4,64,64]), MatMul, Reshape(-> [1,4,64,64])
+        ->  MatMul(a, b)
+    """
+    uses, producer = _uses_and_producers(em)
+    shapes = em.shapes
+    drop = set()
+    for n in em.nodes:
+        if n.op_type != "Reshape" or uses.get(n.input[0]) != 1 or n.input[0] not in producer:
+            continue
+        mm = em.nodes[producer[n.input[0]]]
+        if mm.op_type != "MatMul" or id(mm) in drop:
+            continue
+        inner = [em.nodes[producer[x]] if x in producer and uses.get(x) == 1 else None for x in mm.input]
+        if any(r is None or r.op_type != "Reshape" for r in inner):
+            continue
+        sa, sb = shapes.get(inner[0].input[0]), shapes.get(inner[1].input[0])
+        out = shapes.get(n.output[0])
+        if sa is None or sb is None or out is None or len(sa) < 3 or len(sa) != len(sb) or sa[:-2] != sb[:-2]:
+            continue
+        batch = sa[:-2]
+        count = int(np.prod(batch, dtype=np.int64))
+        if (shapes.get(inner[0].output[0]) != (count,) + sa[-2:]
+                or shapes.get(inner[1].output[0]) != (count,) + sb[-2:] or out != batch + (sa[-2], sb[-1])):
+            continue
+        mm.input[:] = [inner[0].input[0], inner[1].input[0]]
+        mm.output[0] = n.output[0]
+        drop.update((id(n), id(inner[0]), id(inner[1])))
+    _drop_nodes(em, drop)
+
+
+def _fuse_conv_bias(em: Emitter) -> None:
+    """``Add(Conv(x, w), b)`` with a per-channel constant ``b`` becomes ``Conv(x, w, b)``, and
+    ``Add(Gemm(x, w), b)`` becomes ``Gemm(x, w, b)``: the bias add that conv2d/dense +
+    bias_add (or a folded batch norm) leaves is the ONNX operator's own input."""
+    inits = {name: arr for name, arr in em.inits}
+    uses, producer = _uses_and_producers(em)
     drop = set()
     for n in em.nodes:
         if n.op_type != "Add" or len(n.input) != 2:
@@ -308,10 +359,7 @@ def _fuse_conv_bias(em: Emitter) -> None:
             drop.add(id(n))
             uses[bias] -= 1
             break
-    if drop:
-        em.nodes[:] = [n for n in em.nodes if id(n) not in drop]
-        live = {x for n in em.nodes for x in n.input}
-        em.dropped.update(name for name, _ in em.inits if name not in live)
+    _drop_nodes(em, drop)
 
 
 def _fuse_scale_shift(em: Emitter) -> None:
@@ -320,13 +368,7 @@ def _fuse_scale_shift(em: Emitter) -> None:
     ``BatchNormalization(x, s, b, mean=0, var=1, epsilon=0)``: exactly ``s * x + b``, one
     node instead of two, as the model had it before."""
     inits = {name: arr for name, arr in em.inits}
-    uses: dict = {}
-    producer: dict = {}
-    for i, n in enumerate(em.nodes):
-        for x in n.input:
-            uses[x] = uses.get(x, 0) + 1
-        for o in n.output:
-            producer[o] = i
+    uses, producer = _uses_and_producers(em)
 
     def per_channel(arr):
         if arr is None or arr.dtype.kind != "f":
@@ -352,7 +394,7 @@ def _fuse_scale_shift(em: Emitter) -> None:
             for x_name, s_name in ((mul.input[0], mul.input[1]), (mul.input[1], mul.input[0])):
                 s_arr = inits.get(s_name)
                 c = per_channel(s_arr)
-                if c is None or c != per_channel(b) or s_arr.dtype != b.dtype or em.ranks.get(x_name) != 4:
+                if c is None or c != per_channel(b) or s_arr.dtype != b.dtype or len(em.shapes.get(x_name, ())) != 4:
                     continue
                 dt = b.dtype
                 bn = helper.make_node("BatchNormalization",
@@ -365,7 +407,4 @@ def _fuse_scale_shift(em: Emitter) -> None:
             else:
                 continue
             break
-    if drop:
-        em.nodes[:] = [n for n in em.nodes if id(n) not in drop]
-        live = {x for n in em.nodes for x in n.input}
-        em.dropped.update(name for name, _ in em.inits if name not in live)
+    _drop_nodes(em, drop)

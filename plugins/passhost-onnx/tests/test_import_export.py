@@ -237,6 +237,28 @@ def test_per_channel_scale_shift_exports_as_one_batch_norm_on_4d(rank, ort_run):
                                rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("out_shape", [(2, 3, 5, 7), (6, 5, 7)])
+def test_a_batch_matmul_between_batch_reshapes_exports_as_one_matmul(out_shape, ort_run):
+    """The importer's reading of a 4-D MatMul (TVM's reshape / 3-D nn.batch_matmul /
+    reshape) goes back out as one MatMul; a reshape that does not split the batch back
+    keeps the three-dimensional form."""
+    a, b = ir.var("a", shape=(2, 3, 5, 4)), ir.var("b", shape=(2, 3, 4, 7))
+    prod = ir.nn.batch_matmul(ir.reshape(a, (6, 5, 4)), ir.reshape(b, (6, 4, 7)), transpose_b=False)
+    body = ir.reshape(prod, out_shape)
+    mod = ir.IRModule.from_expr(ir.Function([a, b], ir.nn.relu(body)))
+    model = to_onnx(mod)
+    onnx.checker.check_model(model)
+    ops = [n.op_type for n in model.graph.node]
+    if len(out_shape) == 4:
+        assert ops == ["MatMul", "Relu"] and not model.graph.initializer  # the shape constants went too
+    else:
+        assert ops == ["Reshape", "Reshape", "MatMul", "Reshape", "Relu"]
+    rng = np.random.RandomState(0)
+    xa, xb = rng.randn(2, 3, 5, 4).astype("float32"), rng.randn(2, 3, 4, 7).astype("float32")
+    np.testing.assert_allclose(ort_run(model.SerializeToString(), {"a": xa, "b": xb})[0], ir.evaluate(mod, xa, xb),
+                               rtol=1e-5, atol=1e-5)
+
+
 def test_each_node_becomes_an_expression_with_a_span_naming_it(tmp_path):
     """Issue 16 (spans): the expression an ONNX node becomes carries Span(model, name=node);
     an Identity does not re-span its input, and a later type error names the node."""
