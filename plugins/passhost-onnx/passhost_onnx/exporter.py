@@ -33,6 +33,29 @@ MIN_OPSET = 13
 MAX_OPSET = 21
 
 
+_A = onnx.AttributeProto
+
+
+def attribute(name: str, value: Any) -> onnx.AttributeProto:
+    """``helper.make_attribute(name, value)``: the same proto, made directly for an int, a
+    float, a string or a non-empty list of ints or of numbers (everything else goes to
+    ``make_attribute``)."""
+    t = type(value)
+    if t is int:
+        return _A(name=name, type=_A.INT, i=value)
+    if t is float:
+        return _A(name=name, type=_A.FLOAT, f=value)
+    if t is str:
+        return _A(name=name, type=_A.STRING, s=value.encode("utf-8"))
+    if (t is list or t is tuple) and value:
+        kinds = set(map(type, value))
+        if kinds == {int}:
+            return _A(name=name, type=_A.INTS, ints=value)
+        if kinds <= {int, float}:
+            return _A(name=name, type=_A.FLOATS, floats=value)
+    return helper.make_attribute(name, value)
+
+
 class Emitter:
     """Collects the nodes and initializers of one graph; emitters call :meth:`node`."""
 
@@ -55,10 +78,15 @@ class Emitter:
         return f"{hint}{self._count}"
 
     def node(self, op_type: str, inputs: list, n_out: int = 1, domain: str = "", **attrs: Any) -> list:
-        """Add an ONNX node; returns its output names."""
+        """Add an ONNX node; returns its output names. (``helper.make_node``'s node, built
+        without its per-attribute type dispatch for the plain values emitters pass.)"""
         outs = [self.fresh() for _ in range(n_out)]
-        self.nodes.append(helper.make_node(op_type, inputs, outs, domain=domain or None,
-                                           **{k: v for k, v in attrs.items() if v is not None}))
+        node = onnx.NodeProto(op_type=op_type, input=inputs, output=outs)
+        if domain:
+            node.domain = domain
+        if attrs:
+            node.attribute.extend([attribute(k, v) for k, v in sorted(attrs.items()) if v is not None])
+        self.nodes.append(node)
         return outs
 
     def one(self, op_type: str, inputs: list, **attrs: Any) -> str:

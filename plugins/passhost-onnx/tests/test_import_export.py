@@ -287,6 +287,23 @@ def test_layer_norm_below_opset_17_is_eight_nodes_with_a_constant_gamma(opset, d
     np.testing.assert_allclose(ort_run(model.SerializeToString(), feeds)[0], want, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("value", [0, -3, 2 ** 40, 1.5, float("inf"), "NCHW", "", "\u00fcn", [1, 2, 3], (4, 5),
+                                   [1.0, 2.5], [1, 2.5], (0.5,), True, [True, False], [1, True], ["a", "b"],
+                                   np.int64(3), np.float32(1.25), [np.int64(1), 2]])
+def test_the_exporters_attributes_are_make_attributes(value):
+    """The emitter builds plain attributes itself (faster); the proto must be the one
+    ``onnx.helper.make_attribute`` makes, down to the type it infers."""
+    from passhost_onnx.exporter import attribute
+
+    try:
+        want = helper.make_attribute("k", value)
+    except Exception as err:  # (a list of bools: onnx refuses it, and so must the exporter)
+        with pytest.raises(type(err)):
+            attribute("k", value)
+        return
+    assert attribute("k", value) == want
+
+
 def test_each_node_becomes_an_expression_with_a_span_naming_it(tmp_path):
     """Issue 16 (spans): the expression an ONNX node becomes carries Span(model, name=node);
     an Identity does not re-span its input, and a later type error names the node."""
