@@ -697,3 +697,18 @@ def test_rewrite_post_order_renames_binding_sites_through_the_memo():
     assert out.params == (x2,) and out.body.var is a2  # a fresh copy, as numerics.evaluable makes
     assert ir.well_formed(ir.IRModule.from_expr(out))
     assert ir.free_vars(out) == []
+
+
+def test_rewrite_none_only_substitutes():
+    """``rewrite=None``: no rule is offered anything; the memo's substitutions and
+    ``bind`` still apply, and a walk with neither hands the root back."""
+    x, y = ir.var("x", shape=(2,)), ir.var("y", shape=(2,))
+    keep = ir.negative(y)
+    root = ir.add(ir.exp(x), keep)
+    assert ir.rewrite_post_order(root, None) is root
+    out = ir.rewrite_post_order(root, None, memo={x: y})
+    assert out.args[0].args[0] is y and out.args[1] is keep
+    a = ir.var("a", shape=(2,))
+    let = ir.Let(a, ir.exp(x), ir.multiply(a, a))
+    bound = ir.rewrite_post_order(let, None, bind=lambda var, value: value)
+    assert type(bound) is ir.Call and bound.args[0] is bound.args[1] is let.value

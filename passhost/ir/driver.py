@@ -18,7 +18,7 @@ __all__ = ["rewrite_post_order"]
 
 
 @gc_paused
-def rewrite_post_order(root: Expr, rewrite: Callable[..., Optional[Expr]],
+def rewrite_post_order(root: Expr, rewrite: Optional[Callable[..., Optional[Expr]]],
                        memo: Optional[dict] = None,
                        skip: Optional[Callable[[Expr], bool]] = None,
                        keep_types: bool = False,
@@ -33,7 +33,10 @@ def rewrite_post_order(root: Expr, rewrite: Callable[..., Optional[Expr]],
     none changed), then ``rewrite(node)`` may return a replacement (or ``None`` to keep
     it). Shared sub-expressions are rewritten once and stay shared. A call whose callee
     is unchanged is rebuilt with :meth:`Call.with_args` (same callee and attrs, checks
-    not repeated).
+    not repeated). ``rewrite=None`` offers nothing: the walk only substitutes what
+    ``memo`` and ``bind`` say (no Python call per node)::
+
+        rewrite_post_order(body, None, memo={x: y})   # body with %x replaced by %y
 
     :param memo: ``{old: new}``; pre-seed it to substitute nodes (e.g. variables). The
         walk adds an entry for every node it changes (a node left as it is gets none)
@@ -75,6 +78,8 @@ def rewrite_post_order(root: Expr, rewrite: Callable[..., Optional[Expr]],
     """
     if memo is None:
         memo = {}
+    if rewrite is None:
+        only = frozenset()  # nothing to offer: the walk substitutes and binds
     get = memo.get
     if order is None:
         order = post_order(root, skip=skip, visited=set(memo))

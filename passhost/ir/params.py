@@ -64,5 +64,5 @@ def bind_params_by_name(func: Function, params: Mapping[str, Any]) -> Function:
                               "shape and dtype")
         memo[var] = const
     new_params = [p for p in func.params if p not in memo]
-    body = rewrite_post_order(func.body, lambda node: None, memo=dict(memo))
+    body = rewrite_post_order(func.body, None, memo=dict(memo))
     return Function(new_params, body, func.ret_type, func.attrs)

@@ -58,7 +58,7 @@ def inline_call(func: Function, args: Any) -> Any:
     memo: dict = dict(zip(func.params, args))
     for v in bound_vars(func.body):
         memo[v] = Var(v.name_hint, v.type_annotation)
-    return rewrite_post_order(func.body, lambda n: None, memo=memo)
+    return rewrite_post_order(func.body, None, memo=memo)
 
 
 def _inlinable(func: Any) -> bool:

@@ -36,9 +36,6 @@ from passhost.transform import function_pass
 
 __all__ = ["to_graph_normal_form", "ToGraphNormalForm"]
 
-_NOTHING: frozenset = frozenset()
-
-
 def _substitute(var: Var, value: Expr) -> Optional[Expr]:
     """What replaces ``var`` in its let's body: the value, or ``let %v = value; %v`` for a
     recursive local function (one that mentions its own variable cannot be substituted
@@ -51,11 +48,7 @@ def _substitute(var: Var, value: Expr) -> Optional[Expr]:
 def to_graph_normal_form(expr: Expr) -> Expr:
     """``expr`` (usually a function) without ``let`` bindings."""
     with _gc_paused():
-        return rewrite_post_order(expr, _no_rule, keep_types=True, only=_NOTHING, bind=_substitute)
-
-
-def _no_rule(node: Expr) -> None:
-    return None  # (offered nothing: only=_NOTHING; every let goes through bind)
+        return rewrite_post_order(expr, None, keep_types=True, bind=_substitute)  # (every let goes through bind)
 
 
 @function_pass(opt_level=1, name="ToGraphNormalForm", preserves_types=True)
