@@ -63,6 +63,28 @@ def test_constants_are_read_only_copies():
         Constant(np.array([1 + 2j]))
 
 
+def test_a_folded_matrix_transpose_is_a_view_and_prints_and_hashes_as_values():
+    """A read-only array contiguous in either order is kept as it is: a folded weight
+    transpose costs no copy (and transposing it back gives the original buffer), while
+    the text format, hashing and equality see only the values."""
+    w = np.arange(12, dtype="float32").reshape(3, 4)
+    w.flags.writeable = False
+    c = Constant(w)
+    assert c.data is w
+    folded = Constant(ir.evaluate(ir.transpose(c)))  # what constant folding makes of it
+    assert np.shares_memory(folded.data, w) and folded.data.flags.f_contiguous
+    assert folded.data_hash() == Constant(np.ascontiguousarray(w.T)).data_hash()
+    assert ir.structural_equal(folded, Constant(np.ascontiguousarray(w.T)))
+    back = ir.evaluate(ir.transpose(folded))
+    assert np.shares_memory(back, w) and back.flags.c_contiguous
+    text = ir.astext(IRModule.from_expr(ir.Function([], folded)), show_meta_data=True)
+    again = ir.parse(text)["main"].body
+    np.testing.assert_array_equal(again.data, w.T)
+    odd = np.arange(24, dtype="float32").reshape(2, 3, 4).transpose(1, 0, 2)  # neither order: copied
+    odd.flags.writeable = False
+    assert Constant(odd).data.flags.c_contiguous and not np.shares_memory(Constant(odd).data, odd)
+
+
 def test_call_attrs_are_completed_validated_and_frozen():
     x = ir.var("x", shape=(1, 3, 8, 8))
     call = ir.nn.softmax(x)

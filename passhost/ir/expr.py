@@ -312,7 +312,11 @@ _var_annotation = Var.__dict__["type_annotation"].__set__
 
 
 class Constant(Expr):
-    """A constant tensor. ``data`` is a read-only numpy array."""
+    """A constant tensor. ``data`` is a read-only numpy array, contiguous in C or Fortran
+    order: a read-only array already so is kept as it is (a folded ``transpose`` of a
+    weight is a view of it, not a copy); any other is copied into C order. Everything that
+    writes the bytes out (the text format's meta data, ONNX export, hashing) reads them in
+    C order, so the layout never shows."""
 
     __slots__ = ("data", "_data_hash")
     FIELDS = (("data", DATA),)
@@ -320,7 +324,8 @@ class Constant(Expr):
     def __init__(self, data: Any) -> None:
         arr = np.asarray(data)
         check_dtype(arr.dtype)
-        if arr.flags.writeable or not arr.flags.c_contiguous:
+        flags = arr.flags
+        if flags.writeable or not (flags.c_contiguous or flags.f_contiguous):
             arr = np.array(arr, copy=True, order="C")
             arr.flags.writeable = False
         _set(self, "data", arr)

@@ -128,7 +128,9 @@ def _transpose_rel(types: list, attrs) -> TensorType:
 @kernel
 def _transpose(args: list, attrs) -> np.ndarray:
     x = args[0]
-    return np.require(np.transpose(x, transpose_axes(x.ndim, attrs.axes)), requirements="C")
+    out = np.transpose(x, transpose_axes(x.ndim, attrs.axes))
+    # a contiguous view (a matrix's transpose: Fortran order) is kept, not copied
+    return out if out.flags.c_contiguous or out.flags.f_contiguous else np.ascontiguousarray(out)
 
 
 reg("transpose", 1, _transpose_rel, _transpose, attrs=(("axes", None),), pattern=INJ,

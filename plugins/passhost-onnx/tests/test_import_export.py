@@ -276,6 +276,30 @@ def test_the_exporters_attributes_are_make_attributes(value):
     assert attribute("k", value) == want
 
 
+def test_a_weight_transposed_at_import_is_a_view_and_exports_in_row_major_order(tmp_path, ort_run):
+    """``MatMul(x, Transpose(W))``: the import folds the transpose into a Fortran-order
+    view of ``W`` (no copy); -O3 folds dense's own transpose back to ``W``'s buffer; the
+    exported file holds the right values (row-major) and runs the same in onnxruntime."""
+    rng = np.random.RandomState(0)
+    w = rng.randn(6, 5).astype("float32")
+    model = _model([helper.make_node("Transpose", ["w"], ["wt"], perm=[1, 0]),
+                    helper.make_node("MatMul", ["x", "wt"], ["y"])],
+                   [_vi("x", [2, 3, 5])], [_vi("y", [2, 3, 6])],
+                   inits=[numpy_helper.from_array(w, "w")])
+    src = tmp_path / "m.onnx"
+    onnx.save(model, str(src))
+    mod = ir.load(str(src))
+    wt = [n for n in ir.post_order(mod["main"]) if isinstance(n, ir.Constant)][0]
+    assert wt.data.flags.f_contiguous and not wt.data.flags.c_contiguous
+    with passhost.transform.PassContext(opt_level=3):
+        mod = passhost.default_pipeline(3)(mod)
+    dst = tmp_path / "o.onnx"
+    ir.save(mod, str(dst))
+    x = rng.randn(2, 3, 5).astype("float32")
+    np.testing.assert_allclose(ort_run(str(dst), {"x": x})[0], x @ w.T, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ort_run(str(src), {"x": x})[0], x @ w.T, rtol=1e-5, atol=1e-5)
+
+
 def test_each_node_becomes_an_expression_with_a_span_naming_it(tmp_path):
     """Issue 16 (spans): the expression an ONNX node becomes carries Span(model, name=node);
     an Identity does not re-span its input, and a later type error names the node."""
