@@ -328,13 +328,14 @@ def _merge_batch_reshapes(em: Emitter) -> None:
     shapes = em.shapes
     drop = set()
     for n in em.nodes:
-        if n.op_type != "Reshape" or uses.get(n.input[0]) != 1 or n.input[0] not in producer:
+        if n.op_type != "Reshape" or id(n) in drop or uses.get(n.input[0]) != 1 or n.input[0] not in producer:
             continue
         mm = em.nodes[producer[n.input[0]]]
         if mm.op_type != "MatMul" or id(mm) in drop:
             continue
         inner = [em.nodes[producer[x]] if x in producer and uses.get(x) == 1 else None for x in mm.input]
-        if any(r is None or r.op_type != "Reshape" for r in inner):
+        # (a reshape an earlier merge dropped no longer produces what the scan says it does)
+        if any(r is None or r.op_type != "Reshape" or id(r) in drop for r in inner):
             continue
         sa, sb = shapes.get(inner[0].input[0]), shapes.get(inner[1].input[0])
         out = shapes.get(n.output[0])

@@ -259,6 +259,23 @@ def test_a_batch_matmul_between_batch_reshapes_exports_as_one_matmul(out_shape, 
                                rtol=1e-5, atol=1e-5)
 
 
+def test_two_chained_batch_matmuls_sharing_a_reshape_export_a_valid_graph(ort_run):
+    """The reshape after the first product is also the one before the second: the first
+    merge drops it, so the second must not take it for a reshape still in the graph."""
+    a, b, c = ir.var("a", shape=(1, 5, 4)), ir.var("b", shape=(1, 4, 7)), ir.var("c", shape=(1, 7, 3))
+    m1 = ir.reshape(ir.nn.batch_matmul(ir.reshape(a, (1, 5, 4)), ir.reshape(b, (1, 4, 7)), transpose_b=False),
+                    (1, 5, 7))
+    m2 = ir.reshape(ir.nn.batch_matmul(m1, ir.reshape(c, (1, 7, 3)), transpose_b=False), (1, 5, 3))
+    mod = ir.IRModule.from_expr(ir.Function([a, b, c], ir.nn.relu(m2)))
+    model = to_onnx(mod)
+    onnx.checker.check_model(model, full_check=True)
+    rng = np.random.RandomState(0)
+    feeds = {"a": rng.randn(1, 5, 4).astype("float32"), "b": rng.randn(1, 4, 7).astype("float32"),
+             "c": rng.randn(1, 7, 3).astype("float32")}
+    np.testing.assert_allclose(ort_run(model.SerializeToString(), feeds)[0], ir.evaluate(mod, *feeds.values()),
+                               rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("value", [0, -3, 2 ** 40, 1.5, float("inf"), "NCHW", "", "\u00fcn", [1, 2, 3], (4, 5),
                                    [1.0, 2.5], [1, 2.5], (0.5,), True, [True, False], [1, True], ["a", "b"],
                                    np.int64(3), np.float32(1.25), [np.int64(1), 2]])
