@@ -303,6 +303,28 @@ def _random_function(seed: int, n: int = 60):
     return Function([x], Tuple(fields))
 
 
+def test_contains_any_finds_node_classes_everywhere_and_only_there():
+    """The walk DeadCodeElimination asks first (is there a let to remove at all?)."""
+    T = ir.TensorType((3,), "float32")
+    x, a, p = ir.var("x", T), ir.var("a", T), ir.var("p", T)
+    let = ir.Let(a, ir.negative(x), a)
+    LET = frozenset({ir.Let})
+    assert not ir.contains_any(ir.add(ir.negative(x), x), LET)
+    assert not ir.contains_any(x, LET)
+    assert ir.contains_any(let, LET)
+    assert ir.contains_any(ir.add(x, ir.exp(let)), LET)  # an argument
+    assert ir.contains_any(ir.TupleGetItem(ir.Tuple([x, let]), 1), LET)  # a tuple field
+    assert ir.contains_any(ir.Call(ir.Function([p], ir.Let(a, p, a)), [x]), LET)  # a local callee's body
+    assert ir.contains_any(ir.Function([p], ir.add(p, let)), LET)  # a nested function
+    cond = ir.less(ir.sum(x), ir.const(0.0))
+    assert ir.contains_any(ir.If(cond, x, let), LET) and not ir.contains_any(ir.If(cond, x, ir.negative(x)), LET)
+    assert ir.contains_any(ir.If(cond, x, x), frozenset({ir.If, ir.Let}))
+    assert ir.contains_any(ir.add(x, x), frozenset({ir.Var})) and not ir.contains_any(ir.add(x, x), frozenset({ir.If}))
+    with pytest.raises(ir.IRError, match="calls_any"):
+        ir.contains_any(x, frozenset({ir.Op}))
+    assert ir.contains_any(ir.add(x, x), frozenset({ir.Call}))
+
+
 def test_calls_any_cache_answers_like_a_fresh_walk():
     all_ops = [ir.Op.get(o) for o in ("add", "subtract", "multiply", "maximum", "negative", "exp",
                                       "nn.relu", "sqrt", "log", "nn.conv2d")]

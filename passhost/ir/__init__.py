@@ -26,7 +26,7 @@ from .visitor import (
 )
 from .driver import rewrite_post_order
 from .axes import expand_bias_to_match_axis
-from .analysis import bound_vars, calls_any, count_ops, free_vars, is_primitive, module_changed
+from .analysis import bound_vars, calls_any, contains_any, count_ops, free_vars, is_primitive, module_changed
 from . import ops as _ops  # noqa: F401  (registers the core operators)
 from .builders import *  # noqa: F401,F403
 from .builders import __all__ as _builders_all
@@ -53,7 +53,7 @@ __all__ = [
     "IRModule",
     # traversal and analysis
     "ExprFunctor", "ExprVisitor", "ExprMutator", "children", "keep_checked_type", "post_order", "post_order_visit",
-    "rewrite_post_order", "with_children", "expand_bias_to_match_axis", "free_vars", "bound_vars", "count_ops", "calls_any", "is_primitive", "module_changed",
+    "rewrite_post_order", "with_children", "expand_bias_to_match_axis", "free_vars", "bound_vars", "count_ops", "calls_any", "contains_any", "is_primitive", "module_changed",
     # structure, text, types, evaluation
     "structural_equal", "structural_hash", "assert_structural_equal",
     "pretty_print", "printed_names", "astext", "parse", "parse_expr", "fromtext",

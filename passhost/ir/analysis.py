@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..errors import IRError
 from ._gc import paused
 from .expr import Call, Constant, Expr, Function, Let, Var
 from .facts import CALLED_OPS, OPS_EVER_CALLED
@@ -12,7 +13,8 @@ from .op import Op
 from .structural import structural_hash
 from .visitor import children, post_order
 
-__all__ = ["free_vars", "bound_vars", "all_vars", "count_ops", "calls_any", "called_ops", "is_primitive", "module_changed"]
+__all__ = ["free_vars", "bound_vars", "all_vars", "count_ops", "calls_any", "called_ops", "contains_any", "is_primitive",
+           "module_changed"]
 
 
 def bound_vars(expr: Expr) -> list:
@@ -136,6 +138,62 @@ def calls_any(root: Expr, ops: frozenset) -> bool:
         return True
     if type(root) is Function:
         CALLED_OPS[root] = found
+    return False
+
+
+def contains_any(root: Expr, classes: frozenset) -> bool:
+    """Is any node reachable from ``root`` (callees, nested functions and ``If`` branches
+    included) an instance of one of the node ``classes`` (``Let``, ``If``, ...)? One
+    unordered walk with an explicit stack, each node pushed once, stopping at the first
+    such node -- so a pass with nothing to act on can return its input untouched::
+
+        contains_any(fn, frozenset({ir.Let}))   # DeadCodeElimination: a let to remove?
+
+    It is its own loop rather than :func:`calls_any`'s with a class test added: collecting
+    the operators on the way made the let-free case of DeadCodeElimination 1.7x slower
+    on a 100k chain.
+    """
+    if Op in classes:
+        raise IRError("contains_any looks for node classes; ask for operators with calls_any")
+    kinds = frozenset(classes)
+    seen: set = set()
+    add = seen.add
+    stack = [root]
+    pop = stack.pop
+    push = stack.append
+    _Call, _Op = Call, Op
+    leaves = (Var, Constant, Op)
+    while stack:
+        node = pop()
+        t = type(node)
+        if t in kinds:
+            return True
+        if t is _Call:
+            op = node.op
+            if type(op) is not _Op and op not in seen:
+                add(op)
+                push(op)
+            args = node.args
+            if len(args) == 2:
+                a, b = args
+                if a not in seen:
+                    add(a)
+                    push(a)
+                if b not in seen:
+                    add(b)
+                    push(b)
+            else:
+                for a in args:
+                    if a not in seen:
+                        add(a)
+                        push(a)
+        elif t in leaves:
+            continue
+        else:
+            for a in children(node):
+                if a not in seen:
+                    add(a)
+                    push(a)
     return False
 
 

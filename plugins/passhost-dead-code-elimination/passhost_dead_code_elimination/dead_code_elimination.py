@@ -44,14 +44,14 @@ from __future__ import annotations
 from typing import Any
 
 from passhost.errors import PassError
-from passhost.ir import Expr, Function, IRModule, Let, Var, rewrite_post_order
+from passhost.ir import Expr, Function, IRModule, Let, Var, contains_any, rewrite_post_order
 from passhost.ir import paused_gc as _gc_paused
 from passhost.transform import module_pass
 
 from .purity import Purity
-from .uses import count_uses, has_let
+from .uses import count_uses
 
-__all__ = ["Purity", "count_uses", "has_let", "eliminate_dead_code", "dead_code_elimination",
+__all__ = ["Purity", "count_uses", "eliminate_dead_code", "dead_code_elimination",
            "DeadCodeElimination"]
 
 _LET = frozenset({Let})
@@ -61,7 +61,7 @@ def eliminate_dead_code(func: Function, purity: Purity = None, inline_once: bool
     """Remove the unused pure let-bindings of ``func`` (inline single uses if asked).
 
     A function without any ``let`` (every graph-form function) is returned as it is
-    after one cheap walk (:func:`has_let`): only let bindings can be dead.
+    after one cheap walk (``ir.contains_any(body, {Let})``): only let bindings can be dead.
 
     :param purity: the purity oracle (default: a fresh one without module context)
     :returns: the new function -- ``func`` itself when no binding goes
@@ -69,7 +69,7 @@ def eliminate_dead_code(func: Function, purity: Purity = None, inline_once: bool
     if purity is None:
         purity = Purity()
     with _gc_paused():
-        if not has_let(func.body):
+        if not contains_any(func.body, _LET):
             return func
         counts = count_uses(func, purity)
         drop = set()

@@ -1,14 +1,13 @@
 """The use counts of let-bound variables (DeadCodeElimination's step 2; see
-:mod:`.dead_code_elimination`), and the cheap test that a function has a ``let`` at all."""
+:mod:`.dead_code_elimination`)."""
 from __future__ import annotations
 
-from passhost.ir import Call, Constant, Expr, Function, GlobalVar, Let, Op, TupleGetItem, Var, children
+from passhost.ir import Call, Constant, Function, GlobalVar, Let, Op, TupleGetItem, Var, children
 
 from .purity import Purity
 
-__all__ = ["count_uses", "has_let"]
+__all__ = ["count_uses"]
 
-_LEAVES = (Var, Constant, Op, GlobalVar)
 #: nodes that hold no variable use
 _INERT = frozenset({Constant, Op, GlobalVar})
 
@@ -141,52 +140,3 @@ def count_uses(func: Function, purity: Purity) -> dict:
             break
     return counts
 
-
-def has_let(root: Expr) -> bool:
-    """Whether any node reachable from ``root`` (nested functions, callees and ``If``
-    branches included) is a ``Let``.
-
-    One unordered walk with an explicit stack that stops at the first ``Let``: each
-    node is pushed once (marked as it is pushed). Without a ``Let`` there is no
-    binding to remove, so :func:`eliminate_dead_code` needs neither use counts nor
-    purity and returns the function itself.
-    """
-    seen: set = set()  # every node ever pushed (marked when pushed: pushed once)
-    add = seen.add
-    stack = [root]
-    pop = stack.pop
-    push = stack.append
-    _Call, _Op, _Let = Call, Op, Let
-    leaves = _LEAVES
-    while stack:
-        node = pop()
-        t = type(node)
-        if t is _Call:
-            op = node.op
-            if type(op) is not _Op and op not in seen:
-                add(op)
-                push(op)
-            args = node.args
-            if len(args) == 2:  # the usual call, unrolled
-                a, b = args
-                if a not in seen:
-                    add(a)
-                    push(a)
-                if b not in seen:
-                    add(b)
-                    push(b)
-            else:
-                for a in args:
-                    if a not in seen:
-                        add(a)
-                        push(a)
-        elif t in leaves:
-            continue
-        elif t is _Let:
-            return True
-        else:
-            for a in children(node):
-                if a not in seen:
-                    add(a)
-                    push(a)
-    return False
