@@ -44,6 +44,11 @@ def to_onnx_type(dtype) -> int:
 _RAW_DTYPES = {k: np.dtype(v) for k, v in _TO_DTYPE.items()}
 
 
+def raw_dtype(elem_type: int):
+    """The numpy dtype whose little-endian bytes are an ONNX element type's ``raw_data``, or ``None``."""
+    return _RAW_DTYPES.get(elem_type)
+
+
 def tensor_array(tensor: TensorProto) -> np.ndarray:
     """A ``TensorProto``'s value as a numpy array.
 

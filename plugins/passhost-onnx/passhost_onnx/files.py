@@ -14,6 +14,7 @@ from passhost.io import atomic_writer
 from .dtypes import to_onnx_type
 from .exporter import MAX_OPSET, MIN_OPSET, export_parts, to_onnx
 from .importer import from_onnx
+from .reader import read_model
 from .writer import chunks_size, encode, write_chunks
 
 __all__ = ["load", "save", "TWO_GB"]
@@ -36,7 +37,7 @@ def _extra_converters() -> list:
 def load(path: str, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False) -> Any:
     """Read ``path`` (external data next to it is loaded too) and import it."""
     try:
-        model = onnx.load(path)
+        model, arrays = read_model(path)
     except FileNotFoundError:
         raise UsageError(f"cannot read {path!r}: No such file or directory") from None
     except OSError as err:
@@ -48,7 +49,7 @@ def load(path: str, *, input_shapes: Optional[Mapping] = None, keep_params: bool
         raise FormatError(f"cannot read {path!r}: it holds no ONNX graph (empty or not an ONNX model)")
     try:
         return from_onnx(model, input_shapes=input_shapes, keep_params=keep_params,
-                         extra_converters=_extra_converters(), source=os.path.basename(path))
+                         extra_converters=_extra_converters(), source=os.path.basename(path), arrays=arrays)
     except FormatError as err:
         raise FormatError(f"{path}: {err}") from None
 

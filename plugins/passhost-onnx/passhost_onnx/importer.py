@@ -27,6 +27,7 @@ from . import convert_composite, convert_image, convert_index, convert_math, con
 from . import convert_unary  # noqa: F401
 from . import convert_lift  # noqa: F401,I001  (last: wraps the converters above for 1-D data)
 from .dtypes import tensor_array, to_dtype
+from .reader import full_model
 from .node import Node
 from .opaque import OPAQUE
 from .table import lookup, merged
@@ -165,15 +166,15 @@ def _fold(expr: ir.Expr) -> ir.Expr:
 
 
 def from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False,
-              extra_converters: Optional[list] = None, source: str = "") -> Any:
+              extra_converters: Optional[list] = None, source: str = "", arrays: Optional[Mapping] = None) -> Any:
     """Import ``model`` (see :func:`_from_onnx`), with the cyclic GC paused while the graph grows."""
     with ir.paused_gc():
         return _from_onnx(model, input_shapes=input_shapes, keep_params=keep_params,
-                          extra_converters=extra_converters, source=source)
+                          extra_converters=extra_converters, source=source, arrays=arrays)
 
 
 def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False,
-               extra_converters: Optional[list] = None, source: str = "") -> Any:
+               extra_converters: Optional[list] = None, source: str = "", arrays: Optional[Mapping] = None) -> Any:
     """Import ``model``: an :class:`~passhost.ir.IRModule` (with ``keep_params``: and a params dict).
 
     :param input_shapes: input name -> concrete shape; other symbolic dimensions become 1
@@ -184,6 +185,9 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
     :param source: the model's name in spans (default: the graph's name); the expression
         each ONNX node becomes gets the span ``Span(source, name=<node name>)``, so a later
         type error says which node of the model it came from
+    :param arrays: initializer name -> its value, for initializers whose bytes the caller
+        already holds (:func:`.reader.read_model` hands out the weights of a file in place);
+        those initializers' own data fields are not read
     :raises FormatError: unsupported operators (all of them, with counts), bad shapes, ...
     """
     graph = model.graph
@@ -216,7 +220,7 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
     weights: dict = {}
     for name, tensor in inits.items():
         to_dtype(tensor.data_type, f"initializer {name!r}")
-        data = tensor_array(tensor)
+        data = arrays[name] if arrays and name in arrays else tensor_array(tensor)
         if keep_params and data.dtype.kind == "f":
             v = ir.infer_type(ir.var(name, shape=data.shape, dtype=str(data.dtype)))
             env[name] = v
@@ -226,7 +230,7 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
     weight_vars = [env[n] for n in weights]
     customs = [n for n in graph.node if _domain(n.domain)
                and lookup(table, _domain(n.domain), n.op_type, opsets.get(_domain(n.domain), 1)) is None]
-    types = _opaque_types(model, customs) if customs else {}
+    types = _opaque_types(full_model(model, arrays), customs) if customs else {}
     for n in graph.node:
         domain = _domain(n.domain)
         try:

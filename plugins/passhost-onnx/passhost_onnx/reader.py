@@ -1,0 +1,189 @@
+"""Reading an ONNX file without copying the weights through protobuf (the twin of :mod:`.writer`).
+
+``onnx.load`` parses the whole file into protobuf's memory, a first copy of every weight,
+and reading a tensor's ``raw_data`` hands out a second. Most of an ONNX file is weight
+bytes, so those copies cost more than the rest of the import. The reader walks the
+protobuf framing of the file instead (a few thousand fields: the model's, the graph's and
+each initializer's, never the bytes of a weight)::
+
+    ModelProto  = <model fields>  graph(7) = len | <graph fields>  initializer(5) = len | tensor ...
+    TensorProto = <name, data_type, dims, ...>  raw_data(9) = len | bytes of the array
+
+and cuts every initializer's ``raw_data`` field out. What is left (the model, the graph, and
+each initializer's header) is small and parsed by protobuf as usual; each weight becomes
+a read-only numpy array over the file's bytes, in place.
+
+The result equals ``onnx.load``'s: the initializers whose bytes are handed out as arrays
+keep their header (name, type, dims) in the model and lose only ``raw_data``; every other
+tensor is as protobuf reads it. A file whose framing is not the plain one above (the graph
+field twice, a tensor with ``raw_data`` twice, a group, a truncated field) is parsed whole
+by protobuf, which merges or rejects it exactly as ``onnx.load`` would.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Optional
+
+import numpy as np
+import onnx
+
+from .dtypes import raw_dtype
+
+__all__ = ["read_model"]
+
+_GRAPH = 7         # ModelProto.graph
+_INITIALIZER = 5   # GraphProto.initializer
+_RAW_DATA = 9      # TensorProto.raw_data
+#: ``data_location: EXTERNAL`` as it appears on the wire (field 14, varint 1); a model whose
+#: small part does not hold these two bytes has no tensor in external data
+_EXTERNAL_MARK = bytes([(14 << 3) | 0, 1])
+
+
+class _Unusual(Exception):
+    """The framing is not the plain one; protobuf reads the file whole."""
+
+
+def _varint(buf: bytes, pos: int, end: int) -> tuple:
+    result = shift = 0
+    while True:
+        if pos >= end or shift > 63:
+            raise _Unusual
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+
+
+def _fields(buf: bytes, pos: int, end: int) -> list:
+    """``(field, wire type, start, value start, end)`` of each field of the message in ``buf[pos:end]``."""
+    out = []
+    append = out.append
+    while pos < end:
+        start = pos
+        key = buf[pos]  # one-byte keys and lengths (almost all of them) are read inline
+        if key < 0x80:
+            pos += 1
+        else:
+            key, pos = _varint(buf, pos, end)
+        wire = key & 7
+        if wire == 2:
+            if pos >= end:
+                raise _Unusual
+            n = buf[pos]
+            if n < 0x80:
+                value = pos + 1
+            else:
+                n, value = _varint(buf, pos, end)
+            pos = value + n
+        elif wire == 0:
+            value = pos
+            _, pos = _varint(buf, pos, end)
+        elif wire == 1:
+            value = pos
+            pos += 8
+        elif wire == 5:
+            value = pos
+            pos += 4
+        else:  # groups (3, 4) and invalid wire types
+            raise _Unusual
+        if pos > end:
+            raise _Unusual
+        append((key >> 3, wire, start, value, pos))
+    return out
+
+
+def _frame(field: int, body: bytes) -> bytes:
+    """``body`` as a length-delimited field ``field``."""
+    out = bytearray([(field << 3) | 2])
+    n = len(body)
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out) + body
+
+
+def _split(data: bytes) -> tuple:
+    """The model without its initializers' ``raw_data`` (as bytes), and the ``(start, end)``
+    of each initializer's raw bytes in ``data`` (``None`` where the tensor is left whole)."""
+    top = _fields(data, 0, len(data))
+    graphs = [f for f in top if f[0] == _GRAPH]
+    if len(graphs) != 1 or graphs[0][1] != 2:
+        raise _Unusual
+    graph_field = graphs[0]
+    graph_parts, spans = [], []
+    for field, wire, start, value, end in _fields(data, graph_field[3], graph_field[4]):
+        if field != _INITIALIZER or wire != 2:
+            graph_parts.append(data[start:end])
+            continue
+        tensor = _fields(data, value, end)
+        raws = [f for f in tensor if f[0] == _RAW_DATA]
+        if len(raws) != 1 or raws[0][1] != 2:
+            graph_parts.append(data[start:end])
+            spans.append(None)
+            continue
+        _, _, r_start, r_value, r_end = raws[0]
+        graph_parts.append(_frame(_INITIALIZER, data[value:r_start] + data[r_end:end]))
+        spans.append((r_value, r_end))
+    graph = b"".join(graph_parts)
+    rest = [data[start:end] for field, _, start, _, end in top if field != _GRAPH]
+    rest.append(_frame(_GRAPH, graph))
+    return b"".join(rest), spans
+
+
+def _parse(data: bytes) -> onnx.ModelProto:
+    model = onnx.ModelProto()
+    model.ParseFromString(data)
+    return model
+
+
+def read_model(path: str) -> tuple:
+    """``(model, arrays)``: the ONNX model in the file ``path`` (external data beside it
+    loaded, as ``onnx.load`` does) and, for each initializer whose bytes were not copied,
+    its value (``{name: read-only array}``); those initializers hold no ``raw_data`` in
+    ``model``. Raises what protobuf raises on a malformed file."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        small, spans = _split(data)
+    except _Unusual:
+        model, spans, small = _parse(data), [], None
+    else:
+        model = _parse(small)
+    arrays: dict = {}
+    if spans:
+        little = sys.byteorder == "little"
+        for tensor, span in zip(model.graph.initializer, spans):
+            if span is None:
+                continue
+            start, end = span
+            dtype = raw_dtype(tensor.data_type) if little else None
+            count = 1
+            for d in tensor.dims:
+                count *= d
+            if dtype is not None and tensor.data_location != onnx.TensorProto.EXTERNAL \
+                    and count * dtype.itemsize == end - start:
+                arrays[tensor.name] = np.frombuffer(data, dtype=dtype, count=count,
+                                                    offset=start).reshape(tuple(tensor.dims))
+            else:  # a type or size numpy cannot view: the tensor as protobuf would hold it
+                tensor.raw_data = data[start:end]
+    if small is None or _EXTERNAL_MARK in small:
+        onnx.load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
+    return model, arrays
+
+
+def full_model(model: onnx.ModelProto, arrays: Optional[dict]) -> onnx.ModelProto:
+    """``model`` with the bytes of ``arrays`` put back into its initializers (a copy; for
+    the rare step that needs the whole model, such as onnx's shape inference)."""
+    if not arrays:
+        return model
+    whole = onnx.ModelProto()
+    whole.CopyFrom(model)
+    for tensor in whole.graph.initializer:
+        arr = arrays.get(tensor.name)
+        if arr is not None and not tensor.HasField("raw_data"):
+            tensor.raw_data = arr.tobytes()
+    return whole
