@@ -264,8 +264,7 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     em.shapes.update((p.name_hint, tuple(p.checked_type.shape)) for p in main.params
                      if isinstance(p.checked_type, ir.TensorType))
     _merge_batch_reshapes(em)
-    _fuse_conv_bias(em)
-    _fuse_scale_shift(em)
+    _fuse_adds(em)
     graph = helper.make_graph(em.nodes, graph_name,
                               [_value_info(p.name_hint, p.checked_type) for p in main.params],
                               [_value_info(n, t) for n, t in zip(names, out_types)])
@@ -324,6 +323,8 @@ def _merge_batch_reshapes(em: Emitter) -> None:
         Reshape(a[1,4,64,64] -> [4,64,64]), Reshape(b -> [4,64,64]), MatMul, Reshape(-> [1,4,64,64])
         ->  MatMul(a, b)
     """
+    if not any(n.op_type == "MatMul" for n in em.nodes):
+        return
     uses, producer = _uses_and_producers(em)
     shapes = em.shapes
     drop = set()
@@ -352,88 +353,88 @@ def _merge_batch_reshapes(em: Emitter) -> None:
     _drop_nodes(em, drop)
 
 
-def _fuse_conv_bias(em: Emitter) -> None:
-    """``Add(Conv(x, w), b)`` with a per-channel constant ``b`` becomes ``Conv(x, w, b)``, and
-    ``Add(Gemm(x, w), b)`` becomes ``Gemm(x, w, b)``: the bias add that conv2d/dense +
-    bias_add (or a folded batch norm) leaves is the ONNX operator's own input."""
+def _fuse_adds(em: Emitter) -> None:
+    """The two peepholes on ``Add`` nodes, over one scan of the graph: a bias add becomes
+    the convolution's own input (:func:`_conv_bias`), a per-channel scale and shift one
+    ``BatchNormalization`` (:func:`_scale_shift`). They take different producers (a
+    ``Conv``/``Gemm``, a ``Mul``), so neither can take a node the other changed."""
     inits = {name: arr for name, arr in em.inits}
     uses, producer = _uses_and_producers(em)
-    drop = set()
+    drop: set = set()
     for n in em.nodes:
-        if n.op_type != "Add" or len(n.input) != 2:
-            continue
-        for data, bias in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
-            j = producer.get(data)
-            b = inits.get(bias)
-            if j is None or b is None or uses.get(data) != 1:
-                continue
-            conv = em.nodes[j]
-            if conv.op_type not in ("Conv", "Gemm") or len(conv.input) != 2:
-                continue
-            w = inits.get(conv.input[1])
-            if w is None or b.dtype != w.dtype:
-                continue
-            if conv.op_type == "Gemm":  # Gemm(x, w, transB=1) + b: b of shape (N,) or (1, N)
-                attrs = {a.name: a for a in conv.attribute}
-                if "transB" not in attrs or attrs["transB"].i != 1 or len(attrs) != 1:
-                    continue
-                shapes = ((w.shape[0],), (1, w.shape[0]))
-            else:
-                c = w.shape[0]
-                shapes = ((c,), (c, 1, 1), (1, c, 1, 1))
-            if b.shape not in shapes:
-                continue
-            conv.input.append(em.const(b.reshape(-1)))
-            conv.output[0] = n.output[0]
-            drop.add(id(n))
-            uses[bias] -= 1
-            break
+        if n.op_type == "Add" and len(n.input) == 2:
+            _conv_bias(em, n, inits, uses, producer, drop) or _scale_shift(em, n, inits, uses, producer, drop)
     _drop_nodes(em, drop)
 
 
-def _fuse_scale_shift(em: Emitter) -> None:
+def _conv_bias(em: Emitter, n: Any, inits: dict, uses: dict, producer: dict, drop: set) -> bool:
+    """``Add(Conv(x, w), b)`` with a per-channel constant ``b`` becomes ``Conv(x, w, b)``, and
+    ``Add(Gemm(x, w), b)`` becomes ``Gemm(x, w, b)``: the bias add that conv2d/dense +
+    bias_add (or a folded batch norm) leaves is the ONNX operator's own input."""
+    for data, bias in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
+        j = producer.get(data)
+        b = inits.get(bias)
+        if j is None or b is None or uses.get(data) != 1:
+            continue
+        conv = em.nodes[j]
+        if conv.op_type not in ("Conv", "Gemm") or len(conv.input) != 2:
+            continue
+        w = inits.get(conv.input[1])
+        if w is None or b.dtype != w.dtype:
+            continue
+        if conv.op_type == "Gemm":  # Gemm(x, w, transB=1) + b: b of shape (N,) or (1, N)
+            attrs = {a.name: a for a in conv.attribute}
+            if "transB" not in attrs or attrs["transB"].i != 1 or len(attrs) != 1:
+                continue
+            shapes = ((w.shape[0],), (1, w.shape[0]))
+        else:
+            c = w.shape[0]
+            shapes = ((c,), (c, 1, 1), (1, c, 1, 1))
+        if b.shape not in shapes:
+            continue
+        conv.input.append(em.const(b.reshape(-1)))
+        conv.output[0] = n.output[0]
+        drop.add(id(n))
+        uses[bias] -= 1
+        return True
+    return False
+
+
+def _per_channel(arr: Any) -> Optional[int]:
+    """The channel count of a floating-point ``(C, 1, 1)`` or ``(1, C, 1, 1)`` constant."""
+    if arr is None or arr.dtype.kind != "f":
+        return None
+    if arr.ndim == 3 and arr.shape[1:] == (1, 1):
+        return arr.shape[0]
+    if arr.ndim == 4 and arr.shape[0] == 1 and arr.shape[2:] == (1, 1):
+        return arr.shape[1]
+    return None
+
+
+def _scale_shift(em: Emitter, n: Any, inits: dict, uses: dict, producer: dict, drop: set) -> bool:
     """``Add(Mul(x, s), b)`` on a 4-D ``x`` with per-channel constants ``s`` and ``b`` (what
     SimplifyInference makes of a batch norm that no convolution absorbed) becomes one
     ``BatchNormalization(x, s, b, mean=0, var=1, epsilon=0)``: exactly ``s * x + b``, one
     node instead of two, as the model had it before."""
-    inits = {name: arr for name, arr in em.inits}
-    uses, producer = _uses_and_producers(em)
-
-    def per_channel(arr):
-        if arr is None or arr.dtype.kind != "f":
-            return None
-        if arr.ndim == 3 and arr.shape[1:] == (1, 1):
-            return arr.shape[0]
-        if arr.ndim == 4 and arr.shape[0] == 1 and arr.shape[2:] == (1, 1):
-            return arr.shape[1]
-        return None
-
-    drop = set()
-    for n in em.nodes:
-        if n.op_type != "Add" or len(n.input) != 2:
+    for m_name, b_name in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
+        j = producer.get(m_name)
+        b = inits.get(b_name)
+        if j is None or uses.get(m_name) != 1 or _per_channel(b) is None:
             continue
-        for m_name, b_name in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
-            j = producer.get(m_name)
-            b = inits.get(b_name)
-            if j is None or uses.get(m_name) != 1 or per_channel(b) is None:
+        mul = em.nodes[j]
+        if mul.op_type != "Mul" or id(mul) in drop:
+            continue
+        for x_name, s_name in ((mul.input[0], mul.input[1]), (mul.input[1], mul.input[0])):
+            s_arr = inits.get(s_name)
+            c = _per_channel(s_arr)
+            if c is None or c != _per_channel(b) or s_arr.dtype != b.dtype or len(em.shapes.get(x_name, ())) != 4:
                 continue
-            mul = em.nodes[j]
-            if mul.op_type != "Mul" or id(mul) in drop:
-                continue
-            for x_name, s_name in ((mul.input[0], mul.input[1]), (mul.input[1], mul.input[0])):
-                s_arr = inits.get(s_name)
-                c = per_channel(s_arr)
-                if c is None or c != per_channel(b) or s_arr.dtype != b.dtype or len(em.shapes.get(x_name, ())) != 4:
-                    continue
-                dt = b.dtype
-                bn = helper.make_node("BatchNormalization",
-                                      [x_name, em.const(s_arr.reshape(-1)), em.const(b.reshape(-1)),
-                                       em.const(np.zeros(c, dt)), em.const(np.ones(c, dt))],
-                                      [n.output[0]], epsilon=0.0)
-                n.CopyFrom(bn)
-                drop.add(id(mul))
-                break
-            else:
-                continue
-            break
-    _drop_nodes(em, drop)
+            dt = b.dtype
+            bn = helper.make_node("BatchNormalization",
+                                  [x_name, em.const(s_arr.reshape(-1)), em.const(b.reshape(-1)),
+                                   em.const(np.zeros(c, dt)), em.const(np.ones(c, dt))],
+                                  [n.output[0]], epsilon=0.0)
+            n.CopyFrom(bn)
+            drop.add(id(mul))
+            return True
+    return False
