@@ -93,13 +93,20 @@ def _structure(skeleton: Any, weights: list) -> Any:
     """The model to check without its weight bytes: every initializer is declared as a graph
     input of its type instead. The checker then sees every node, attribute, opset and name;
     the weight bytes themselves are framed by :mod:`.writer`, whose output the tests load
-    with onnx and run in onnxruntime."""
-    model = onnx.ModelProto()
-    model.CopyFrom(skeleton)
+    with onnx and run in onnxruntime. (``skeleton`` itself gets the inputs: it has been
+    encoded already, and nothing reads it afterwards.)"""
+    inputs = skeleton.graph.input
     for name, arr in weights:
-        model.graph.input.append(onnx.helper.make_tensor_value_info(name, to_onnx_type(arr.dtype),
-                                                                    list(arr.shape)))
-    return model
+        vi = inputs.add()
+        vi.name = name
+        tensor_type = vi.type.tensor_type
+        tensor_type.elem_type = to_onnx_type(arr.dtype)
+        dims = tensor_type.shape.dim
+        if not arr.shape:
+            tensor_type.shape.SetInParent()
+        for d in arr.shape:
+            dims.add().dim_value = d
+    return skeleton
 
 
 def _check(model: Any, path: str) -> None:

@@ -293,6 +293,22 @@ def test_the_exporters_attributes_are_make_attributes(value):
     assert attribute("k", value) == want
 
 
+@pytest.mark.parametrize("shape, dtype", [((2, 3), np.float32), ((), np.int64), ((0,), np.float16),
+                                          ((1, 64, 1, 1), np.float64), ((5,), np.bool_)])
+def test_the_checked_structure_declares_each_weight_as_make_tensor_value_info_would(shape, dtype):
+    """The checker sees each initializer as a typed graph input, built field by field
+    (faster): it must be the ValueInfoProto ``onnx.helper.make_tensor_value_info`` makes."""
+    from passhost_onnx.dtypes import to_onnx_type
+    from passhost_onnx.files import _structure
+
+    skeleton = onnx.ModelProto()
+    skeleton.graph.input.append(helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1]))
+    checked = _structure(skeleton, [("w", np.zeros(shape, dtype))])
+    assert list(checked.graph.input) == [
+        helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1]),
+        helper.make_tensor_value_info("w", to_onnx_type(np.dtype(dtype)), list(shape))]
+
+
 def test_a_weight_transposed_at_import_is_a_view_and_exports_in_row_major_order(tmp_path, ort_run):
     """``MatMul(x, Transpose(W))``: the import folds the transpose into a Fortran-order
     view of ``W`` (no copy); -O3 folds dense's own transpose back to ``W``'s buffer; the
