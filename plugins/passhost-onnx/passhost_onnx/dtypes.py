@@ -30,7 +30,7 @@ def to_dtype(elem_type: int, what: str = "") -> str:
     except KeyError:
         name = TensorProto.DataType.Name(elem_type) if elem_type in TensorProto.DataType.values() else elem_type
         raise FormatError(f"{what + ': ' if what else ''}ONNX element type {name} has no passhost dtype "
-                          f"(supported: {', '.join(sorted(_TO_ONNX))})") from None
+                          f"(supported: {', '.join(sorted(_TO_DTYPE.values()))})") from None
 
 
 def to_onnx_type(dtype) -> int:

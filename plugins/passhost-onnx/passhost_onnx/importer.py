@@ -165,6 +165,20 @@ def _fold(expr: ir.Expr) -> ir.Expr:
     return ir.infer_type(ir.Constant(np.asarray(value))) if isinstance(value, np.ndarray) else expr
 
 
+def _initializer_array(name: str, tensor: onnx.TensorProto) -> np.ndarray:
+    """The value of initializer ``name``; a tensor whose data does not fit its type and
+    dims (a damaged file) is an error naming it."""
+    try:
+        return tensor_array(tensor)
+    except FormatError:
+        raise
+    except Exception as err:  # numpy_helper on data of the wrong size or kind
+        dims = "x".join(map(str, tensor.dims)) or "scalar"
+        raise FormatError(f"initializer {name!r} ({to_dtype(tensor.data_type)}[{dims}]): its data does not match "
+                          f"its type and dims ({type(err).__name__}: {err}); the model file is damaged or was "
+                          "written wrongly: export it again") from None
+
+
 def from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False,
               extra_converters: Optional[list] = None, source: str = "", arrays: Optional[Mapping] = None) -> Any:
     """Import ``model`` (see :func:`_from_onnx`), with the cyclic GC paused while the graph grows."""
@@ -220,7 +234,7 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
     weights: dict = {}
     for name, tensor in inits.items():
         to_dtype(tensor.data_type, f"initializer {name!r}")
-        data = arrays[name] if arrays and name in arrays else tensor_array(tensor)
+        data = arrays[name] if arrays and name in arrays else _initializer_array(name, tensor)
         if keep_params and data.dtype.kind == "f":
             v = ir.infer_type(ir.var(name, shape=data.shape, dtype=str(data.dtype)))
             env[name] = v

@@ -155,3 +155,19 @@ def test_each_raw_dtype_reads_as_onnx_load(tmp_path, dtype):
     model, arrays = read_model(str(path))
     if "t" in arrays:
         assert arrays["t"].dtype == arr.dtype and arrays["t"].shape == (2, 3)
+
+
+def test_a_damaged_or_unsupported_initializer_is_named_in_one_message(tmp_path):
+    from passhost.errors import FormatError
+
+    short = _model()
+    short.graph.initializer[0].raw_data = short.graph.initializer[0].raw_data[:-4]
+    strings = _model()
+    strings.graph.initializer[1].data_type = TensorProto.STRING
+    for model, want in ((short, r"initializer 'w' \(float32\[3x4\]\): its data does not match its type and dims"),
+                        (strings, r"initializer 'b': ONNX element type STRING has no passhost dtype "
+                                  r"\(supported: bool, float16, .*uint8\)")):
+        path = tmp_path / "m.onnx"
+        onnx.save(model, str(path))
+        with pytest.raises(FormatError, match=want):
+            ir.load(str(path))
