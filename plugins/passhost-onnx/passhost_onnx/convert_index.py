@@ -57,7 +57,11 @@ def _gather_elements(node):
 @converter("Expand", 8)
 def _expand(node):
     target = tuple(int(d) for d in node.need_const(1, "the shape").reshape(-1))
-    shape = tuple(np.broadcast_shapes(node.shape(0), target))
+    try:
+        shape = tuple(np.broadcast_shapes(node.shape(0), target))
+    except ValueError:
+        raise node.error(f"cannot expand an input of shape {node.shape(0)} to {target}: the shapes do not "
+                         "broadcast") from None
     if shape == node.shape(0):
         return node.inputs[0]
     return call("broadcast_to", node.inputs[0], shape=shape)

@@ -147,6 +147,8 @@ def _split(node, sizes):
     n_out = len(node.outputs)
     if sizes is None:
         num = node.attr("num_outputs", n_out)
+        if num != n_out:
+            raise node.error(f"num_outputs={num}, but the node has {n_out} outputs")
         dim = shape[axis]
         size = -(-dim // int(num))
         sizes = [size] * (int(num) - 1) + [dim - size * (int(num) - 1)]

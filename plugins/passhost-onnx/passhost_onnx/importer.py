@@ -103,7 +103,10 @@ def _input_type(vi: onnx.ValueInfoProto, shapes: Mapping, bound: list) -> ir.Ten
 
 
 def _unsupported(graph: onnx.GraphProto, table: dict, opsets: dict) -> None:
+    """Every operator without a converter, reported at once; and a standard node whose
+    number of inputs or outputs ONNX's definition of it does not allow."""
     missing: dict = {}
+    schemas: dict = {}
     for n in graph.node:
         domain = _domain(n.domain)
         if domain and lookup(table, domain, n.op_type, opsets.get(domain, 1)) is None:
@@ -111,10 +114,44 @@ def _unsupported(graph: onnx.GraphProto, table: dict, opsets: dict) -> None:
         if lookup(table, domain, n.op_type, opsets.get(domain, 1)) is None:
             key = n.op_type if not domain else f"{domain}.{n.op_type}"
             missing[key] = missing.get(key, 0) + 1
+        elif not domain:
+            _check_arity(n, opsets[""], schemas)
     if missing:
         items = ", ".join(f"{k} (x{v})" for k, v in sorted(missing.items(), key=lambda kv: (-kv[1], kv[0])))
         raise FormatError(f"{len(missing)} unsupported ONNX operator(s) at opset {opsets.get('', '?')}: {items}; "
                           "a plugin can add converters (see docs/onnx.md)")
+
+
+def _check_arity(n: onnx.NodeProto, opset: int, schemas: dict) -> None:
+    """A node with more or fewer inputs or outputs than its ONNX schema allows, or an
+    attribute of another type than the schema's, is malformed: one error naming it
+    (converters may then index its inputs and read its attributes freely)."""
+    key = (n.op_type, opset)
+    known = schemas.get(key)
+    if known is None:
+        try:
+            schema = onnx.defs.get_schema(n.op_type, opset, "")
+            known = ((schema.min_input, schema.max_input, schema.min_output, schema.max_output),
+                     {name: int(a.type) for name, a in schema.attributes.items()})
+        except Exception:  # no schema (an operator onnx does not define): nothing to check
+            known = ()
+        schemas[key] = known
+    if not known:
+        return
+    counts, attr_types = known
+    label = f"{n.op_type} node {n.name or (n.output[0] if n.output else '?')!r}"
+    for what, have, lo, hi in (("input", len(n.input), counts[0], counts[1]),
+                               ("output", len(n.output), counts[2], counts[3])):
+        if not lo <= have <= hi:
+            allowed = str(lo) if lo == hi else f"{lo} or more" if hi >= 2 ** 31 - 1 else f"{lo} to {hi}"
+            raise FormatError(f"{label} has {have} {what}(s), but ONNX's {n.op_type} at opset {opset} takes "
+                              f"{allowed}: the model is malformed (onnx.checker.check_model says where); export it again")
+    for attr in n.attribute:
+        want = attr_types.get(attr.name)
+        if want is not None and attr.type != want and attr.type != onnx.AttributeProto.UNDEFINED:
+            names = onnx.AttributeProto.AttributeType.Name
+            raise FormatError(f"{label}: attribute {attr.name!r} is {names(attr.type)}, but ONNX's {n.op_type} at "
+                              f"opset {opset} takes {names(want)}: the model is malformed; export it again")
 
 
 def _opaque_types(model: onnx.ModelProto, nodes: list) -> dict:
@@ -259,7 +296,15 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
         else:
             node = Node(n.op_type, domain, n.name, inputs, {a.name: _attr_value(a) for a in n.attribute},
                         list(n.output), opsets.get(domain, 1))
-            result = fn(node)
+            try:
+                result = fn(node)
+            except PasshostError:
+                raise
+            except Exception as err:  # noqa: BLE001 - one message naming the node, never a traceback
+                where = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}"
+                raise node.error(f"converting it failed ({type(err).__name__}: {err}); its inputs or attributes "
+                                 "may not be what ONNX allows (onnx.checker.check_model checks the model); if they "
+                                 f"are, the converter {where} has a bug: report it") from None
             outs = result if isinstance(result, tuple) else (result,)
             if len(outs) < len([o for o in n.output if o]):
                 raise FormatError(f"{node!r}: its converter produced {len(outs)} output(s), the node has "
