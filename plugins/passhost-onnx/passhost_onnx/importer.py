@@ -107,51 +107,74 @@ def _unsupported(graph: onnx.GraphProto, table: dict, opsets: dict) -> None:
     number of inputs or outputs ONNX's definition of it does not allow."""
     missing: dict = {}
     schemas: dict = {}
+    counts_of: dict = {}  # op_type -> its schema's (min in, max in, min out, max out), or ()
+    opset = opsets[""]
     for n in graph.node:
+        op_type = n.op_type
         domain = _domain(n.domain)
-        if domain and lookup(table, domain, n.op_type, opsets.get(domain, 1)) is None:
-            continue  # a custom-domain operator: kept opaque
-        if lookup(table, domain, n.op_type, opsets.get(domain, 1)) is None:
-            key = n.op_type if not domain else f"{domain}.{n.op_type}"
-            missing[key] = missing.get(key, 0) + 1
+        if lookup(table, domain, op_type, opsets.get(domain, 1)) is None:
+            if not domain:  # (a custom-domain operator is kept opaque)
+                missing[op_type] = missing.get(op_type, 0) + 1
         elif not domain:
-            _check_arity(n, opsets[""], schemas)
+            counts = counts_of.get(op_type)
+            if counts is None:
+                known = _schema(op_type, opset, schemas)
+                counts = counts_of[op_type] = known[0] if known else ()
+            if counts and not (counts[0] <= len(n.input) <= counts[1] and counts[2] <= len(n.output) <= counts[3]):
+                _check_arity(n, opset, schemas)
     if missing:
         items = ", ".join(f"{k} (x{v})" for k, v in sorted(missing.items(), key=lambda kv: (-kv[1], kv[0])))
         raise FormatError(f"{len(missing)} unsupported ONNX operator(s) at opset {opsets.get('', '?')}: {items}; "
                           "a plugin can add converters (see docs/onnx.md)")
 
 
-def _check_arity(n: onnx.NodeProto, opset: int, schemas: dict) -> None:
-    """A node with more or fewer inputs or outputs than its ONNX schema allows, or an
-    attribute of another type than the schema's, is malformed: one error naming it
-    (converters may then index its inputs and read its attributes freely)."""
-    key = (n.op_type, opset)
+def _schema(op_type: str, opset: int, schemas: dict) -> tuple:
+    """``((min in, max in, min out, max out), {attribute: type})`` of ONNX's ``op_type`` at
+    ``opset``, or ``()`` when onnx does not define it (cached in ``schemas``)."""
+    key = (op_type, opset)
     known = schemas.get(key)
     if known is None:
         try:
-            schema = onnx.defs.get_schema(n.op_type, opset, "")
+            schema = onnx.defs.get_schema(op_type, opset, "")
             known = ((schema.min_input, schema.max_input, schema.min_output, schema.max_output),
                      {name: int(a.type) for name, a in schema.attributes.items()})
         except Exception:  # no schema (an operator onnx does not define): nothing to check
             known = ()
         schemas[key] = known
+    return known
+
+
+def _label(n: onnx.NodeProto) -> str:
+    return f"{n.op_type} node {n.name or (n.output[0] if n.output else '?')!r}"
+
+
+def _check_arity(n: onnx.NodeProto, opset: int, schemas: dict) -> None:
+    """A node with more or fewer inputs or outputs than its ONNX schema allows is malformed:
+    one error naming it (converters may then index its inputs and outputs freely)."""
+    known = _schema(n.op_type, opset, schemas)
     if not known:
         return
-    counts, attr_types = known
-    label = f"{n.op_type} node {n.name or (n.output[0] if n.output else '?')!r}"
+    counts = known[0]
     for what, have, lo, hi in (("input", len(n.input), counts[0], counts[1]),
                                ("output", len(n.output), counts[2], counts[3])):
         if not lo <= have <= hi:
             allowed = str(lo) if lo == hi else f"{lo} or more" if hi >= 2 ** 31 - 1 else f"{lo} to {hi}"
-            raise FormatError(f"{label} has {have} {what}(s), but ONNX's {n.op_type} at opset {opset} takes "
+            raise FormatError(f"{_label(n)} has {have} {what}(s), but ONNX's {n.op_type} at opset {opset} takes "
                               f"{allowed}: the model is malformed (onnx.checker.check_model says where); export it again")
+
+
+def _check_attribute_types(n: onnx.NodeProto, opset: int) -> None:
+    """An attribute of another type than ONNX's schema gives it is an error naming it
+    (checked when a converter fails, so that the message says what is wrong)."""
+    known = _schema(n.op_type, opset, {})
+    if not known:
+        return
     for attr in n.attribute:
-        want = attr_types.get(attr.name)
+        want = known[1].get(attr.name)
         if want is not None and attr.type != want and attr.type != onnx.AttributeProto.UNDEFINED:
             names = onnx.AttributeProto.AttributeType.Name
-            raise FormatError(f"{label}: attribute {attr.name!r} is {names(attr.type)}, but ONNX's {n.op_type} at "
-                              f"opset {opset} takes {names(want)}: the model is malformed; export it again")
+            raise FormatError(f"{_label(n)}: attribute {attr.name!r} is {names(attr.type)}, but ONNX's {n.op_type} "
+                              f"at opset {opset} takes {names(want)}: the model is malformed; export it again")
 
 
 def _opaque_types(model: onnx.ModelProto, nodes: list) -> dict:
@@ -301,6 +324,8 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
             except PasshostError:
                 raise
             except Exception as err:  # noqa: BLE001 - one message naming the node, never a traceback
+                if not domain:
+                    _check_attribute_types(n, opsets[""])
                 where = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}"
                 raise node.error(f"converting it failed ({type(err).__name__}: {err}); its inputs or attributes "
                                  "may not be what ONNX allows (onnx.checker.check_model checks the model); if they "
