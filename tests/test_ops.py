@@ -548,6 +548,20 @@ def test_reshape_codes(ishape, newshape, oshape):
     np.testing.assert_array_equal(got.ravel(), x.ravel())
 
 
+def test_reshape_allowzero_makes_a_zero_an_empty_axis():
+    """TVM's (and ONNX's) allowzero: a 0 is a dimension of size 0, not "copy the input's"."""
+    x = np.zeros((0, 3, 4), np.float32)
+    assert run(ir.reshape(v(), (3, 4, 0), allowzero=True), x).shape == (3, 4, 0)
+    rel = ir.Op.get("reshape").type_rel
+    assert rel([T((2, 3, 4))], ir.reshape(v(), (0, 12)).attrs).shape == (2, 12)
+    with pytest.raises(TypeInferenceError, match=r"24 elements do not fit 0"):
+        rel([T((2, 3, 4))], ir.reshape(v(), (0, 12), allowzero=True).attrs)
+    call = ir.reshape(ir.var("x", shape=(0, 3)), (3, 0), allowzero=True)
+    mod = ir.IRModule.from_expr(ir.Function(call.args, call))
+    text = mod.astext()
+    assert "allowzero=True" in text and ir.structural_equal(ir.infer_type(ir.parse(text)), ir.infer_type(mod))
+
+
 def test_reshape_errors():
     rel = ir.Op.get("reshape").type_rel
     with pytest.raises(TypeInferenceError, match=r"reshape: cannot reshape \(2, 3\) to newshape=\[4, -1\]"):

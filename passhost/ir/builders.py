@@ -240,9 +240,13 @@ def _ints(value: Any, what: str) -> tuple:
     return out
 
 
-def reshape(data: Expr, newshape: Any) -> Call:
-    """``reshape(data, newshape)`` (TVM's codes 0, -1, -2, -3, -4 are accepted)."""
-    return _call("reshape", (data,), {"newshape": _ints(newshape, "reshape newshape")})
+def reshape(data: Expr, newshape: Any, allowzero: bool = False) -> Call:
+    """``reshape(data, newshape)`` (TVM's codes 0, -1, -2, -3, -4 are accepted; with
+    ``allowzero`` a 0 is an empty dimension, as in TVM and ONNX)."""
+    attrs = {"newshape": _ints(newshape, "reshape newshape")}
+    if allowzero:
+        attrs["allowzero"] = True
+    return _call("reshape", (data,), attrs)
 
 
 def transpose(data: Expr, axes: Optional[Sequence[int]] = None) -> Call:

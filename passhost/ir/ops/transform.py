@@ -5,6 +5,10 @@ concatenate split nn.batch_flatten``.
 ``0`` copies the input dimension at the same position, ``-1`` is inferred,
 ``-2`` copies all remaining dimensions, ``-3`` merges two input dimensions and
 ``-4, a, b`` splits one input dimension into ``a * b`` (one of them may be -1).
+With ``allowzero=True`` (ONNX's ``Reshape`` attribute, which TVM's reshape carries too) a
+``0`` is a dimension of size zero instead::
+
+    reshape(%x: (0, 3, 4), newshape=[3, 4, 0], allowzero=True)   /* -> (3, 4, 0) */
 """
 from __future__ import annotations
 
@@ -19,8 +23,9 @@ INJ, B = OpPattern.INJECTIVE, OpPattern.BROADCAST
 
 
 # -- reshape ---------------------------------------------------------------------
-def reshape_shape(ishape: tuple, newshape: tuple, op: str = "reshape") -> tuple:
-    """The output shape of ``reshape(x: ishape, newshape)`` (TVM's codes, see module doc)."""
+def reshape_shape(ishape: tuple, newshape: tuple, op: str = "reshape", allowzero: bool = False) -> tuple:
+    """The output shape of ``reshape(x: ishape, newshape)`` (TVM's codes, see module doc).
+    With ``allowzero`` a 0 in ``newshape`` is a dimension of size 0, not "copy the input's"."""
     def fail(msg: str) -> TypeInferenceError:
         return TypeInferenceError(f"{op}: cannot reshape {tuple(ishape)} to newshape={list(newshape)}: {msg}")
 
@@ -35,6 +40,9 @@ def reshape_shape(ishape: tuple, newshape: tuple, op: str = "reshape") -> tuple:
             raise fail(f"{v!r} is not an int")
         if v > 0:
             out.append(int(v))
+            src += 1
+        elif v == 0 and allowzero:
+            out.append(0)
             src += 1
         elif v == 0:
             if src >= len(ishape):
@@ -85,14 +93,14 @@ def reshape_shape(ishape: tuple, newshape: tuple, op: str = "reshape") -> tuple:
 
 def _reshape_rel(types: list, attrs) -> TensorType:
     t = tensor_arg("reshape", types, 0, "data")
-    shape = reshape_shape(t.shape, attrs.newshape)
+    shape = reshape_shape(t.shape, attrs.newshape, allowzero=bool(attrs.allowzero))
     return t if shape == t.shape else TensorType(shape, t.dtype)
 
 
 @kernel
 def _reshape(args: list, attrs) -> np.ndarray:
     x = args[0]
-    return np.reshape(x, reshape_shape(x.shape, attrs.newshape))
+    return np.reshape(x, reshape_shape(x.shape, attrs.newshape, allowzero=bool(attrs.allowzero)))
 
 
 def _check_newshape(attrs) -> None:

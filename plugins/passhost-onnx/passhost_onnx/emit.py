@@ -260,7 +260,13 @@ def _layer_norm(em, call, args):
 
 @emitter("reshape", "squeeze", "expand_dims", "nn.batch_flatten_static")
 def _reshape(em, call, args):
-    return em.one("Reshape", [args[0], em.ints(_out_shape(call))])
+    shape = list(_out_shape(call))
+    if 0 in shape:  # an empty axis: ONNX reads a 0 as "copy the input's" unless allowzero=1 (opset 14)
+        if em.opset < 14:
+            raise FormatError(f"{call.op.name} to {tuple(shape)}: a reshape to an empty axis needs ONNX's "
+                              "Reshape allowzero=1, which opset 13 lacks; export at opset 14 or later")
+        return em.one("Reshape", [args[0], em.ints(shape)], allowzero=1)
+    return em.one("Reshape", [args[0], em.ints(shape)])
 
 
 @emitter("transpose")

@@ -35,8 +35,6 @@ EXPECTED_FAILURES: dict = {
     "test_identity_sequence": "sequence-typed graph input: passhost's IR has tensors and tuples only",
     "test_maxpool_with_argmax_2d_precomputed_pads": "MaxPool's Indices output: nn.max_pool2d has no argmax output",
     "test_maxpool_with_argmax_2d_precomputed_strides": "MaxPool's Indices output: nn.max_pool2d has no argmax output",
-    "test_reshape_allowzero_reordered": ("host: reshape's type relation ignores allowzero=True, so a literal 0 "
-                                         "in the new shape is read as 'copy this dimension'"),
     **dict.fromkeys([
         "test_resize_downsample_scales_cubic",
         "test_resize_downsample_scales_cubic_A_n0p5_exclude_outside",

@@ -369,3 +369,16 @@ def test_raw_initializers_become_constants_over_the_model_bytes_without_a_copy(d
     np.testing.assert_array_equal(tensor_array(typed), np.array([[1, 2], [3, 4]], dtype="float32"))
     empty = numpy_helper.from_array(np.zeros((0, 3), dtype="float32"), "e")
     assert tensor_array(empty).shape == (0, 3)
+
+
+def test_a_reshape_to_an_empty_axis_exports_with_allowzero_from_opset_14(tmp_path, ort_run):
+    x = ir.var("x", shape=(0, 3, 4))
+    mod = ir.IRModule.from_expr(ir.Function([x], ir.reshape(x, (3, 4, 0), allowzero=True)))
+    with pytest.raises(FormatError, match=r"a reshape to an empty axis needs ONNX's Reshape allowzero=1, which "
+                                          r"opset 13 lacks; export at opset 14 or later"):
+        ir.save(mod, str(tmp_path / "m13.onnx"), opset=13)
+    ir.save(mod, str(tmp_path / "m14.onnx"), opset=14)
+    node = onnx.load(str(tmp_path / "m14.onnx")).graph.node[0]
+    assert node.op_type == "Reshape" and helper.get_attribute_value(node.attribute[0]) == 1
+    out, = ort_run(str(tmp_path / "m14.onnx"), {"x": np.zeros((0, 3, 4), np.float32)})
+    assert out.shape == (3, 4, 0)
