@@ -528,6 +528,20 @@ def test_binary_type_errors():
         ir.Op.get("add").type_rel([T((2,)), TupleType([T((2,))])], None)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_mod_truncates_and_floor_mod_floors_as_tvm(dtype):
+    """TVM's ``mod`` takes the dividend's sign (C's fmod); ``floor_mod`` the divisor's."""
+    a = np.array([5, -5, 5, -5, 6], dtype=dtype)
+    b = np.array([3, 3, -3, -3, 3], dtype=dtype)
+    x, y = ir.var("x", shape=(5,), dtype=dtype), ir.var("y", shape=(5,), dtype=dtype)
+    got_mod = ir.evaluate(ir.Function([x, y], ir.mod(x, y)), a, b)
+    got_floor = ir.evaluate(ir.Function([x, y], ir.floor_mod(x, y)), a, b)
+    np.testing.assert_array_equal(got_mod, np.array([2, -2, 2, -2, 0], dtype=dtype))
+    np.testing.assert_array_equal(got_floor, np.array([2, 1, -1, -2, 0], dtype=dtype))
+    assert got_mod.dtype == got_floor.dtype == np.dtype(dtype)
+    assert ir.Op.get("mod").pattern == ir.Op.get("floor_mod").pattern == ir.OpPattern.BROADCAST
+
+
 # ---------------------------------------------------------------------------------------
 # shape operators
 # ---------------------------------------------------------------------------------------

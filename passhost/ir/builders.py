@@ -21,7 +21,7 @@ from .types import TensorType, Type, check_dtype
 
 __all__ = [
     "var", "const",
-    "add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
+    "add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "mod", "floor_mod",
     "less", "greater", "equal", "not_equal", "less_equal", "greater_equal", "where",
     "logical_and", "logical_or", "logical_xor", "logical_not",
     "arange", "cumsum", "topk", "one_hot", "ndarray_size",
@@ -139,6 +139,8 @@ divide = _binary("divide")
 power = _binary("power")
 maximum = _binary("maximum")
 minimum = _binary("minimum")
+mod = _binary("mod")
+floor_mod = _binary("floor_mod")
 less = _binary("less")
 greater = _binary("greater")
 equal = _binary("equal")

@@ -257,6 +257,8 @@ _BINARY = [
     ("power", _power, "Element-wise power with broadcasting."),
     ("maximum", np.maximum, "Element-wise maximum with broadcasting."),
     ("minimum", np.minimum, "Element-wise minimum with broadcasting."),
+    ("mod", np.fmod, "Element-wise truncated remainder (C's fmod: the sign of the dividend) with broadcasting."),
+    ("floor_mod", np.mod, "Element-wise floored remainder (the sign of the divisor) with broadcasting."),
 ]
 for _name, _fn, _doc in _BINARY:
     reg(_name, 2, _binary_rel(_name), _binary_kernel(_fn), pattern=B, summary=_doc)

@@ -1,10 +1,9 @@
-"""Converters of operators passhost builds from several host operators: Mod, Trilu, Hardmax,
-OneHot, LpNormalization, RMSNormalization, MeanVarianceNormalization, Swish, CumSum, TopK, LpPool,
-EyeLike::
+"""Converters of operators passhost builds from several host operators (Trilu, Hardmax,
+OneHot, LpNormalization, RMSNormalization, MeanVarianceNormalization, Swish, CumSum, TopK,
+LpPool, EyeLike), and of Mod, which is TVM's ``mod``/``floor_mod``::
 
-    Mod(a, b) (integers, fmod=0)     /* the remainder takes the divisor's sign */
-    ->  %t = subtract(%a, multiply(%b, divide(%a, %b)));     /* integer divide truncates */
-        where(logical_and(t != 0, (t < 0) != (b < 0)), add(%t, %b), %t)
+    Mod(a, b) (fmod=0)     ->  floor_mod(%a, %b)     /* the remainder takes the divisor's sign */
+    Mod(a, b) (fmod=1)     ->  mod(%a, %b)           /* C's fmod: the dividend's sign */
 """
 from __future__ import annotations
 
@@ -26,19 +25,9 @@ def _trunc(x, node):
 
 @converter("Mod", 10)
 def _mod(node):
-    a, b = node.inputs[0], node.inputs[1]
-    floating = np.dtype(node.dtype(0)).kind == "f"
-    fmod = int(node.attr("fmod", 0))
-    if floating and not fmod:
-        return call("subtract", a, call("multiply", b, call("floor", call("divide", a, b))))
-    quotient = _trunc(call("divide", a, b), node) if floating else call("divide", a, b)
-    rem = call("subtract", a, call("multiply", b, quotient))
-    if fmod:
-        return rem
-    zero = _c(node, 0)
-    wrong_sign = call("minimum", call("not_equal", rem, zero),
-                      call("not_equal", call("less", rem, zero), call("less", b, zero)))
-    return call("where", wrong_sign, call("add", rem, b), rem)
+    """``fmod=1``: TVM's ``mod`` (truncated, the dividend's sign); ``fmod=0``: ``floor_mod``
+    (the divisor's sign, numpy's and ONNX's reference)."""
+    return call("mod" if int(node.attr("fmod", 0)) else "floor_mod", node.inputs[0], node.inputs[1])
 
 
 @converter("Trilu", 14)

@@ -72,6 +72,26 @@ EMITTERS["maximum"] = _logical("Max", "Or")
 EMITTERS["minimum"] = _logical("Min", "And")
 
 
+@emitter("mod")
+def _mod(em, call, args):
+    return em.one("Mod", list(args), fmod=1)
+
+
+@emitter("floor_mod")
+def _floor_mod(em, call, args):
+    """Mod(fmod=0) on integers. ONNX allows floating-point operands only with fmod=1
+    before opset 28, so there the truncated remainder takes the divisor's sign by hand,
+    as numpy's mod does: ``r = Mod(a, b, fmod=1); where(r != 0 and (r < 0) != (b < 0), r + b, r)``."""
+    if np.dtype(_tensor(call, 0).dtype).kind != "f":
+        return em.one("Mod", list(args), fmod=0)
+    a, b = args
+    r = em.one("Mod", [a, b], fmod=1)
+    zero = em.const(np.zeros((), _tensor(call, 0).dtype))
+    nonzero = em.one("Not", [em.one("Equal", [r, zero])])
+    signs_differ = em.one("Xor", [em.one("Less", [r, zero]), em.one("Less", [b, zero])])
+    return em.one("Where", [em.one("And", [nonzero, signs_differ]), em.one("Add", [r, b]), r])
+
+
 @emitter("not_equal")
 def _not_equal(em, call, args):
     return em.one("Not", [em.one("Equal", list(args))])

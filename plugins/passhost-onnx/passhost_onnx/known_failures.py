@@ -53,12 +53,6 @@ EXPECTED_FAILURES: dict = {
     "test_resize_upsample_scales_linear_half_pixel_symmetric":
         "Resize coordinate_transformation_mode half_pixel_symmetric (opset 19): image.resize2d lacks it",
     **dict.fromkeys([
-        "test_mod_float_edge_cases_fmod_0_float16",
-        "test_mod_float_edge_cases_fmod_0_float32",
-        "test_mod_float_edge_cases_fmod_0_float64",
-    ], "floating Mod (fmod=0) of infinite or zero operands: a - b * floor(a / b) gives NaN where numpy's mod "
-       "(ONNX's reference) gives a or inf; passhost has no mod operator"),
-    **dict.fromkeys([
         "test_training_dropout",
         "test_training_dropout_default",
         "test_training_dropout_default_mask",

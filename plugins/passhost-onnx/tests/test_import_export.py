@@ -382,3 +382,28 @@ def test_a_reshape_to_an_empty_axis_exports_with_allowzero_from_opset_14(tmp_pat
     assert node.op_type == "Reshape" and helper.get_attribute_value(node.attribute[0]) == 1
     out, = ort_run(str(tmp_path / "m14.onnx"), {"x": np.zeros((0, 3, 4), np.float32)})
     assert out.shape == (3, 4, 0)
+
+
+@pytest.mark.parametrize("fmod", [0, 1])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_mod_imports_as_one_operator_and_exports_with_numpys_signs(fmod, dtype, tmp_path, ort_run):
+    """Mod becomes TVM's floor_mod (fmod=0) or mod (fmod=1); a floating floor_mod exports
+    through Mod(fmod=1) and a sign fix (ONNX allows floating fmod=0 only from opset 28)."""
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    graph = helper.make_graph([helper.make_node("Mod", ["a", "b"], ["c"], fmod=fmod)], "g",
+                              [helper.make_tensor_value_info(n, elem, [8]) for n in "ab"],
+                              [helper.make_tensor_value_info("c", elem, [8])])
+    src = tmp_path / "mod.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(src))
+    mod = ir.load(str(src))
+    assert mod["main"].body.op.name == ("mod" if fmod else "floor_mod")
+    a = np.array([5, -5, 5, -5, 6, 0, 7, -7], dtype=dtype)
+    b = np.array([3, 3, -3, -3, 3, 2, 7, 2], dtype=dtype)
+    if dtype == np.float32:
+        a[-2:], b[-2:] = [np.inf, -5.0], [2.0, np.inf]
+    with np.errstate(invalid="ignore"):  # (the remainder of inf is NaN)
+        want = np.fmod(a, b) if fmod else np.mod(a, b)
+    np.testing.assert_array_equal(ir.evaluate(mod, a, b), want)
+    ir.save(mod, str(tmp_path / "out.onnx"))
+    out, = ort_run(str(tmp_path / "out.onnx"), {"a": a, "b": b})
+    np.testing.assert_array_equal(out, want)
