@@ -300,7 +300,7 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
             env[name] = v
             weights[name] = data
         else:
-            env[name] = ir.infer_type(ir.Constant(np.require(data, requirements="C")))
+            env[name] = ir.infer_type(ir.Constant(data))  # (kept as it is when read-only and contiguous)
     weight_vars = [env[n] for n in weights]
     customs = [n for n in graph.node if _domain(n.domain)
                and lookup(table, _domain(n.domain), n.op_type, opsets.get(_domain(n.domain), 1)) is None]
