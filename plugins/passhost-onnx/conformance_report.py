@@ -41,7 +41,7 @@ def _not_selected(cases: list, selected: set) -> collections.Counter:
             why["no test data"] += 1
         elif not conformance.select([c], BUILTIN, ort_check=False):
             why["an element type passhost's IR has no dtype for (uint16/32/64, bfloat16, float8, int2/4, string ...)"
-                if conformance.converted(c.model, BUILTIN) else "an operator without a converter"] += 1
+                if conformance.converted(c.model, BUILTIN) else "an operator without a converter or a function body"] += 1
         else:
             why["onnxruntime cannot load the model (opset or type it does not implement)"] += 1
     return why
@@ -78,8 +78,9 @@ def report() -> tuple:
         "",
         "ONNX ships one test case per operator behaviour",
         "(`onnx.backend.test.loader.load_model_tests(kind=\"node\")`: a small model with inputs and",
-        "expected outputs). passhost runs every case whose operators all have a converter, whose",
-        "element types passhost's IR has dtypes for, and that onnxruntime loads: it imports the",
+        "expected outputs). passhost runs every case whose operators all have a converter (or a",
+        "function body in ONNX's schema, which the importer expands: `Attention`, the losses, ...),",
+        "whose element types passhost's IR has dtypes for, and that onnxruntime loads: it imports the",
         "case, evaluates it with passhost's interpreter and compares with ONNX's expected outputs,",
         "then exports it and compares onnxruntime's outputs (graph optimisations off) too, with the tolerances of ONNX's own backend tests (rtol 1e-3,",
         "atol 1e-7) and equal dtypes and shapes. Symbolic input dimensions are bound from the test",

@@ -53,9 +53,14 @@ def ops_of(model) -> list:
 
 
 def converted(model, table: dict) -> bool:
-    """Whether every node of ``model`` has a converter in ``table`` at the model's opset."""
+    """Whether every node of ``model`` has a converter in ``table`` at the model's opset, or
+    a function body the importer expands (:mod:`.functions`)."""
+    from .functions import Functions
+
     opset = _opset(model)
-    return all(n.domain in STANDARD_DOMAINS and lookup(table, "", n.op_type, opset) is not None
+    functions = Functions(model)
+    return all(n.domain in STANDARD_DOMAINS and (lookup(table, "", n.op_type, opset) is not None
+                                                 or functions.has_body(n.domain, n.op_type, opset))
                for n in model.graph.node)
 
 

@@ -27,6 +27,7 @@ from . import convert_composite, convert_image, convert_index, convert_math, con
 from . import convert_unary  # noqa: F401
 from . import convert_lift  # noqa: F401,I001  (last: wraps the converters above for 1-D data)
 from .dtypes import tensor_array, to_dtype
+from .functions import MAX_DEPTH, Functions
 from .reader import full_model
 from .node import Node
 from .opaque import OPAQUE
@@ -102,9 +103,9 @@ def _input_type(vi: onnx.ValueInfoProto, shapes: Mapping, bound: list) -> ir.Ten
     return ir.TensorType(tuple(out), dtype)
 
 
-def _unsupported(graph: onnx.GraphProto, table: dict, opsets: dict) -> None:
-    """Every operator without a converter, reported at once; and a standard node whose
-    number of inputs or outputs ONNX's definition of it does not allow."""
+def _unsupported(graph: onnx.GraphProto, table: dict, opsets: dict, functions: Functions) -> None:
+    """Every operator without a converter or a function body, reported at once; and a
+    standard node whose number of inputs or outputs ONNX's definition of it does not allow."""
     missing: dict = {}
     schemas: dict = {}
     counts_of: dict = {}  # op_type -> its schema's (min in, max in, min out, max out), or ()
@@ -113,9 +114,11 @@ def _unsupported(graph: onnx.GraphProto, table: dict, opsets: dict) -> None:
         op_type = n.op_type
         domain = _domain(n.domain)
         if lookup(table, domain, op_type, opsets.get(domain, 1)) is None:
-            if not domain:  # (a custom-domain operator is kept opaque)
+            # (a custom-domain operator is kept opaque; one with a body is expanded)
+            if not domain and not functions.has_body(n.domain, op_type, opset):
                 missing[op_type] = missing.get(op_type, 0) + 1
-        elif not domain:
+                continue
+        if not domain:
             counts = counts_of.get(op_type)
             if counts is None:
                 known = _schema(op_type, opset, schemas)
@@ -271,7 +274,8 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
         opsets[_domain(imp.domain)] = int(imp.version)
     opsets.setdefault("", 1)
     table = merged(extra_converters or [])
-    _unsupported(graph, table, opsets)
+    functions = Functions(model)
+    _unsupported(graph, table, opsets, functions)
     shapes = dict(input_shapes or {})
     inits = {t.name: t for t in graph.initializer}
     names = [vi.name for vi in graph.input if vi.name not in inits]
@@ -303,9 +307,14 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
             env[name] = ir.infer_type(ir.Constant(data))  # (kept as it is when read-only and contiguous)
     weight_vars = [env[n] for n in weights]
     customs = [n for n in graph.node if _domain(n.domain)
-               and lookup(table, _domain(n.domain), n.op_type, opsets.get(_domain(n.domain), 1)) is None]
+               and lookup(table, _domain(n.domain), n.op_type, opsets.get(_domain(n.domain), 1)) is None
+               and (n.domain, n.op_type) not in functions.local]
     types = _opaque_types(full_model(model, arrays), customs) if customs else {}
-    for n in graph.node:
+    # a stack of (node, its opsets, the model's node it was expanded from, depth): function
+    # bodies are pushed in place of their node
+    pending = [(n, opsets, None, 0) for n in reversed(graph.node)]
+    while pending:
+        n, node_opsets, outer, depth = pending.pop()
         domain = _domain(n.domain)
         try:
             inputs = [env[i] if i else None for i in n.input]
@@ -313,19 +322,30 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
             raise FormatError(f"{n.op_type} node {n.name or n.output[0]!r} reads {err.args[0]!r}, which no "
                               "earlier node, input or initializer defines (is the graph topologically sorted?)") \
                 from None
-        fn = lookup(table, domain, n.op_type, opsets.get(domain, 1))
+        fn = lookup(table, domain, n.op_type, node_opsets.get(domain, 1))
+        if fn is None and functions.has_body(n.domain, n.op_type, node_opsets.get(domain, 1)):
+            if depth >= MAX_DEPTH:
+                raise FormatError(f"{_label(outer or n)}: its function bodies nest more than {MAX_DEPTH} deep "
+                                  f"(at {n.op_type}; does a local function call itself?)")
+            body, body_opsets = functions.expand(n, node_opsets.get(domain, 1),
+                                                 [None if x is None else x.checked_type for x in inputs])
+            pending.extend((b, {**node_opsets, **body_opsets}, outer or n, depth + 1) for b in reversed(body))
+            continue
+        if fn is None and outer is not None and not domain:
+            raise FormatError(f"{_label(outer)}: its function body uses {n.op_type} (opset "
+                              f"{node_opsets.get('', '?')}), which passhost has no converter for")
         if fn is None:
             outs = _opaque(n, inputs, types)
         else:
             node = Node(n.op_type, domain, n.name, inputs, {a.name: _attr_value(a) for a in n.attribute},
-                        list(n.output), opsets.get(domain, 1))
+                        list(n.output), node_opsets.get(domain, 1))
             try:
                 result = fn(node)
             except PasshostError:
                 raise
             except Exception as err:  # noqa: BLE001 - one message naming the node, never a traceback
                 if not domain:
-                    _check_attribute_types(n, opsets[""])
+                    _check_attribute_types(n, node_opsets[""])
                 where = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}"
                 raise node.error(f"converting it failed ({type(err).__name__}: {err}); its inputs or attributes "
                                  "may not be what ONNX allows (onnx.checker.check_model checks the model); if they "
@@ -338,8 +358,11 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
         for name, expr in zip(n.output, outs):
             if not name:
                 continue
+            if expr is None:  # (an Identity of a missing optional input, say)
+                raise FormatError(f"{_label(outer or n)}: output {name!r} of its {n.op_type} has no value (it "
+                                  "passes on an input the node does not have)")
             if expr.span is None and not any(expr is x for x in inputs):  # not an Identity's input
-                ir.set_span(expr, ir.Span(source, name=n.name or name))
+                ir.set_span(expr, ir.Span(source, name=(outer.name or outer.output[0]) if outer else n.name or name))
             try:
                 ir.infer_type(expr)
             except PasshostError as err:

@@ -1,0 +1,104 @@
+"""ONNX functions at import: schema function bodies and the model's local functions."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from passhost import ir
+from passhost.errors import FormatError
+from passhost_onnx.importer import from_onnx
+
+
+def _f(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def _scaled_relu_function(domain="my.lib"):
+    """``ScaledRelu(x; alpha=2.0) = Relu(x) * alpha``, and ``Twice(x) = ScaledRelu(ScaledRelu(x))``
+    with alpha passed through from Twice's own attribute."""
+    alpha = helper.make_node("Constant", [], ["a"])
+    ref = onnx.AttributeProto()
+    ref.name, ref.ref_attr_name, ref.type = "value_float", "alpha", onnx.AttributeProto.FLOAT
+    alpha.attribute.append(ref)
+    scaled = helper.make_function(
+        domain, "ScaledRelu", ["x"], ["y"],
+        [helper.make_node("Relu", ["x"], ["r"]), alpha, helper.make_node("Mul", ["r", "a"], ["y"])],
+        [helper.make_opsetid("", 17)], attributes=[])
+    scaled.attribute_proto.append(helper.make_attribute("alpha", 2.0))
+    twice = helper.make_function(
+        domain, "Twice", ["x"], ["y"],
+        [helper.make_node("ScaledRelu", ["x"], ["t"], domain=domain),
+         helper.make_node("ScaledRelu", ["t"], ["y"], domain=domain)],
+        [helper.make_opsetid("", 17), helper.make_opsetid(domain, 1)], attributes=[])
+    twice_ref = onnx.AttributeProto()
+    twice_ref.name, twice_ref.ref_attr_name, twice_ref.type = "alpha", "alpha", onnx.AttributeProto.FLOAT
+    twice.node[1].attribute.append(twice_ref)  # the second one takes Twice's alpha, the first its default
+    return [scaled, twice]
+
+
+def test_local_functions_are_expanded_with_their_attributes_and_defaults(tmp_path, ort_run):
+    graph = helper.make_graph([helper.make_node("Twice", ["x"], ["y"], domain="my.lib", name="twice0", alpha=3.0)],
+                              "g", [_f("x", [4])], [_f("y", [4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my.lib", 1)],
+                              functions=_scaled_relu_function())
+    onnx.checker.check_model(model)
+    path = tmp_path / "f.onnx"
+    onnx.save(model, str(path))
+    mod = ir.load(str(path))
+    x = np.array([-1.0, 0.5, 2.0, -3.0], np.float32)
+    want = np.maximum(np.maximum(x, 0) * 2.0, 0) * 3.0
+    np.testing.assert_allclose(ir.evaluate(mod, x), want)
+    ops = [n.op.name for n in ir.post_order(mod["main"]) if isinstance(n, ir.Call)]
+    assert ops.count("nn.relu") == 2 and ops.count("multiply") == 2
+    # every node of the expansion is named after the model's node it came from
+    assert {n.span.name for n in ir.post_order(mod["main"]) if isinstance(n, ir.Call)} == {"twice0"}
+    ir.save(mod, str(tmp_path / "out.onnx"))
+    out, = ort_run(str(tmp_path / "out.onnx"), {"x": x})
+    np.testing.assert_allclose(out, want)
+    original, = ort_run(str(path), {"x": x})
+    np.testing.assert_allclose(original, want)
+
+
+def test_a_local_function_that_calls_itself_is_an_error_not_a_hang():
+    loop = helper.make_function("my.lib", "Loop1", ["x"], ["y"],
+                                [helper.make_node("Loop1", ["x"], ["y"], domain="my.lib")],
+                                [helper.make_opsetid("my.lib", 1)])
+    graph = helper.make_graph([helper.make_node("Loop1", ["x"], ["y"], domain="my.lib", name="l")],
+                              "g", [_f("x", [2])], [_f("y", [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my.lib", 1)],
+                              functions=[loop])
+    with pytest.raises(FormatError, match=r"Loop1 node 'l': its function bodies nest more than 32 deep"):
+        from_onnx(model)
+
+
+def test_a_function_body_using_an_unsupported_operator_names_the_models_node():
+    body = helper.make_function("my.lib", "Odd", ["x"], ["y"], [helper.make_node("Det", ["x"], ["y"])],
+                                [helper.make_opsetid("", 17)])
+    graph = helper.make_graph([helper.make_node("Odd", ["x"], ["y"], domain="my.lib", name="odd0")],
+                              "g", [_f("x", [2, 2])], [_f("y", [])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my.lib", 1)],
+                              functions=[body])
+    with pytest.raises(FormatError, match=r"Odd node 'odd0': its function body uses Det \(opset 17\), which "
+                                          r"passhost has no converter for"):
+        from_onnx(model)
+
+
+def test_an_operator_defined_by_a_schema_function_is_not_unsupported_and_runs():
+    """RotaryEmbedding (opset 23) has no converter: its schema's body is imported instead."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 2, 3, 4)).astype(np.float32)    # (batch, heads, sequence, head size)
+    cos = rng.standard_normal((5, 2)).astype(np.float32)    # (positions, head size / 2), read at pos
+    sin = rng.standard_normal((5, 2)).astype(np.float32)
+    pos = np.array([[4, 0, 2]], np.int64)
+    graph = helper.make_graph(
+        [helper.make_node("RotaryEmbedding", ["x", "cos", "sin", "pos"], ["y"], name="rope")], "g",
+        [_f("x", [1, 2, 3, 4]), _f("cos", [5, 2]), _f("sin", [5, 2]),
+         helper.make_tensor_value_info("pos", TensorProto.INT64, [1, 3])], [_f("y", [1, 2, 3, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    mod = from_onnx(model)
+    from onnx.reference import ReferenceEvaluator
+
+    want, = ReferenceEvaluator(model).run(None, {"x": x, "cos": cos, "sin": sin, "pos": pos})
+    np.testing.assert_allclose(ir.evaluate(mod, x, cos, sin, pos), want, rtol=1e-6)
