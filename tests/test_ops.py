@@ -542,6 +542,35 @@ def test_mod_truncates_and_floor_mod_floors_as_tvm(dtype):
     assert ir.Op.get("mod").pattern == ir.Op.get("floor_mod").pattern == ir.OpPattern.BROADCAST
 
 
+@pytest.mark.parametrize("equation, shapes", [
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("ij->ji", [(2, 3)]), ("ii->i", [(3, 3)]), ("ii", [(3, 3)]),
+    ("...ij,...jk", [(2, 1, 3, 4), (5, 4, 6)]), ("i,i", [(4,), (4,)]), ("ij,j->i", [(3, 1), (5,)]),
+    ("bhqd,bhkd->bhqk", [(1, 2, 3, 4), (1, 2, 5, 4)]), ("i...->...", [(2, 3, 4)]), ("ba,ca", [(2, 3), (4, 3)]),
+])
+def test_einsum_types_and_computes_as_numpy(equation, shapes):
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    params = [ir.var(f"x{i}", shape=s) for i, s in enumerate(shapes)]
+    fn = ir.infer_type(ir.Function(params, ir.einsum(params, equation)))
+    want = np.einsum(equation, *arrays)
+    assert tuple(fn.checked_type.ret_type.shape) == want.shape
+    np.testing.assert_allclose(ir.evaluate(fn, *arrays), want, rtol=1e-5, atol=1e-6)
+    assert ir.Op.get("einsum").pattern == ir.OpPattern.INJECTIVE
+
+
+@pytest.mark.parametrize("equation, shapes, message", [
+    ("ij,jk->ik", [(2, 3), (4, 5)], "label 'j' is 3 in one operand and 4 in another"),
+    ("ij->ik", [(2, 3)], "output label 'k' is in no operand"),
+    ("ijk->i", [(2, 3)], "term 'ijk' labels 3 axes, its operand has 2"),
+    ("ij,jk", [(2, 3)], "has 2 operand term"),
+    ("...i,...i->i", [(2, 3), (4, 3)], "do not broadcast"),
+])
+def test_einsum_errors_name_the_equation(equation, shapes, message):
+    params = [ir.var(f"x{i}", shape=s) for i, s in enumerate(shapes)]
+    with pytest.raises(TypeInferenceError, match=message):
+        ir.infer_type(ir.Function(params, ir.einsum(params, equation)))
+
+
 # ---------------------------------------------------------------------------------------
 # shape operators
 # ---------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ __all__ = [
     "arange", "cumsum", "topk", "one_hot", "ndarray_size",
     "negative", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "cast", "clip",
     "erf", "floor", "ceil", "round", "abs", "sign", "sin", "cos",
-    "reshape", "transpose", "expand_dims", "squeeze", "concatenate", "split",
+    "reshape", "transpose", "expand_dims", "squeeze", "concatenate", "split", "einsum",
     "strided_slice", "take", "gather", "broadcast_to", "tile", "repeat",
     "full", "zeros", "ones", "full_like", "zeros_like", "ones_like",
     "sum", "mean", "max", "min", "prod", "variance", "argmax", "argmin",
@@ -264,6 +264,16 @@ def expand_dims(data: Expr, axis: int, num_newaxis: int = 1) -> Call:
 def squeeze(data: Expr, axis: Optional[Any] = None) -> Call:
     """Remove size-1 axes (all of them when ``axis`` is None)."""
     return _call("squeeze", (data,), {"axis": None if axis is None else _ints(axis, "squeeze axis")})
+
+
+def einsum(data: Any, equation: str) -> Call:
+    """Einstein summation of ``data`` (a list/tuple of expressions or a Tuple expression)
+    by numpy's ``equation``, e.g. ``einsum([a, b], "bij,bjk->bik")``."""
+    if isinstance(data, (list, tuple)):
+        data = Tuple([_expr(d, data) for d in data])
+    elif not isinstance(data, Expr):
+        raise IRError(f"einsum needs a list of expressions or a Tuple, got {data!r}")
+    return Call(_op("einsum"), (data,), {"equation": str(equation)})
 
 
 def concatenate(data: Any, axis: int = 0) -> Call:

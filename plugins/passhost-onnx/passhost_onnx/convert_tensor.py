@@ -96,6 +96,11 @@ def _concat(node):
     return call("concatenate", ir.Tuple(args), axis=int(node.attr("axis", 1)))
 
 
+@converter("Einsum", 12)
+def _einsum(node):
+    return call("einsum", ir.Tuple([x for x in node.inputs if x is not None]), equation=str(node.attr("equation")))
+
+
 def _unsqueeze(node, axes):
     shape = list(node.shape(0))
     rank = len(shape) + len(axes)

@@ -303,6 +303,12 @@ def _concat(em, call, args):
     return em.one("Concat", list(fields), axis=int(call.attrs.axis))
 
 
+@emitter("einsum")
+def _einsum(em, call, args):
+    fields = args[0] if isinstance(args[0], tuple) else (args[0],)
+    return em.one("Einsum", list(fields), equation=str(call.attrs.equation))
+
+
 @emitter("split")
 def _split(em, call, args):
     ty = _tensor(call, 0)
