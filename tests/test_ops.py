@@ -571,6 +571,42 @@ def test_einsum_errors_name_the_equation(equation, shapes, message):
         ir.infer_type(ir.Function(params, ir.einsum(params, equation)))
 
 
+def test_gather_nd_and_scatter_nd_use_tvms_index_layout():
+    rng = np.random.default_rng(0)
+    data = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    idx = np.array([[0, 1, -1], [2, 0, 1]])            # (M=2, Y=3): coordinates on the first axis
+    d, i = ir.var("d", shape=(2, 3, 4)), ir.var("i", shape=(2, 3), dtype="int64")
+    got = ir.evaluate(ir.Function([d, i], ir.gather_nd(d, i)), data, idx)
+    np.testing.assert_array_equal(got, data[[0, 1, 1], [2, 0, 1]])
+    u = ir.var("u", shape=(3, 4))
+    upd = np.ones((3, 4), np.float32)
+    got = ir.evaluate(ir.Function([d, i, u], ir.scatter_nd(d, i, u, "add")), data, idx, upd)
+    want = data.copy()
+    np.add.at(want, ([0, 1, 1], [2, 0, 1]), upd)
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(TypeInferenceError, match=r"scatter_nd: updates Tensor\[\(4, 4\), float32\] must have shape "
+                                                 r"\(3, 4\)"):
+        ir.infer_type(ir.Function([d, i, ir.var("w", shape=(4, 4))], ir.scatter_nd(d, i, ir.var("w", shape=(4, 4)))))
+
+
+@pytest.mark.parametrize("reduction", ["update", "add", "mul", "min", "max"])
+def test_scatter_elements_reductions(reduction):
+    data = np.arange(9, dtype=np.float32).reshape(3, 3)
+    idx = np.array([[1, 0, 2], [-1, 0, 1]])
+    upd = np.array([[10, 20, 30], [40, 50, 60]], np.float32)
+    d, i, u = ir.var("d", shape=(3, 3)), ir.var("i", shape=(2, 3), dtype="int64"), ir.var("u", shape=(2, 3))
+    got = ir.evaluate(ir.Function([d, i, u], ir.scatter_elements(d, i, u, 0, reduction)), data, idx, upd)
+    want = data.copy()
+    rows, cols = np.where(idx < 0, idx + 3, idx), np.broadcast_to(np.arange(3), (2, 3))
+    if reduction == "update":
+        want[rows, cols] = upd
+    else:
+        {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}[reduction].at(want, (rows, cols), upd)
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(IRError, match="reduction must be one of update, add, mul, min, max"):
+        ir.scatter_elements(d, i, u, 0, "sum")
+
+
 # ---------------------------------------------------------------------------------------
 # shape operators
 # ---------------------------------------------------------------------------------------

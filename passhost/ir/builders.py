@@ -28,6 +28,7 @@ __all__ = [
     "negative", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "cast", "clip",
     "erf", "floor", "ceil", "round", "abs", "sign", "sin", "cos",
     "reshape", "transpose", "expand_dims", "squeeze", "concatenate", "split", "einsum",
+    "gather_nd", "scatter_nd", "scatter_elements",
     "strided_slice", "take", "gather", "broadcast_to", "tile", "repeat",
     "full", "zeros", "ones", "full_like", "zeros_like", "ones_like",
     "sum", "mean", "max", "min", "prod", "variance", "argmax", "argmin",
@@ -274,6 +275,21 @@ def einsum(data: Any, equation: str) -> Call:
     elif not isinstance(data, Expr):
         raise IRError(f"einsum needs a list of expressions or a Tuple, got {data!r}")
     return Call(_op("einsum"), (data,), {"equation": str(equation)})
+
+
+def gather_nd(data: Expr, indices: Expr, batch_dims: int = 0) -> Call:
+    """Gather at the coordinates along ``indices``' first axis (TVM's layout)."""
+    return _call("gather_nd", (data, indices), {"batch_dims": int(batch_dims)})
+
+
+def scatter_nd(data: Expr, indices: Expr, updates: Expr, mode: str = "update") -> Call:
+    """A copy of ``data`` with ``updates`` written at the coordinates along ``indices``' first axis."""
+    return _call("scatter_nd", (data, indices, updates), {"mode": str(mode)})
+
+
+def scatter_elements(data: Expr, indices: Expr, updates: Expr, axis: int = 0, reduction: str = "update") -> Call:
+    """A copy of ``data`` with ``updates[i][j]`` written at index ``indices[i][j]`` along ``axis``."""
+    return _call("scatter_elements", (data, indices, updates), {"axis": int(axis), "reduction": str(reduction)})
 
 
 def concatenate(data: Any, axis: int = 0) -> Call:

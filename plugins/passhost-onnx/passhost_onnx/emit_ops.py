@@ -10,6 +10,7 @@ import numpy as np
 
 from passhost.errors import FormatError
 
+from .dtypes import to_onnx_type
 from .emit import _check_layout, _out_shape, _pads, _tensor, emitter
 
 _INT64_MIN = np.iinfo("int64").min
@@ -254,3 +255,47 @@ def _ndarray_size(em, call, args):
 @emitter("arange")
 def _arange(em, call, args):
     return em.const(call.op.compute([], call.attrs))
+
+
+def _onnx_indices(em, call, args) -> str:
+    """TVM-layout indices (coordinates on the first axis) as ONNX's int64 (coordinates last)."""
+    idx = args[1]
+    t = _tensor(call, 1)
+    if t.dtype != "int64":
+        idx = em.one("Cast", [idx], to=to_onnx_type("int64"))
+    if t.ndim > 1:
+        idx = em.one("Transpose", [idx], perm=list(range(1, t.ndim)) + [0])
+    return idx
+
+
+_SINCE = {"add": 16, "mul": 16, "min": 18, "max": 18}
+
+
+def _reduction_attrs(em, call, key: str) -> dict:
+    value = call.attrs[key]
+    if value == "update":
+        return {}
+    if em.opset < _SINCE[value]:
+        raise FormatError(f"{call.op.name} with {key}={value!r} needs ONNX opset {_SINCE[value]} or later; "
+                          f"export at a later opset")
+    return {"reduction": value}
+
+
+@emitter("gather_nd")
+def _gather_nd(em, call, args):
+    return em.one("GatherND", [args[0], _onnx_indices(em, call, args)], batch_dims=int(call.attrs.batch_dims))
+
+
+@emitter("scatter_nd")
+def _scatter_nd(em, call, args):
+    return em.one("ScatterND", [args[0], _onnx_indices(em, call, args), args[2]],
+                  **_reduction_attrs(em, call, "mode"))
+
+
+@emitter("scatter_elements")
+def _scatter_elements(em, call, args):
+    idx = args[1]
+    if _tensor(call, 1).dtype not in ("int32", "int64"):
+        idx = em.one("Cast", [idx], to=to_onnx_type("int64"))
+    return em.one("ScatterElements", [args[0], idx, args[2]], axis=int(call.attrs.axis),
+                  **_reduction_attrs(em, call, "reduction"))

@@ -1,0 +1,149 @@
+"""Index-driven reads and writes with TVM's names and layouts: ``gather_nd``
+(INJECTIVE), ``scatter_nd`` and ``scatter_elements`` (OPAQUE).
+
+``gather_nd`` and ``scatter_nd`` take TVM's index layout: ``indices`` is ``(M, Y_0, ...,
+Y_{K-1})``, its first axis the ``M`` coordinates of one position (ONNX puts them last;
+the ONNX importer transposes). ``gather_nd(data, indices, batch_dims=B)`` is
+``(Y_0, ..., Y_{K-1}, X_{B+M}, ...)``, the first ``B`` axes of ``Y`` and of the data being
+batch axes. ``scatter_nd(data, indices, updates, mode)`` writes ``updates`` of shape
+``(Y_0, ..., Y_{K-1}, X_M, ...)`` into a copy of ``data``; ``scatter_elements(data,
+indices, updates, axis, reduction)`` writes ``updates[i][j]`` to position ``indices[i][j]``
+along ``axis``. ``mode``/``reduction`` is ``update`` (a repeated position: the last
+write wins), ``add``, ``mul``, ``min`` or ``max``. Negative indices count from the end::
+
+    gather_nd(%data: (2, 3), %idx: (2, 4))            /* -> (4,): data[idx[0][k], idx[1][k]] */
+    scatter_elements(%d: (3, 3), %i: (2, 3), %u: (2, 3), axis=0, reduction="add")
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import IRError, TypeInferenceError
+from ..op import OpPattern
+from ..types import TensorType
+from ._util import kernel, norm_axis, reg, tensor_arg
+
+_REDUCTIONS = ("update", "add", "mul", "min", "max")
+_UFUNC = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
+
+
+def _int_indices(op: str, t: TensorType) -> None:
+    if not t.dtype.startswith(("int", "uint")):
+        raise TypeInferenceError(f"{op}: the indices must be integers, got {t}")
+
+
+# -- gather_nd ---------------------------------------------------------------------------
+def _gather_nd_rel(types: list, attrs) -> TensorType:
+    op = "gather_nd"
+    data = tensor_arg(op, types, 0, "data")
+    idx = tensor_arg(op, types, 1, "indices")
+    _int_indices(op, idx)
+    b = attrs.batch_dims
+    if idx.ndim < 1:
+        raise TypeInferenceError(f"{op}: the indices need at least one axis, got {idx}")
+    m = idx.shape[0]
+    ys = idx.shape[1:]
+    if b < 0 or b > len(ys) or b + m > data.ndim or tuple(ys[:b]) != tuple(data.shape[:b]):
+        raise TypeInferenceError(f"{op}: indices {idx} (M={m}, batch_dims={b}) do not fit the data {data}")
+    return TensorType(tuple(ys) + tuple(data.shape[b + m:]), data.dtype)
+
+
+def _positions(data_shape: tuple, idx: np.ndarray, b: int) -> tuple:
+    """Index arrays selecting, for TVM-layout ``idx`` with ``b`` batch axes, the data's
+    entries (leading batch axes enumerated)."""
+    m = idx.shape[0]
+    ys = idx.shape[1:]
+    batch = np.indices(ys[:b], sparse=False) if b else []
+    coords = []
+    for k in range(b):
+        coords.append(np.broadcast_to(batch[k].reshape(ys[:b] + (1,) * (len(ys) - b)), ys))
+    for k in range(m):
+        c = idx[k].astype(np.int64)
+        coords.append(np.where(c < 0, c + data_shape[b + k], c))
+    return tuple(coords)
+
+
+@kernel
+def _gather_nd(args: list, attrs) -> np.ndarray:
+    data, idx = args
+    return np.ascontiguousarray(data[_positions(data.shape, idx, attrs.batch_dims)])
+
+
+def _check_gather_nd(attrs) -> None:
+    b = attrs.batch_dims
+    if isinstance(b, bool) or not isinstance(b, int) or b < 0:
+        raise IRError(f"operator gather_nd: attribute batch_dims must be an int >= 0, got {b!r}")
+
+
+reg("gather_nd", 2, _gather_nd_rel, _gather_nd, attrs=(("batch_dims", 0), ("index_rank", None)),
+    pattern=OpPattern.INJECTIVE, attr_check=_check_gather_nd,
+    summary="Gather slices of the data at the coordinates along the indices' first axis (TVM's layout).")
+
+
+# -- scatter_nd ------------------------------------------------------------------------
+def _scatter_rel(op: str, elements: bool):
+    def rel(types: list, attrs) -> TensorType:
+        data = tensor_arg(op, types, 0, "data")
+        idx = tensor_arg(op, types, 1, "indices")
+        upd = tensor_arg(op, types, 2, "updates")
+        _int_indices(op, idx)
+        if upd.dtype != data.dtype:
+            raise TypeInferenceError(f"{op}: the updates {upd} must have the data's dtype ({data.dtype})")
+        if elements:
+            norm_axis(op, attrs.axis, data.ndim)
+            if idx.shape != upd.shape or idx.ndim != data.ndim:
+                raise TypeInferenceError(f"{op}: indices {idx} and updates {upd} must have one shape and the "
+                                         f"data's rank ({data})")
+        else:
+            m = idx.shape[0] if idx.ndim else 0
+            want = tuple(idx.shape[1:]) + tuple(data.shape[m:])
+            if idx.ndim < 1 or m > data.ndim or tuple(upd.shape) != want:
+                raise TypeInferenceError(f"{op}: updates {upd} must have shape {want} for indices {idx} and "
+                                         f"data {data}")
+        return data
+
+    rel.__name__ = f"{op}_rel"
+    return rel
+
+
+def _write(out: np.ndarray, where: tuple, values: np.ndarray, reduction: str) -> np.ndarray:
+    if reduction == "update":
+        out[where] = values
+    else:
+        _UFUNC[reduction].at(out, where, values)
+    return out
+
+
+@kernel
+def _scatter_nd(args: list, attrs) -> np.ndarray:
+    data, idx, upd = args
+    out = np.array(data, copy=True)
+    return _write(out, _positions(data.shape, idx, 0), upd, attrs.mode)
+
+
+@kernel
+def _scatter_elements(args: list, attrs) -> np.ndarray:
+    data, idx, upd = args
+    axis = attrs.axis % data.ndim
+    grid = list(np.indices(idx.shape, sparse=True))
+    c = idx.astype(np.int64)
+    grid[axis] = np.where(c < 0, c + data.shape[axis], c)
+    out = np.array(data, copy=True)
+    return _write(out, tuple(grid), upd, attrs.reduction)
+
+
+def _check_reduction(op: str, key: str):
+    def check(attrs) -> None:
+        if attrs[key] not in _REDUCTIONS:
+            raise IRError(f"operator {op}: attribute {key} must be one of {', '.join(_REDUCTIONS)}, got "
+                          f"{attrs[key]!r}")
+    return check
+
+
+reg("scatter_nd", 3, _scatter_rel("scatter_nd", False), _scatter_nd, attrs=(("mode", "update"),),
+    pattern=OpPattern.OPAQUE, attr_check=_check_reduction("scatter_nd", "mode"),
+    summary="Write slices of updates into a copy of the data at the coordinates along the indices' first axis.")
+reg("scatter_elements", 3, _scatter_rel("scatter_elements", True), _scatter_elements,
+    attrs=(("axis", 0), ("reduction", "update")), pattern=OpPattern.OPAQUE,
+    attr_check=_check_reduction("scatter_elements", "reduction"),
+    summary="Write updates[i][j] into a copy of the data at index indices[i][j] along an axis.")
