@@ -607,6 +607,34 @@ def test_scatter_elements_reductions(reduction):
         ir.scatter_elements(d, i, u, 0, "sum")
 
 
+@pytest.mark.parametrize("name, ref", [("tan", np.tan), ("asin", np.arcsin), ("acos", np.arccos), ("atan", np.arctan),
+                                       ("sinh", np.sinh), ("cosh", np.cosh), ("asinh", np.arcsinh),
+                                       ("acosh", np.arccosh), ("atanh", np.arctanh)])
+def test_trigonometric_and_hyperbolic_unary_ops(name, ref):
+    x = np.array([0.1, 0.5, -0.7], np.float32) if name != "acosh" else np.array([1.0, 1.5, 3.0], np.float32)
+    np.testing.assert_allclose(run(getattr(ir, name)(v()), x), ref(x), rtol=1e-6)
+    assert ir.Op.get(name).pattern == ir.OpPattern.ELEMWISE
+
+
+def test_bitwise_ops_and_shifts_as_onnx_defines_them():
+    a = np.array([-8, 4, -1, 5], np.int8)
+    b = np.array([1, 9, 8, -1], np.int8)
+    x, y = ir.var("x", shape=(4,), dtype="int8"), ir.var("y", shape=(4,), dtype="int8")
+
+    def ev(expr):
+        return ir.evaluate(ir.Function([x, y], expr), a, b)
+
+    np.testing.assert_array_equal(ev(ir.bitwise_and(x, y)), a & b)
+    np.testing.assert_array_equal(ev(ir.bitwise_xor(x, y)), a ^ b)
+    np.testing.assert_array_equal(ev(ir.bitwise_not(x)), ~a)
+    # a shift by a negative amount or by 8 or more: 0, or the sign shifting right
+    np.testing.assert_array_equal(ev(ir.left_shift(x, y)), np.array([-16, 0, 0, 0], np.int8))
+    np.testing.assert_array_equal(ev(ir.right_shift(x, y)), np.array([-4, 0, -1, 0], np.int8))
+    with pytest.raises(TypeInferenceError, match="left_shift: arguments must be integer tensors"):
+        f = ir.var("f", shape=(4,))
+        ir.infer_type(ir.Function([f], ir.left_shift(f, f)))
+
+
 # ---------------------------------------------------------------------------------------
 # shape operators
 # ---------------------------------------------------------------------------------------

@@ -27,6 +27,8 @@ __all__ = [
     "arange", "cumsum", "topk", "one_hot", "ndarray_size",
     "negative", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "cast", "clip",
     "erf", "floor", "ceil", "round", "abs", "sign", "sin", "cos",
+    "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift", "right_shift",
     "reshape", "transpose", "expand_dims", "squeeze", "concatenate", "split", "einsum",
     "gather_nd", "scatter_nd", "scatter_elements",
     "strided_slice", "take", "gather", "broadcast_to", "tile", "repeat",
@@ -141,6 +143,11 @@ power = _binary("power")
 maximum = _binary("maximum")
 minimum = _binary("minimum")
 mod = _binary("mod")
+bitwise_and = _binary("bitwise_and")
+bitwise_or = _binary("bitwise_or")
+bitwise_xor = _binary("bitwise_xor")
+left_shift = _binary("left_shift")
+right_shift = _binary("right_shift")
 floor_mod = _binary("floor_mod")
 less = _binary("less")
 greater = _binary("greater")
@@ -167,6 +174,16 @@ abs = _unary("abs", "Absolute value.")  # noqa: A001
 sign = _unary("sign", "Sign: -1, 0 or 1.")
 sin = _unary("sin", "Sine.")
 cos = _unary("cos", "Cosine.")
+tan = _unary("tan", "Tangent.")
+asin = _unary("asin", "Inverse sine.")
+acos = _unary("acos", "Inverse cosine.")
+atan = _unary("atan", "Inverse tangent.")
+sinh = _unary("sinh", "Hyperbolic sine.")
+cosh = _unary("cosh", "Hyperbolic cosine.")
+asinh = _unary("asinh", "Inverse hyperbolic sine.")
+acosh = _unary("acosh", "Inverse hyperbolic cosine.")
+atanh = _unary("atanh", "Inverse hyperbolic tangent.")
+bitwise_not = _unary("bitwise_not", "Bitwise not of an integer or bool tensor.")
 logical_not = _unary("logical_not", "Element-wise not of a bool tensor.")
 stop_fusion = _unary("annotation.stop_fusion", "``annotation.stop_fusion(x)``: a barrier for FuseOps.")
 

@@ -1,12 +1,14 @@
 """Element-wise and broadcasting operators.
 
 Unary: ``negative exp log sqrt rsqrt sigmoid tanh nn.relu nn.leaky_relu cast clip
-erf floor ceil round abs sign sin cos`` (pattern ELEMWISE; ``round`` rounds half to
+erf floor ceil round abs sign sin cos tan asin acos atan sinh cosh asinh acosh atanh``
+(pattern ELEMWISE; ``round`` rounds half to
 even, as ONNX ``Round`` and numpy do; ``erf`` is exact to double precision) and the opaque helpers ``annotation.stop_fusion`` and ``shape_of``.
 Binary (numpy broadcasting, equal dtypes): ``add subtract multiply divide power
 maximum minimum``, the comparisons ``less greater equal not_equal less_equal
 greater_equal`` (bool result) and ``logical_and logical_or logical_xor`` (bools;
-``logical_not`` is unary); ternary ``where``. ``nn.gelu`` (attribute ``approximate``,
+``logical_not`` is unary), ``bitwise_and bitwise_or bitwise_xor`` (integers or bools;
+``bitwise_not`` is unary) and ``left_shift right_shift`` (integers); ternary ``where``. ``nn.gelu`` (attribute ``approximate``,
 "none" or "tanh") is ``0.5 * x * (1 + erf(x / sqrt(2)))``::
 
     nn.gelu(%x)     ==    multiply(multiply(%x, 0.5f), add(1f, erf(multiply(%x, 0.707107f))))
@@ -81,6 +83,15 @@ _UNARY = [
     ("sign", np.sign, "Sign: -1, 0 or 1."),
     ("sin", np.sin, "Sine."),
     ("cos", np.cos, "Cosine."),
+    ("tan", np.tan, "Tangent."),
+    ("asin", np.arcsin, "Inverse sine."),
+    ("acos", np.arccos, "Inverse cosine."),
+    ("atan", np.arctan, "Inverse tangent."),
+    ("sinh", np.sinh, "Hyperbolic sine."),
+    ("cosh", np.cosh, "Hyperbolic cosine."),
+    ("asinh", np.arcsinh, "Inverse hyperbolic sine."),
+    ("acosh", np.arccosh, "Inverse hyperbolic cosine."),
+    ("atanh", np.arctanh, "Inverse hyperbolic tangent."),
 ]
 for _name, _fn, _doc in _UNARY:
     reg(_name, 1, _identity_rel(_name), _unary_kernel(_fn), pattern=E, summary=_doc,
@@ -295,6 +306,45 @@ for _name, _fn in (("logical_and", np.logical_and), ("logical_or", np.logical_or
         summary=f"Element-wise {_name.split('_')[1]} of bool tensors with broadcasting.")
 reg("logical_not", 1, _bool_rel("logical_not", 1), _unary_kernel(np.logical_not), pattern=E,
     summary="Element-wise not of a bool tensor.", extra={"layout_agnostic": True})
+
+
+def _int_rel(name: str, n: int, kinds: str):
+    """The relation of an element-wise op on integer (``kinds`` "iu") or also bool ("iub") tensors."""
+    inner = _binary_rel(name) if n == 2 else None
+
+    def rel(types: list, attrs) -> TensorType:
+        for i in range(n):
+            t = tensor_arg(name, types, i)
+            if np.dtype(t.dtype).kind not in kinds:
+                what = "integer or bool" if "b" in kinds else "integer"
+                raise TypeInferenceError(f"{name}: arguments must be {what} tensors, argument {i} is {t.dtype}")
+        return inner(types, attrs) if inner is not None else types[0]
+
+    rel.__name__ = f"{name}_rel"
+    return rel
+
+
+def _shift(fn, fill_sign: bool):
+    """``fn`` (numpy's shift) as ONNX defines it: a shift by a negative amount or by the type's
+    width or more gives 0, or, shifting right, the sign (-1 for a negative signed value)."""
+    def run(a, b):
+        wide = (b < 0) | (b >= a.dtype.itemsize * 8)
+        out = fn(a, np.where(wide, 0, b).astype(a.dtype, copy=False))
+        fill = np.where(a < 0, -1, 0).astype(a.dtype) if fill_sign and a.dtype.kind == "i" else np.zeros_like(out)
+        return np.where(wide, fill, out)
+    return run
+
+
+for _name, _fn in (("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or), ("bitwise_xor", np.bitwise_xor)):
+    reg(_name, 2, _int_rel(_name, 2, "iub"), _binary_kernel(_fn), pattern=B,
+        summary=f"Element-wise bitwise {_name.split('_')[1]} of integer or bool tensors with broadcasting.")
+reg("bitwise_not", 1, _int_rel("bitwise_not", 1, "iub"), _unary_kernel(np.invert), pattern=E,
+    summary="Element-wise bitwise not of an integer or bool tensor.", extra={"layout_agnostic": True})
+reg("left_shift", 2, _int_rel("left_shift", 2, "iu"), _binary_kernel(_shift(np.left_shift, False)), pattern=B,
+    summary="Element-wise x << y of integer tensors with broadcasting.")
+reg("right_shift", 2, _int_rel("right_shift", 2, "iu"), _binary_kernel(_shift(np.right_shift, True)), pattern=B,
+    summary="Element-wise x >> y of integer tensors with broadcasting (arithmetic for signed integers).")
+# (a shift by a negative amount or by the width or more: 0, or the sign shifting right, as ONNX defines it)
 
 
 def _where_rel(types: list, attrs) -> TensorType:

@@ -15,7 +15,10 @@ from .build import call, const
 from .table import converter
 
 _UNARY = {"Erf": ("erf", 9), "Floor": ("floor", 6), "Ceil": ("ceil", 6), "Round": ("round", 11),
-          "Abs": ("abs", 6), "Sign": ("sign", 9), "Sin": ("sin", 7), "Cos": ("cos", 7)}
+          "Abs": ("abs", 6), "Sign": ("sign", 9), "Sin": ("sin", 7), "Cos": ("cos", 7), "Tan": ("tan", 7),
+          "Asin": ("asin", 7), "Acos": ("acos", 7), "Atan": ("atan", 7), "Sinh": ("sinh", 9), "Cosh": ("cosh", 9),
+          "Asinh": ("asinh", 9), "Acosh": ("acosh", 9), "Atanh": ("atanh", 9), "BitwiseNot": ("bitwise_not", 18)}
+_BINARY = {"BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor"}
 
 
 def _unary(name: str):
@@ -28,25 +31,27 @@ for _onnx, (_ours, _since) in _UNARY.items():
     converter(_onnx, _since)(_unary(_ours))
 
 
+def _binary(name: str):
+    def convert(node):
+        return call(name, node.inputs[0], node.inputs[1])
+    return convert
+
+
+for _onnx, _ours in _BINARY.items():
+    converter(_onnx, 18)(_binary(_ours))
+
+
+@converter("BitShift", 11)
+def _bit_shift(node):
+    direction = node.attr("direction", "")
+    direction = direction.decode() if isinstance(direction, bytes) else str(direction)
+    if direction not in ("LEFT", "RIGHT"):
+        raise node.error(f"direction must be LEFT or RIGHT, got {direction!r}")
+    return call("left_shift" if direction == "LEFT" else "right_shift", node.inputs[0], node.inputs[1])
+
+
 def _c(node, value) -> ir.Constant:
     return const(value, node.dtype(0))
-
-
-@converter("Tan", 7)
-def _tan(node):
-    return call("divide", call("sin", node.inputs[0]), call("cos", node.inputs[0]))
-
-
-@converter("Sinh", 9)
-def _sinh(node):
-    x = node.inputs[0]
-    return call("multiply", call("subtract", call("exp", x), call("exp", call("negative", x))), _c(node, 0.5))
-
-
-@converter("Cosh", 9)
-def _cosh(node):
-    x = node.inputs[0]
-    return call("multiply", call("add", call("exp", x), call("exp", call("negative", x))), _c(node, 0.5))
 
 
 @converter("Elu", 6)

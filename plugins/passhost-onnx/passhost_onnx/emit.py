@@ -40,6 +40,8 @@ for _ours, _theirs in {
     "greater_equal": "GreaterOrEqual", "negative": "Neg", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
     "sigmoid": "Sigmoid", "tanh": "Tanh", "nn.relu": "Relu", "erf": "Erf", "floor": "Floor",
     "ceil": "Ceil", "abs": "Abs", "sign": "Sign", "sin": "Sin", "cos": "Cos", "round": "Round",
+    "tan": "Tan", "asin": "Asin", "acos": "Acos", "atan": "Atan", "sinh": "Sinh", "cosh": "Cosh",
+    "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh",
 }.items():
     EMITTERS[_ours] = _simple(_theirs)
 
@@ -52,14 +54,18 @@ def _out_shape(call: ir.Call) -> tuple:
     return tuple(call.checked_type.shape)
 
 
+def _select(em, dtype: str, cond: str, x: str, y: str) -> str:
+    """``Where(cond, x, y)`` on ``dtype`` values: onnxruntime has no 8- or 16-bit integer
+    Where kernel, so those select in int32 and cast back."""
+    if dtype not in ("int8", "int16"):
+        return em.one("Where", [cond, x, y])
+    wide = [em.one("Cast", [a], to=to_onnx_type("int32")) for a in (x, y)]
+    return em.one("Cast", [em.one("Where", [cond, *wide])], to=to_onnx_type(dtype))
+
+
 @emitter("where")
 def _where(em, call, args):
-    dtype = _tensor(call, 1).dtype
-    if dtype not in ("int8", "int16"):
-        return em.one("Where", list(args))
-    # onnxruntime has no 8- or 16-bit integer Where kernel: select in int32 and cast back
-    wide = [em.one("Cast", [a], to=to_onnx_type("int32")) for a in args[1:]]
-    return em.one("Cast", [em.one("Where", [args[0], *wide])], to=to_onnx_type(dtype))
+    return _select(em, _tensor(call, 1).dtype, *args)
 
 
 def _logical(onnx_op: str, bool_op: str):
@@ -90,6 +96,63 @@ def _floor_mod(em, call, args):
     nonzero = em.one("Not", [em.one("Equal", [r, zero])])
     signs_differ = em.one("Xor", [em.one("Less", [r, zero]), em.one("Less", [b, zero])])
     return em.one("Where", [em.one("And", [nonzero, signs_differ]), em.one("Add", [r, b]), r])
+
+
+def _bitwise(onnx_op: str, bool_op: str):
+    def emit(em, call, args):  # ONNX's Bitwise* take integers only (opset 18): on bools they are And/Or/Xor/Not
+        if _tensor(call, 0).dtype == "bool":
+            return em.one(bool_op, list(args))
+        if em.opset < 18:
+            raise FormatError(f"{call.op.name} on integers needs ONNX's {onnx_op} (opset 18); export at opset 18 "
+                              "or later")
+        return em.one(onnx_op, list(args))
+    return emit
+
+
+for _ours, _theirs, _bool in (("bitwise_and", "BitwiseAnd", "And"), ("bitwise_or", "BitwiseOr", "Or"),
+                              ("bitwise_xor", "BitwiseXor", "Xor"), ("bitwise_not", "BitwiseNot", "Not")):
+    EMITTERS[_ours] = _bitwise(_theirs, _bool)
+
+
+def _shift(direction: str):
+    """BitShift; before opset 28 ONNX's takes unsigned integers only, and a shift by the
+    width or more is undefined, so the emitted graph spells out passhost's semantics: such
+    a shift (or a negative amount) gives 0, or the sign shifting right; a signed value is
+    shifted as its unsigned bit pattern, a negative one right as the complement of the
+    complement shifted (arithmetic shift)."""
+    def emit(em, call, args):
+        dtype = _tensor(call, 0).dtype
+        a, b = args
+        if np.dtype(dtype).kind == "u" and em.opset >= 28:
+            return em.one("BitShift", [a, b], direction=direction)
+        udtype = np.dtype(dtype).str.replace("i", "u")
+        utype = to_onnx_type(np.dtype(udtype).name)
+
+        def c(v):
+            return em.const(np.asarray(v, dtype))
+
+        wide = em.one("Or", [em.one("Less", [b, c(0)]),
+                             em.one("Not", [em.one("Less", [b, c(np.dtype(dtype).itemsize * 8)])])])
+        amount = em.one("Cast", [_select(em, dtype, wide, c(0), b)], to=utype)
+        signed = np.dtype(dtype).kind == "i"
+        negative = em.one("Less", [a, c(0)]) if signed and direction == "RIGHT" else None
+        x = a
+        if negative is not None:  # ~a = -a - 1 for negatives: shift a non-negative value
+            x = _select(em, dtype, negative, em.one("Sub", [em.one("Neg", [a]), c(1)]), a)
+        shifted = em.one("BitShift", [em.one("Cast", [x], to=utype) if signed else x, amount], direction=direction)
+        if signed:
+            shifted = em.one("Cast", [shifted], to=to_onnx_type(dtype))
+        if negative is not None:
+            shifted = _select(em, dtype, negative, em.one("Sub", [em.one("Neg", [shifted]), c(1)]), shifted)
+            fill = _select(em, dtype, negative, c(-1), c(0))
+        else:
+            fill = c(0)
+        return _select(em, dtype, wide, fill, shifted)
+    return emit
+
+
+EMITTERS["left_shift"] = _shift("LEFT")
+EMITTERS["right_shift"] = _shift("RIGHT")
 
 
 @emitter("not_equal")
