@@ -635,6 +635,53 @@ def test_bitwise_ops_and_shifts_as_onnx_defines_them():
         ir.infer_type(ir.Function([f], ir.left_shift(f, f)))
 
 
+def _naive_conv3d(x, w, s, p, d, g):
+    xp = np.pad(x, ((0, 0), (0, 0)) + tuple((q, q) for q in p))
+    _, _, dd, hh, ww = xp.shape
+    o, ig, kd, kh, kw = w.shape
+    out = [(size - dil * (k - 1) - 1) // st + 1 for size, k, st, dil in zip((dd, hh, ww), (kd, kh, kw), s, d)]
+    res = np.zeros((x.shape[0], o, *out))
+    for n in range(x.shape[0]):
+        for oc in range(o):
+            gi = oc // (o // g)
+            for a in range(out[0]):
+                for b in range(out[1]):
+                    for c in range(out[2]):
+                        patch = xp[n, gi * ig:(gi + 1) * ig,
+                                   a * s[0]:a * s[0] + d[0] * (kd - 1) + 1:d[0],
+                                   b * s[1]:b * s[1] + d[1] * (kh - 1) + 1:d[1],
+                                   c * s[2]:c * s[2] + d[2] * (kw - 1) + 1:d[2]]
+                        res[n, oc, a, b, c] = (patch * w[oc]).sum()
+    return res
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_conv3d_matches_a_naive_loop(groups):
+    rng = np.random.default_rng(groups)
+    x = rng.standard_normal((2, 4, 5, 6, 7)).astype(np.float32)
+    w = rng.standard_normal((6, 4 // groups, 3, 2, 3)).astype(np.float32)
+    xv, wv = ir.var("x", shape=x.shape), ir.var("w", shape=w.shape)
+    fn = ir.Function([xv, wv], ir.nn.conv3d(xv, wv, strides=(1, 2, 1), padding=(1, 0, 1), dilation=(1, 1, 2),
+                                            groups=groups))
+    want = _naive_conv3d(x, w, (1, 2, 1), (1, 0, 1), (1, 1, 2), groups)
+    np.testing.assert_allclose(ir.evaluate(fn, x, w), want, rtol=1e-4, atol=1e-4)
+    assert tuple(ir.infer_type(fn).checked_type.ret_type.shape) == want.shape
+
+
+def test_pool3d_windows_padding_and_ceil_mode():
+    x = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(1, 2, 3, 4, 5)
+    xv = ir.var("x", shape=x.shape)
+    got = ir.evaluate(ir.Function([xv], ir.nn.max_pool3d(xv, (2, 2, 2), (2, 2, 2), ceil_mode=True)), x)
+    assert got.shape == (1, 2, 2, 2, 3)
+    assert got[0, 0, 1, 1, 2] == x[0, 0, 2, 3, 4]   # a last window that hangs over the end
+    got = ir.evaluate(ir.Function([xv], ir.nn.avg_pool3d(xv, (1, 1, 3), padding=(0, 0, 1))), x)
+    assert got[0, 0, 0, 0, 0] == (x[0, 0, 0, 0, 0] + x[0, 0, 0, 0, 1]) / 2     # the pad is not counted
+    got = ir.evaluate(ir.Function([xv], ir.nn.avg_pool3d(xv, (1, 1, 3), padding=(0, 0, 1), count_include_pad=True)), x)
+    assert got[0, 0, 0, 0, 0] == (x[0, 0, 0, 0, 0] + x[0, 0, 0, 0, 1]) / 3
+    with pytest.raises(IRError, match="attribute layout must be 'NCDHW'"):
+        ir.Call(ir.Op.get("nn.max_pool3d"), [xv], {"pool_size": (1, 1, 1), "layout": "NDHWC"})
+
+
 # ---------------------------------------------------------------------------------------
 # shape operators
 # ---------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ __all__ = [
     "max_pool2d", "avg_pool2d", "global_avg_pool2d", "batch_flatten", "softmax", "dropout", "lrn",
     "global_max_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "pad", "prelu",
     "hard_sigmoid", "hard_swish", "matmul", "batch_matmul", "conv2d_transpose", "log_softmax", "gelu",
+    "conv3d", "max_pool3d", "avg_pool3d",
 ]
 
 
@@ -252,3 +253,55 @@ def lrn(data: Expr, size: int = 5, axis: int = 1, bias: float = 2.0, alpha: floa
     """``nn.lrn``: ``data / (bias + alpha / size * sum of squares over size channels) ^ beta``."""
     return _call("nn.lrn", (data,), {"size": int(size), "axis": int(axis), "bias": float(bias),
                                      "alpha": float(alpha), "beta": float(beta)})
+
+
+def _triple(value: Any, what: str) -> tuple:
+    v = _ints(value, what)
+    if len(v) == 1:
+        return v * 3
+    if len(v) != 3:
+        raise IRError(f"{what} must be an int or three ints, got {value!r}")
+    return v
+
+
+def _pad6(value: Any, what: str) -> tuple:
+    """TVM's ``get_pad_tuple3d``: 1 → all sides, 3 → (d, h, w) both sides, 6 → as given."""
+    v = _ints(value, what)
+    if len(v) == 1:
+        return v * 6
+    if len(v) == 3:
+        return v + v
+    if len(v) == 6:
+        return v
+    raise IRError(f"{what} must have 1, 3 or 6 values (front, top, left, back, bottom, right), got {value!r}")
+
+
+def conv3d(data: Expr, weight: Expr, strides: Any = (1, 1, 1), padding: Any = (0, 0, 0), dilation: Any = (1, 1, 1),
+           groups: int = 1, channels: Optional[int] = None, kernel_size: Any = None) -> Call:
+    """3-D convolution ``nn.conv3d`` (NCDHW data, OIDHW weight)."""
+    return _call("nn.conv3d", (data, weight), {
+        "strides": _triple(strides, "conv3d strides"), "padding": _pad6(padding, "conv3d padding"),
+        "dilation": _triple(dilation, "conv3d dilation"), "groups": int(groups),
+        "channels": None if channels is None else int(channels),
+        "kernel_size": None if kernel_size is None else _triple(kernel_size, "conv3d kernel_size")})
+
+
+def _pool3d_attrs(pool_size, strides, dilation, padding, ceil_mode, name) -> dict:
+    return {"pool_size": _triple(pool_size, f"{name} pool_size"), "strides": _triple(strides, f"{name} strides"),
+            "dilation": _triple(dilation, f"{name} dilation"), "padding": _pad6(padding, f"{name} padding"),
+            "ceil_mode": bool(ceil_mode)}
+
+
+def max_pool3d(data: Expr, pool_size: Any = (1, 1, 1), strides: Any = (1, 1, 1), dilation: Any = (1, 1, 1),
+               padding: Any = (0, 0, 0), ceil_mode: bool = False) -> Call:
+    """``nn.max_pool3d`` (NCDHW)."""
+    return _call("nn.max_pool3d", (data,), _pool3d_attrs(pool_size, strides, dilation, padding, ceil_mode,
+                                                        "max_pool3d"))
+
+
+def avg_pool3d(data: Expr, pool_size: Any = (1, 1, 1), strides: Any = (1, 1, 1), dilation: Any = (1, 1, 1),
+               padding: Any = (0, 0, 0), ceil_mode: bool = False, count_include_pad: bool = False) -> Call:
+    """``nn.avg_pool3d`` (NCDHW)."""
+    attrs = _pool3d_attrs(pool_size, strides, dilation, padding, ceil_mode, "avg_pool3d")
+    attrs["count_include_pad"] = bool(count_include_pad)
+    return _call("nn.avg_pool3d", (data,), attrs)

@@ -33,7 +33,7 @@ Keys of :attr:`OpDef.extra <passhost.ir.OpDef>` set by core ops (read them with
 """
 from __future__ import annotations
 
-from . import conv_transpose, einsum, elemwise, image, indexing, init, layout, matmul, nn, pad, pool, reduce, scatter, sequence, transform  # noqa: F401,E501  (registration)
+from . import conv_transpose, einsum, elemwise, image, indexing, init, layout, matmul, nn, pad, pool, reduce, scatter, sequence, transform, volume  # noqa: F401,E501  (registration)
 from .layout import layout_axes, parse_layout
 
 __all__ = ["layout_axes", "parse_layout"]

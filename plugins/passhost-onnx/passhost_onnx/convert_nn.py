@@ -9,9 +9,10 @@ from .table import converter
 
 
 def _spatial(node, what: str) -> int:
+    """The number of spatial axes: 2, or 3 (volumes: the nn.*3d operators)."""
     nd = node.ndim(0) - 2
-    if nd != 2:
-        raise node.error(f"{what} on {nd}-D spatial data is not supported (passhost has 2-D {what} only)")
+    if nd not in (2, 3):
+        raise node.error(f"{what} on {nd}-D spatial data is not supported (passhost has 1-, 2- and 3-D {what})")
     return nd
 
 
@@ -19,10 +20,10 @@ def _auto_pads(node, in_hw, kernel, strides, dilations) -> tuple:
     """pads (top, left, bottom, right) for the node's auto_pad / pads attributes."""
     auto = node.attr("auto_pad", "NOTSET")
     if auto in ("NOTSET", b"NOTSET"):
-        pads = node.attr("pads", [0, 0, 0, 0])
+        pads = node.attr("pads", [0] * (2 * len(in_hw)))
         return tuple(int(p) for p in pads)
     if auto == "VALID":
-        return (0, 0, 0, 0)
+        return (0,) * (2 * len(in_hw))
     if auto not in ("SAME_UPPER", "SAME_LOWER"):
         raise node.error(f"auto_pad {auto!r} is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER")
     begin, end = [], []
@@ -37,31 +38,31 @@ def _auto_pads(node, in_hw, kernel, strides, dilations) -> tuple:
 
 @converter("Conv", 1)
 def _conv(node):
-    _spatial(node, "Conv")
+    nd = _spatial(node, "Conv")
     w_shape = node.shape(1)
     kernel = tuple(int(k) for k in node.attr("kernel_shape", w_shape[2:]))
-    strides = tuple(int(s) for s in node.attr("strides", (1, 1)))
-    dilations = tuple(int(d) for d in node.attr("dilations", (1, 1)))
+    strides = tuple(int(s) for s in node.attr("strides", (1,) * nd))
+    dilations = tuple(int(d) for d in node.attr("dilations", (1,) * nd))
     pads = _auto_pads(node, node.shape(0)[2:], kernel, strides, dilations)
     group = int(node.attr("group", 1))
-    out = call("nn.conv2d", node.inputs[0], node.inputs[1], strides=strides, padding=pads, dilation=dilations,
-               groups=group, channels=int(w_shape[0]), kernel_size=kernel)
+    out = call("nn.conv3d" if nd == 3 else "nn.conv2d", node.inputs[0], node.inputs[1], strides=strides,
+               padding=pads, dilation=dilations, groups=group, channels=int(w_shape[0]), kernel_size=kernel)
     if node.input(2) is not None:
         out = call("nn.bias_add", out, node.inputs[2], axis=1)
     return out
 
 
 def _pool_common(node):
-    _spatial(node, node.op_type)
+    nd = _spatial(node, node.op_type)
     kernel = tuple(int(k) for k in node.attr("kernel_shape"))
-    strides = tuple(int(s) for s in node.attr("strides", (1, 1)))
-    dilations = tuple(int(d) for d in node.attr("dilations", (1, 1)))
+    strides = tuple(int(s) for s in node.attr("strides", (1,) * nd))
+    dilations = tuple(int(d) for d in node.attr("dilations", (1,) * nd))
     pads = _auto_pads(node, node.shape(0)[2:], kernel, strides, dilations)
     ceil = bool(node.attr("ceil_mode", 0))
     if ceil:  # ONNX drops a last window that starts in the end padding; floor mode gives that size then
         floor_ok = True
         for i, size in enumerate(node.shape(0)[2:]):
-            span = size + pads[i] + pads[i + 2] - ((kernel[i] - 1) * dilations[i] + 1)
+            span = size + pads[i] + pads[i + nd] - ((kernel[i] - 1) * dilations[i] + 1)
             out = -(-span // strides[i]) + 1
             if (out - 1) * strides[i] >= size + pads[i]:
                 out -= 1
@@ -77,20 +78,23 @@ def _max_pool(node):
     kernel, strides, dilations, pads, ceil = _pool_common(node)
     if int(node.attr("storage_order", 0)):
         raise node.error("storage_order=1 is not supported")
-    return call("nn.max_pool2d", node.inputs[0], pool_size=kernel, strides=strides, dilation=dilations,
-                padding=pads, ceil_mode=ceil)
+    op = "nn.max_pool3d" if len(kernel) == 3 else "nn.max_pool2d"
+    return call(op, node.inputs[0], pool_size=kernel, strides=strides, dilation=dilations, padding=pads,
+                ceil_mode=ceil)
 
 
 @converter("AveragePool", 1)
 def _avg_pool(node):
     kernel, strides, dilations, pads, ceil = _pool_common(node)
-    return call("nn.avg_pool2d", node.inputs[0], pool_size=kernel, strides=strides, dilation=dilations,
-                padding=pads, ceil_mode=ceil, count_include_pad=bool(node.attr("count_include_pad", 0)))
+    op = "nn.avg_pool3d" if len(kernel) == 3 else "nn.avg_pool2d"
+    return call(op, node.inputs[0], pool_size=kernel, strides=strides, dilation=dilations, padding=pads,
+                ceil_mode=ceil, count_include_pad=bool(node.attr("count_include_pad", 0)))
 
 
 @converter("GlobalAveragePool", 1)
 def _global_avg_pool(node):
-    _spatial(node, "GlobalAveragePool")
+    if _spatial(node, "GlobalAveragePool") == 3:
+        return call("mean", node.inputs[0], axis=(2, 3, 4), keepdims=True)
     return call("nn.global_avg_pool2d", node.inputs[0])
 
 

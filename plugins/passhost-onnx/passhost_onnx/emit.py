@@ -12,6 +12,7 @@ import numpy as np
 
 from passhost import ir
 from passhost.errors import FormatError
+from passhost.ir.ops.volume import pad6
 
 from .dtypes import to_onnx_type
 
@@ -241,6 +242,32 @@ def _max_pool(em, call, args):
 @emitter("nn.avg_pool2d")
 def _avg_pool(em, call, args):
     return _pool("AveragePool", call, em, args, count_include_pad=int(bool(call.attrs.count_include_pad)))
+
+
+@emitter("nn.conv3d")
+def _conv3d(em, call, args):
+    a = call.attrs
+    return em.one("Conv", list(args), kernel_shape=list(_tensor(call, 1).shape[2:]), strides=list(a.strides),
+                  pads=[int(p) for p in pad6(a.padding)], dilations=list(a.dilation), group=int(a.groups))
+
+
+def _pool3d(onnx_op: str, call: ir.Call, em, args, **extra):
+    a = call.attrs
+    kw = dict(kernel_shape=list(a.pool_size), strides=list(a.strides), pads=[int(p) for p in pad6(a.padding)],
+              ceil_mode=int(bool(a.ceil_mode)), **extra)
+    if tuple(a.dilation) != (1, 1, 1):
+        kw["dilations"] = list(a.dilation)
+    return em.one(onnx_op, [args[0]], **kw)
+
+
+@emitter("nn.max_pool3d")
+def _max_pool3d(em, call, args):
+    return _pool3d("MaxPool", call, em, args)
+
+
+@emitter("nn.avg_pool3d")
+def _avg_pool3d(em, call, args):
+    return _pool3d("AveragePool", call, em, args, count_include_pad=int(bool(call.attrs.count_include_pad)))
 
 
 @emitter("nn.global_avg_pool2d")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 __all__ = ["EXPECTED_FAILURES"]
 
-_POOL_3D = "3-D pooling: passhost has 2-D pooling operators only (1-D is lifted to 2-D)"
 _RESIZE_SCALE = ("a scale whose output length is not whole: ONNX maps coordinates with the given scale "
                  "(input length x scale, unrounded), image.resize2d with the rounded output size, as TVM's does")
 _ANTIALIAS = "Resize antialias=1: image.resize2d has no antialiasing filter"
@@ -27,20 +26,8 @@ EXPECTED_FAILURES: dict = {
     **dict.fromkeys([f"test_sequence_map_{k}" for k in (
         "add_1_sequence_1_tensor", "add_2_sequences", "extract_shapes", "identity_1_sequence",
         "identity_1_sequence_1_tensor", "identity_2_sequences")], _SEQUENCES),
-    **dict.fromkeys([
-        "test_averagepool_3d_default",
-        "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_False",
-        "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_True",
-        "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_False",
-        "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True",
-        "test_averagepool_3d_dilations_small",
-        "test_maxpool_3d_default",
-        "test_maxpool_3d_dilations",
-        "test_maxpool_3d_dilations_use_ref_impl",
-        "test_maxpool_3d_dilations_use_ref_impl_large",
-        "test_lppool_3d_default",
-    ], _POOL_3D),
-    "test_convtranspose_3d": "3-D ConvTranspose: passhost has nn.conv2d_transpose only",
+    "test_lppool_3d_default": "3-D LpPool: passhost's LpPool converter handles 1- and 2-D data only",
+    "test_convtranspose_3d": "3-D ConvTranspose: passhost has nn.conv2d_transpose (no nn.conv3d_transpose)",
     "test_batchnorm_epsilon_training_mode": "BatchNormalization training mode (running statistics outputs)",
     "test_batchnorm_example_training_mode": "BatchNormalization training mode (running statistics outputs)",
     "test_identity_opt": "optional-typed graph input: passhost's IR has tensors and tuples only",

@@ -407,3 +407,36 @@ def test_mod_imports_as_one_operator_and_exports_with_numpys_signs(fmod, dtype, 
     ir.save(mod, str(tmp_path / "out.onnx"))
     out, = ort_run(str(tmp_path / "out.onnx"), {"a": a, "b": b})
     np.testing.assert_array_equal(out, want)
+
+
+def test_a_3d_cnn_imports_optimises_and_exports_with_onnxruntimes_numbers(tmp_path, ort_run):
+    """Conv (3-D, grouped, padded, with bias) + BatchNormalization + Relu + MaxPool + AveragePool
+    + GlobalAveragePool on NCDHW data: the nn.*3d operators."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((8, 2, 3, 3, 3)).astype(np.float32), "w")
+    b = numpy_helper.from_array(rng.standard_normal((8,)).astype(np.float32), "b")
+    bn = [numpy_helper.from_array(v, n) for v, n in (
+        (rng.uniform(0.5, 1.5, 8).astype(np.float32), "g"), (rng.standard_normal(8).astype(np.float32), "beta"),
+        (rng.standard_normal(8).astype(np.float32), "m"), (rng.uniform(0.5, 1.5, 8).astype(np.float32), "v"))]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1, 1, 1], group=2, strides=[1, 2, 1]),
+             helper.make_node("BatchNormalization", ["c", "g", "beta", "m", "v"], ["n"]),
+             helper.make_node("Relu", ["n"], ["r"]),
+             helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2, 2], strides=[2, 2, 2], ceil_mode=1),
+             helper.make_node("AveragePool", ["p"], ["a"], kernel_shape=[2, 2, 2], pads=[1, 0, 1, 0, 1, 0]),
+             helper.make_node("GlobalAveragePool", ["a"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 5, 8, 7])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 1, 1, 1])],
+                              initializer=[w, b, *bn])
+    src = tmp_path / "c3d.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(src))
+    x = rng.standard_normal((1, 4, 5, 8, 7)).astype(np.float32)
+    want, = ort_run(str(src), {"x": x})
+    mod = ir.load(str(src))
+    assert {"nn.conv3d", "nn.max_pool3d", "nn.avg_pool3d"} <= {
+        n.op.name for n in ir.post_order(mod["main"]) if isinstance(n, ir.Call) and isinstance(n.op, ir.Op)}
+    np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=1e-4, atol=1e-5)
+    with transform.PassContext(opt_level=3):
+        opt = passhost.default_pipeline(3)(mod)
+    ir.save(opt, str(tmp_path / "out.onnx"))
+    got, = ort_run(str(tmp_path / "out.onnx"), {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
