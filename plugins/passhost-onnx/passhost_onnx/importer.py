@@ -24,7 +24,7 @@ from passhost import ir
 from passhost.errors import FormatError, PasshostError
 
 from . import convert_composite, convert_image, convert_index, convert_math, convert_nn, convert_tensor  # noqa: F401
-from . import convert_quant, convert_scatter, convert_unary  # noqa: F401
+from . import convert_quant, convert_rnn, convert_scatter, convert_unary  # noqa: F401
 from . import convert_lift  # noqa: F401,I001  (last: wraps the converters above for 1-D data)
 from .dtypes import tensor_array, to_dtype
 from .functions import MAX_DEPTH, Functions

@@ -440,3 +440,42 @@ def test_a_3d_cnn_imports_optimises_and_exports_with_onnxruntimes_numbers(tmp_pa
     ir.save(opt, str(tmp_path / "out.onnx"))
     got, = ort_run(str(tmp_path / "out.onnx"), {"x": x})
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("op, gates, extra", [
+    ("LSTM", 4, {"direction": "bidirectional", "clip": 2.5}),
+    ("GRU", 3, {"direction": "reverse", "linear_before_reset": 1}),
+    ("GRU", 3, {}),
+    ("RNN", 1, {"activations": ["Relu"]}),
+])
+def test_recurrent_layers_unroll_with_onnxruntimes_numbers(op, gates, extra, tmp_path, ort_run):
+    rng = np.random.default_rng(gates)
+    seq, batch, inp, hid = 5, 2, 3, 4
+    dirs = 2 if extra.get("direction") == "bidirectional" else 1
+    inits = [numpy_helper.from_array((rng.standard_normal(s) * 0.5).astype(np.float32), n) for n, s in (
+        ("W", (dirs, gates * hid, inp)), ("R", (dirs, gates * hid, hid)), ("B", (dirs, 2 * gates * hid)),
+        ("h0", (dirs, batch, hid)))]
+    inputs = ["X", "W", "R", "B", "", "h0"]
+    outputs = ["Y", "Y_h"]
+    if op == "LSTM":
+        inits.append(numpy_helper.from_array(rng.standard_normal((dirs, batch, hid)).astype(np.float32), "c0"))
+        inits.append(numpy_helper.from_array(rng.standard_normal((dirs, 3 * hid)).astype(np.float32), "P"))
+        inputs += ["c0", "P"]
+        outputs.append("Y_c")
+    node = helper.make_node(op, inputs, outputs, hidden_size=hid, **extra)
+    out_shapes = {"Y": [seq, dirs, batch, hid], "Y_h": [dirs, batch, hid], "Y_c": [dirs, batch, hid]}
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [seq, batch, inp])],
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, out_shapes[o]) for o in outputs],
+                              initializer=inits)
+    src = tmp_path / "rnn.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), str(src))
+    x = rng.standard_normal((seq, batch, inp)).astype(np.float32)
+    want = ort_run(str(src), {"X": x})
+    mod = ir.load(str(src))
+    for got, w in zip(ir.evaluate(mod, x), want):
+        np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-5)
+    with transform.PassContext(opt_level=3):
+        opt = passhost.default_pipeline(3)(mod)
+    ir.save(opt, str(tmp_path / "out.onnx"))
+    for got, w in zip(ort_run(str(tmp_path / "out.onnx"), {"X": x}), want):
+        np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-5)
