@@ -682,6 +682,20 @@ def test_pool3d_windows_padding_and_ceil_mode():
         ir.Call(ir.Op.get("nn.max_pool3d"), [xv], {"pool_size": (1, 1, 1), "layout": "NDHWC"})
 
 
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_cumprod_matches_numpy(axis, exclusive):
+    x = np.array([[1, 2, 0, 3], [2, -1, 4, 5]], np.int32)
+    got = ir.evaluate(ir.Function([v2 := ir.var("x", shape=(2, 4), dtype="int32")],
+                                  ir.cumprod(v2, axis=axis, exclusive=exclusive)), x)
+    flat = x.reshape(-1) if axis is None else x
+    ax = 0 if axis is None else axis % 2
+    want = np.cumprod(flat, axis=ax)
+    if exclusive:
+        want = np.concatenate([np.ones_like(np.take(want, [0], axis=ax)), np.delete(want, -1, axis=ax)], axis=ax)
+    np.testing.assert_array_equal(got, want)
+
+
 # ---------------------------------------------------------------------------------------
 # shape operators
 # ---------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ __all__ = [
     "add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "mod", "floor_mod",
     "less", "greater", "equal", "not_equal", "less_equal", "greater_equal", "where",
     "logical_and", "logical_or", "logical_xor", "logical_not",
-    "arange", "cumsum", "topk", "one_hot", "ndarray_size",
+    "arange", "cumsum", "cumprod", "topk", "one_hot", "ndarray_size",
     "negative", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "cast", "clip",
     "erf", "floor", "ceil", "round", "abs", "sign", "sin", "cos",
     "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
@@ -221,6 +221,12 @@ def cumsum(data: Expr, axis: Optional[int] = None, dtype: str = "", exclusive: b
     """``cumsum``: running sums along ``axis`` (None: of the flattened data)."""
     return _call("cumsum", (data,), {"axis": None if axis is None else int(axis), "dtype": dtype,
                                      "exclusive": bool(exclusive)})
+
+
+def cumprod(data: Expr, axis: Optional[int] = None, dtype: str = "", exclusive: bool = False) -> Call:
+    """``cumprod``: running products along ``axis`` (None: of the flattened data)."""
+    return _call("cumprod", (data,), {"axis": None if axis is None else int(axis), "dtype": dtype,
+                                      "exclusive": bool(exclusive)})
 
 
 def topk(data: Expr, k: int = 1, axis: int = -1, ret_type: str = "both", is_ascend: bool = False,

@@ -1,4 +1,4 @@
-"""Ranges, scans, sorting and encodings: ``arange cumsum topk one_hot ndarray_size``.
+"""Ranges, scans, sorting and encodings: ``arange cumsum cumprod topk one_hot ndarray_size``.
 
 Names and attributes are Relay's. ``arange`` takes its bounds as attributes (the output
 shape must be static here), so it has no arguments, as ``zeros`` has::
@@ -73,13 +73,17 @@ reg("arange", 0, _arange_rel, _arange, attrs=(("start", None), ("stop", None), (
 
 
 # -- cumsum -------------------------------------------------------------------------------
-def _cumsum_rel(types: list, attrs) -> TensorType:
-    data = tensor_arg("cumsum", types, 0, "data")
-    dtype = attrs.dtype or data.dtype
-    if attrs.axis is None:
-        return TensorType((int(np.prod(data.shape, dtype=np.int64)),), dtype)
-    norm_axis("cumsum", attrs.axis, data.ndim)
-    return TensorType(data.shape, dtype)
+def _scan_rel(op: str):
+    def rel(types: list, attrs) -> TensorType:
+        data = tensor_arg(op, types, 0, "data")
+        dtype = attrs.dtype or data.dtype
+        if attrs.axis is None:
+            return TensorType((int(np.prod(data.shape, dtype=np.int64)),), dtype)
+        norm_axis(op, attrs.axis, data.ndim)
+        return TensorType(data.shape, dtype)
+
+    rel.__name__ = f"{op}_rel"
+    return rel
 
 
 @kernel
@@ -95,7 +99,25 @@ def _cumsum(args: list, attrs) -> np.ndarray:
     return out.astype(dtype, copy=False)
 
 
-reg("cumsum", 1, _cumsum_rel, _cumsum, attrs=(("axis", None), ("dtype", ""), ("exclusive", False)),
+@kernel
+def _cumprod(args: list, attrs) -> np.ndarray:
+    x = args[0]
+    dtype = attrs.dtype or x.dtype.name
+    axis = attrs.axis
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    axis %= x.ndim
+    out = np.cumprod(x, axis=axis, dtype=dtype)
+    if attrs.exclusive:  # each product without its own element: shifted by one, 1 first
+        ones = np.ones(x.shape[:axis] + (1,) + x.shape[axis + 1:], dtype)
+        out = np.concatenate([ones, np.delete(out, -1, axis=axis)], axis=axis) if x.shape[axis] else out
+    return out.astype(dtype, copy=False)
+
+
+reg("cumprod", 1, _scan_rel("cumprod"), _cumprod, attrs=(("axis", None), ("dtype", ""), ("exclusive", False)),
+    pattern=OPAQUE, attr_check=_dtype_check("cumprod", allow_empty=True),
+    summary="Running products along an axis (None: of the flattened data); exclusive leaves each element out.")
+reg("cumsum", 1, _scan_rel("cumsum"), _cumsum, attrs=(("axis", None), ("dtype", ""), ("exclusive", False)),
     pattern=OPAQUE, attr_check=_dtype_check("cumsum", allow_empty=True),
     summary="Running sums along an axis (None: of the flattened data); exclusive leaves each element out.")
 

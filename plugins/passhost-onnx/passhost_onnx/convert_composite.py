@@ -118,15 +118,17 @@ def _swish(node):
 
 
 @converter("CumSum", 11)
-def _cumsum(node):
-    """``cumsum``; ``reverse`` scans a flipped copy and flips the result back."""
+@converter("CumProd", 26)
+def _cumulative(node):
+    """``cumsum``/``cumprod``; ``reverse`` scans a flipped copy and flips the result back."""
     nd = node.ndim(0)
     axis = int(node.need_const(1, "the axis").reshape(-1)[0]) % nd
     x = node.inputs[0]
     reverse = int(node.attr("reverse", 0))
     if reverse:
         x = _flip(x, axis)
-    out = call("cumsum", x, axis=axis, exclusive=bool(int(node.attr("exclusive", 0))))
+    op = "cumsum" if node.op_type == "CumSum" else "cumprod"
+    out = call(op, x, axis=axis, exclusive=bool(int(node.attr("exclusive", 0))))
     return _flip(out, axis) if reverse else out
 
 

@@ -218,6 +218,35 @@ def _cumsum(em, call, args):
     return em.one("CumSum", [x, em.ints([int(axis)])], exclusive=int(bool(call.attrs.exclusive)) or None)
 
 
+@emitter("cumprod")
+def _cumprod(em, call, args):
+    """ONNX has CumProd only from opset 26: a scan by doubling instead (Hillis and Steele),
+    ``x *= x shifted by k`` (ones shifted in) for k = 1, 2, 4, ...: ``3 log2(n)`` nodes."""
+    x = args[0]
+    shape = list(_tensor(call, 0).shape)
+    axis = call.attrs.axis
+    if axis is None:
+        x, shape, axis = em.one("Reshape", [x, em.ints([-1])]), [int(np.prod(shape, dtype=np.int64))], 0
+    axis = int(axis) % len(shape)
+    dtype = call.checked_type.dtype
+    if dtype != _tensor(call, 0).dtype:
+        x = em.one("Cast", [x], to=to_onnx_type(dtype))
+    n = shape[axis]
+
+    def shifted(v, k):
+        ones = em.const(np.ones(shape[:axis] + [k] + shape[axis + 1:], dtype))
+        head = em.one("Slice", [v, em.ints([0]), em.ints([n - k]), em.ints([axis])])
+        return em.one("Concat", [ones, head], axis=axis)
+
+    if call.attrs.exclusive and n:
+        x = shifted(x, 1)
+    k = 1
+    while k < n:
+        x = em.one("Mul", [x, shifted(x, k)])
+        k *= 2
+    return x
+
+
 @emitter("topk")
 def _topk(em, call, args):
     from .dtypes import to_onnx_type

@@ -479,3 +479,14 @@ def test_recurrent_layers_unroll_with_onnxruntimes_numbers(op, gates, extra, tmp
     ir.save(opt, str(tmp_path / "out.onnx"))
     for got, w in zip(ort_run(str(tmp_path / "out.onnx"), {"X": x}), want):
         np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("length", [1, 7, 8])
+def test_cumprod_exports_below_opset_26_as_a_doubling_scan(exclusive, length, tmp_path, ort_run):
+    x = ir.var("x", shape=(3, length), dtype="int64")
+    mod = ir.IRModule.from_expr(ir.Function([x], ir.cumprod(x, axis=1, exclusive=exclusive)))
+    ir.save(mod, str(tmp_path / "c.onnx"), opset=17)
+    data = np.random.default_rng(length).integers(-3, 4, (3, length))
+    got, = ort_run(str(tmp_path / "c.onnx"), {"x": data})
+    np.testing.assert_array_equal(got, ir.evaluate(mod, data))
