@@ -696,6 +696,16 @@ def test_cumprod_matches_numpy(axis, exclusive):
     np.testing.assert_array_equal(got, want)
 
 
+def test_reverse_sequence_reverses_each_batch_entrys_prefix():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)     # (batch, time)
+    lens = np.array([4, 0, 2], np.int64)
+    xv, lv = ir.var("x", shape=(3, 4)), ir.var("l", shape=(3,), dtype="int64")
+    got = ir.evaluate(ir.Function([xv, lv], ir.reverse_sequence(xv, lv, seq_axis=1, batch_axis=0)), x, lens)
+    np.testing.assert_array_equal(got, [[3, 2, 1, 0], [4, 5, 6, 7], [9, 8, 10, 11]])
+    with pytest.raises(TypeInferenceError, match="seq_lengths .* must be one length per batch entry"):
+        ir.infer_type(ir.Function([xv, lv], ir.reverse_sequence(xv, lv, seq_axis=0, batch_axis=1)))
+
+
 # ---------------------------------------------------------------------------------------
 # shape operators
 # ---------------------------------------------------------------------------------------

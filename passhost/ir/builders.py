@@ -30,7 +30,7 @@ __all__ = [
     "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift", "right_shift",
     "reshape", "transpose", "expand_dims", "squeeze", "concatenate", "split", "einsum",
-    "gather_nd", "scatter_nd", "scatter_elements",
+    "gather_nd", "scatter_nd", "scatter_elements", "reverse_sequence",
     "strided_slice", "take", "gather", "broadcast_to", "tile", "repeat",
     "full", "zeros", "ones", "full_like", "zeros_like", "ones_like",
     "sum", "mean", "max", "min", "prod", "variance", "argmax", "argmin",
@@ -313,6 +313,11 @@ def scatter_nd(data: Expr, indices: Expr, updates: Expr, mode: str = "update") -
 def scatter_elements(data: Expr, indices: Expr, updates: Expr, axis: int = 0, reduction: str = "update") -> Call:
     """A copy of ``data`` with ``updates[i][j]`` written at index ``indices[i][j]`` along ``axis``."""
     return _call("scatter_elements", (data, indices, updates), {"axis": int(axis), "reduction": str(reduction)})
+
+
+def reverse_sequence(data: Expr, seq_lengths: Expr, seq_axis: int = 1, batch_axis: int = 0) -> Call:
+    """Reverse the first ``seq_lengths[b]`` elements along ``seq_axis`` of each batch entry ``b``."""
+    return _call("reverse_sequence", (data, seq_lengths), {"seq_axis": int(seq_axis), "batch_axis": int(batch_axis)})
 
 
 def concatenate(data: Any, axis: int = 0) -> Call:

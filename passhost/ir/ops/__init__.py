@@ -6,7 +6,7 @@ Modules: :mod:`.elemwise` (unary, binary, comparisons, ``where``, ``cast``,
 ``split``, ``nn.batch_flatten``), :mod:`.indexing` (``strided_slice take gather
 broadcast_to tile repeat``), :mod:`.init` (``full zeros ones full_like zeros_like
 ones_like``), :mod:`.reduce` (``sum mean max min prod variance argmax argmin``),
-:mod:`.einsum` (``einsum``), :mod:`.scatter` (``gather_nd scatter_nd scatter_elements``), :mod:`.nn` (``nn.conv2d nn.dense nn.bias_add nn.prelu nn.softmax nn.batch_norm nn.dropout
+:mod:`.einsum` (``einsum``), :mod:`.scatter` (``gather_nd scatter_nd scatter_elements reverse_sequence``), :mod:`.nn` (``nn.conv2d nn.dense nn.bias_add nn.prelu nn.softmax nn.batch_norm nn.dropout
 nn.layer_norm nn.instance_norm``), :mod:`.matmul` (``nn.matmul nn.batch_matmul``),
 :mod:`.pad` (``nn.pad``), :mod:`.conv_transpose` (``nn.conv2d_transpose``),
 :mod:`.image` (``image.resize2d``), :mod:`.pool` (pooling), :mod:`.sequence` (``arange

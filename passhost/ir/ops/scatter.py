@@ -1,5 +1,5 @@
-"""Index-driven reads and writes with TVM's names and layouts: ``gather_nd``
-(INJECTIVE), ``scatter_nd`` and ``scatter_elements`` (OPAQUE).
+"""Index-driven reads and writes with TVM's names and layouts: ``gather_nd`` and
+``reverse_sequence`` (INJECTIVE), ``scatter_nd`` and ``scatter_elements`` (OPAQUE).
 
 ``gather_nd`` and ``scatter_nd`` take TVM's index layout: ``indices`` is ``(M, Y_0, ...,
 Y_{K-1})``, its first axis the ``M`` coordinates of one position (ONNX puts them last;
@@ -147,3 +147,36 @@ reg("scatter_elements", 3, _scatter_rel("scatter_elements", True), _scatter_elem
     attrs=(("axis", 0), ("reduction", "update")), pattern=OpPattern.OPAQUE,
     attr_check=_check_reduction("scatter_elements", "reduction"),
     summary="Write updates[i][j] into a copy of the data at index indices[i][j] along an axis.")
+
+
+# -- reverse_sequence --------------------------------------------------------------------
+def _reverse_sequence_rel(types: list, attrs) -> TensorType:
+    op = "reverse_sequence"
+    data = tensor_arg(op, types, 0, "data")
+    lens = tensor_arg(op, types, 1, "seq_lengths")
+    _int_indices(op, lens)
+    seq_axis = norm_axis(op, attrs.seq_axis, data.ndim, "seq_axis")
+    batch_axis = norm_axis(op, attrs.batch_axis, data.ndim, "batch_axis")
+    if seq_axis == batch_axis or lens.shape != (data.shape[batch_axis],):
+        raise TypeInferenceError(f"{op}: seq_lengths {lens} must be one length per batch entry of {data} "
+                                 f"(batch_axis={attrs.batch_axis}, seq_axis={attrs.seq_axis}, distinct)")
+    return data
+
+
+@kernel
+def _reverse_sequence(args: list, attrs) -> np.ndarray:
+    data, lens = args
+    seq_axis, batch_axis = attrs.seq_axis % data.ndim, attrs.batch_axis % data.ndim
+    out = np.array(data, copy=True)
+    for b, n in enumerate(np.clip(lens.astype(np.int64), 0, data.shape[seq_axis])):
+        src = [slice(None)] * data.ndim
+        src[batch_axis], src[seq_axis] = b, slice(0, int(n))
+        dst = list(src)
+        dst[seq_axis] = slice(int(n) - 1, None, -1) if n else slice(0, 0)
+        out[tuple(src)] = data[tuple(dst)]
+    return out
+
+
+reg("reverse_sequence", 2, _reverse_sequence_rel, _reverse_sequence, attrs=(("seq_axis", 1), ("batch_axis", 0)),
+    pattern=OpPattern.INJECTIVE,
+    summary="Reverse the first seq_lengths[b] elements along seq_axis of every batch entry b.")

@@ -1,5 +1,6 @@
-"""Converters of GatherND, ScatterND, ScatterElements (and the old Scatter) to TVM's
-``gather_nd``, ``scatter_nd`` and ``scatter_elements``. ONNX puts a position's
+"""Converters of GatherND, ScatterND, ScatterElements (and the old Scatter) and
+ReverseSequence to TVM's ``gather_nd``, ``scatter_nd``, ``scatter_elements`` and
+``reverse_sequence``. ONNX puts a position's
 coordinates on the indices' last axis, TVM on the first, so the indices are transposed::
 
     GatherND(data: (2, 3), indices: (4, 2))   ->  gather_nd(%data, transpose(%indices, axes=[1, 0]))
@@ -42,3 +43,9 @@ def _scatter_nd(node):
 def _scatter_elements(node):
     return call("scatter_elements", node.inputs[0], node.inputs[1], node.inputs[2],
                 axis=int(node.attr("axis", 0)), reduction=_reduction(node))
+
+
+@converter("ReverseSequence", 10)
+def _reverse_sequence(node):
+    return call("reverse_sequence", node.inputs[0], node.inputs[1], seq_axis=int(node.attr("time_axis", 0)),
+                batch_axis=int(node.attr("batch_axis", 1)))

@@ -328,3 +328,17 @@ def _scatter_elements(em, call, args):
         idx = em.one("Cast", [idx], to=to_onnx_type("int64"))
     return em.one("ScatterElements", [args[0], idx, args[2]], axis=int(call.attrs.axis),
                   **_reduction_attrs(em, call, "reduction"))
+
+
+@emitter("reverse_sequence")
+def _reverse_sequence(em, call, args):
+    """ONNX's ReverseSequence: 2-D batch/time axes 0 and 1 only, int64 lengths."""
+    nd = len(_tensor(call, 0).shape)
+    seq_axis, batch_axis = int(call.attrs.seq_axis) % nd, int(call.attrs.batch_axis) % nd
+    if {seq_axis, batch_axis} != {0, 1}:
+        raise FormatError(f"reverse_sequence with seq_axis={seq_axis}, batch_axis={batch_axis}: ONNX's "
+                          "ReverseSequence takes axes 0 and 1 only")
+    lens = args[1]
+    if _tensor(call, 1).dtype != "int64":
+        lens = em.one("Cast", [lens], to=to_onnx_type("int64"))
+    return em.one("ReverseSequence", [args[0], lens], time_axis=seq_axis, batch_axis=batch_axis)
