@@ -706,6 +706,18 @@ def test_reverse_sequence_reverses_each_batch_entrys_prefix():
         ir.infer_type(ir.Function([xv, lv], ir.reverse_sequence(xv, lv, seq_axis=0, batch_axis=1)))
 
 
+@pytest.mark.parametrize("method", ["nearest", "bilinear", "bicubic"])
+def test_grid_sample_on_the_identity_grid_returns_the_data(method):
+    x = np.random.default_rng(0).standard_normal((1, 2, 3, 4)).astype(np.float32)
+    ys, xs = np.meshgrid(np.linspace(-1, 1, 3), np.linspace(-1, 1, 4), indexing="ij")
+    grid = np.stack([xs, ys])[None].astype(np.float32)     # (1, 2, 3, 4): x first
+    xv, gv = ir.var("x", shape=x.shape), ir.var("g", shape=grid.shape)
+    fn = ir.Function([xv, gv], ir.image.grid_sample(xv, gv, method=method, align_corners=True))
+    np.testing.assert_allclose(ir.evaluate(fn, x, grid), x, atol=1e-5)
+    with pytest.raises(TypeInferenceError, match="the grid .* must be"):
+        ir.infer_type(ir.Function([xv, gv], ir.image.grid_sample(xv, ir.var("h", shape=(1, 3, 3, 4)))))
+
+
 # ---------------------------------------------------------------------------------------
 # shape operators
 # ---------------------------------------------------------------------------------------

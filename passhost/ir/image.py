@@ -1,4 +1,4 @@
-"""Image builders: ``ir.image.resize2d`` (TVM's ``relay.image``)."""
+"""Image builders: ``ir.image.resize2d`` and ``ir.image.grid_sample`` (TVM's ``relay.image``)."""
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -7,7 +7,7 @@ from ..errors import IRError
 from .builders import _call, _ints
 from .expr import Call, Expr
 
-__all__ = ["resize2d"]
+__all__ = ["resize2d", "grid_sample"]
 
 
 def resize2d(data: Expr, size: Any, roi: Optional[Any] = None, layout: str = "NCHW", method: str = "linear",
@@ -31,3 +31,11 @@ def resize2d(data: Expr, size: Any, roi: Optional[Any] = None, layout: str = "NC
         "coordinate_transformation_mode": coordinate_transformation_mode, "rounding_method": rounding_method,
         "cubic_alpha": float(cubic_alpha), "cubic_exclude": int(cubic_exclude),
         "extrapolation_value": float(extrapolation_value), "out_dtype": out_dtype})
+
+
+def grid_sample(data: Expr, grid: Expr, method: str = "bilinear", layout: str = "NCHW", padding_mode: str = "zeros",
+                align_corners: bool = True) -> Call:
+    """``image.grid_sample``: sample ``data`` at ``grid``'s points; ``grid`` is ``(N, 2, Ho, Wo)``
+    (``(N, 3, Do, Ho, Wo)`` with ``layout="NCDHW"``), x first, in ``[-1, 1]``."""
+    return _call("image.grid_sample", (data, grid), {"method": method, "layout": layout,
+                                                     "padding_mode": padding_mode, "align_corners": bool(align_corners)})

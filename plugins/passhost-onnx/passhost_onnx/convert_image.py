@@ -191,3 +191,26 @@ def _log_softmax_old(node):
 @converter("LogSoftmax", 13)
 def _log_softmax_13(node):
     return call("nn.log_softmax", node.inputs[0], axis=int(node.attr("axis", -1)))
+
+
+_GRID_METHODS = {"linear": "bilinear", "bilinear": "bilinear", "nearest": "nearest", "cubic": "bicubic",
+                 "bicubic": "bicubic"}
+
+
+@converter("GridSample", 16)
+def _grid_sample(node):
+    """``image.grid_sample`` with TVM's grid layout: ONNX's ``(N, *out, nd)`` grid is
+    transposed to ``(N, nd, *out)``."""
+    nd = node.ndim(0) - 2
+    if nd not in (2, 3):
+        raise node.error(f"GridSample on {nd}-D spatial data is not supported (2- and 3-D only)")
+    mode = node.attr("mode", "linear" if node.opset >= 20 else "bilinear")
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    pad = node.attr("padding_mode", "zeros")
+    pad = pad.decode() if isinstance(pad, bytes) else str(pad)
+    if mode not in _GRID_METHODS:
+        raise node.error(f"mode {mode!r} is not supported")
+    grid = call("transpose", node.inputs[1], axes=(0, nd + 1) + tuple(range(1, nd + 1)))
+    return call("image.grid_sample", node.inputs[0], grid, method=_GRID_METHODS[mode],
+                layout="NCHW" if nd == 2 else "NCDHW", padding_mode=pad,
+                align_corners=bool(int(node.attr("align_corners", 0))))

@@ -342,3 +342,18 @@ def _reverse_sequence(em, call, args):
     if _tensor(call, 1).dtype != "int64":
         lens = em.one("Cast", [lens], to=to_onnx_type("int64"))
     return em.one("ReverseSequence", [args[0], lens], time_axis=seq_axis, batch_axis=batch_axis)
+
+
+@emitter("image.grid_sample")
+def _grid_sample(em, call, args):
+    """GridSample (opset 16; the mode names linear and cubic from opset 20, and 3-D data
+    only from opset 20), the grid transposed back to ONNX's ``(N, *out, nd)``."""
+    nd = len(_tensor(call, 0).shape) - 2
+    if em.opset < 16 or (nd == 3 and em.opset < 20):
+        raise FormatError(f"image.grid_sample on {nd}-D data needs ONNX opset {16 if nd == 2 else 20} or later")
+    method = call.attrs.method
+    if em.opset >= 20:
+        method = {"bilinear": "linear", "bicubic": "cubic"}.get(method, method)
+    grid = em.one("Transpose", [args[1]], perm=[0] + list(range(2, nd + 2)) + [1])
+    return em.one("GridSample", [args[0], grid], mode=method, padding_mode=call.attrs.padding_mode,
+                  align_corners=int(bool(call.attrs.align_corners)))

@@ -490,3 +490,24 @@ def test_cumprod_exports_below_opset_26_as_a_doubling_scan(exclusive, length, tm
     data = np.random.default_rng(length).integers(-3, 4, (3, length))
     got, = ort_run(str(tmp_path / "c.onnx"), {"x": data})
     np.testing.assert_array_equal(got, ir.evaluate(mod, data))
+
+
+@pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [0, 1])
+def test_grid_sample_matches_onnxruntime_inside_and_outside_the_image(mode, padding, align, tmp_path, ort_run):
+    rng = np.random.default_rng(7)
+    node = helper.make_node("GridSample", ["x", "g"], ["y"], mode=mode, padding_mode=padding, align_corners=align)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 5, 6]),
+                                            helper.make_tensor_value_info("g", TensorProto.FLOAT, [2, 4, 7, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4, 7])])
+    src = tmp_path / "gs.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]), str(src))
+    x = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
+    g = rng.uniform(-1.7, 1.7, (2, 4, 7, 2)).astype(np.float32)   # many points outside the image
+    want, = ort_run(str(src), {"x": x, "g": g})
+    mod = ir.load(str(src))
+    np.testing.assert_allclose(ir.evaluate(mod, x, g), want, rtol=1e-4, atol=1e-5)
+    ir.save(mod, str(tmp_path / "out.onnx"))
+    got, = ort_run(str(tmp_path / "out.onnx"), {"x": x, "g": g})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
