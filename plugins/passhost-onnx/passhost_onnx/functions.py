@@ -43,6 +43,10 @@ class Functions:
         self.local = {(f.domain, f.name): f for f in model.functions}
         self._schemas: dict = {}
         self._count = 0
+        g = model.graph
+        #: the model's own tensor names: an expansion's prefix never produces one of them
+        self._taken = {vi.name for vi in g.input} | {t.name for t in g.initializer} | {
+            o for n in g.node for o in n.output}
 
     def _schema(self, op_type: str, opset: int) -> Optional[Any]:
         key = (op_type, opset)
@@ -98,8 +102,12 @@ class Functions:
         return self._rename(n, body, defaults), _opsets(body)
 
     def _rename(self, n: NodeProto, body: FunctionProto, defaults: dict) -> list:
-        self._count += 1
-        prefix = f"{n.op_type}_{self._count}::"
+        internal = {x for inner in body.node for x in (*inner.input, *inner.output)} - set(body.input) - set(body.output)
+        while True:
+            self._count += 1
+            prefix = f"{n.op_type}_{self._count}::"
+            if not any(prefix + x in self._taken for x in internal):
+                break
         names = {}
         for i, formal in enumerate(body.input):
             names[formal] = n.input[i] if i < len(n.input) else ""

@@ -102,3 +102,16 @@ def test_an_operator_defined_by_a_schema_function_is_not_unsupported_and_runs():
 
     want, = ReferenceEvaluator(model).run(None, {"x": x, "cos": cos, "sin": sin, "pos": pos})
     np.testing.assert_allclose(ir.evaluate(mod, x, cos, sin, pos), want, rtol=1e-6)
+
+
+def test_an_expansions_names_never_take_a_name_of_the_model():
+    """A model whose own tensors are named like an expansion's internals still imports right."""
+    graph = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["ScaledRelu_1::r"]),
+         helper.make_node("ScaledRelu", ["x"], ["y"], domain="my.lib", name="s"),
+         helper.make_node("Add", ["y", "ScaledRelu_1::r"], ["z"])],
+        "g", [_f("x", [3])], [_f("z", [3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my.lib", 1)],
+                              functions=_scaled_relu_function()[:1])
+    x = np.array([-1.0, 0.5, 2.0], np.float32)
+    np.testing.assert_allclose(ir.evaluate(from_onnx(model), x), np.maximum(x, 0) * 2 - x)
