@@ -40,6 +40,10 @@ _RAW_DATA = 9      # TensorProto.raw_data
 _EXTERNAL_MARK = bytes([(14 << 3) | 0, 1])
 
 
+#: above this many bytes outside the initializers' raw data, and more than those, the file is parsed whole
+_WHOLE = 1 << 20
+
+
 class _Unusual(Exception):
     """The framing is not the plain one; protobuf reads the file whole."""
 
@@ -95,20 +99,21 @@ def _fields(buf: bytes, pos: int, end: int) -> list:
     return out
 
 
-def _frame(field: int, body: bytes) -> bytes:
-    """``body`` as a length-delimited field ``field``."""
+def _key_and_length(field: int, n: int) -> bytes:
+    """The key of a length-delimited field ``field`` and the varint ``n``."""
     out = bytearray([(field << 3) | 2])
-    n = len(body)
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
         n >>= 7
     out.append(n)
-    return bytes(out) + body
+    return bytes(out)
 
 
 def _split(data: bytes) -> tuple:
     """The model without its initializers' ``raw_data`` (as bytes), and the ``(start, end)``
-    of each initializer's raw bytes in ``data`` (``None`` where the tensor is left whole)."""
+    of each initializer's raw bytes in ``data`` (``None`` where the tensor is left whole).
+    The pieces are views of ``data``, joined once: the small part is copied once."""
+    view = memoryview(data)
     top = _fields(data, 0, len(data))
     graphs = [f for f in top if f[0] == _GRAPH]
     if len(graphs) != 1 or graphs[0][1] != 2:
@@ -117,21 +122,24 @@ def _split(data: bytes) -> tuple:
     graph_parts, spans = [], []
     for field, wire, start, value, end in _fields(data, graph_field[3], graph_field[4]):
         if field != _INITIALIZER or wire != 2:
-            graph_parts.append(data[start:end])
+            graph_parts.append(view[start:end])
             continue
         tensor = _fields(data, value, end)
         raws = [f for f in tensor if f[0] == _RAW_DATA]
         if len(raws) != 1 or raws[0][1] != 2:
-            graph_parts.append(data[start:end])
+            graph_parts.append(view[start:end])
             spans.append(None)
             continue
         _, _, r_start, r_value, r_end = raws[0]
-        graph_parts.append(_frame(_INITIALIZER, data[value:r_start] + data[r_end:end]))
+        graph_parts += [_key_and_length(_INITIALIZER, (r_start - value) + (end - r_end)),
+                        view[value:r_start], view[r_end:end]]
         spans.append((r_value, r_end))
-    graph = b"".join(graph_parts)
-    rest = [data[start:end] for field, _, start, _, end in top if field != _GRAPH]
-    rest.append(_frame(_GRAPH, graph))
-    return b"".join(rest), spans
+    cut = sum(e - s for s, e in (x for x in spans if x is not None))
+    if len(data) - cut > max(cut, _WHOLE):  # the weights are elsewhere (in Constant nodes, say): a copy
+        raise _Unusual                      # of the rest would cost more than protobuf's whole parse
+    rest = [view[start:end] for field, _, start, _, end in top if field != _GRAPH]
+    rest.append(_key_and_length(_GRAPH, sum(len(p) for p in graph_parts)))
+    return b"".join(rest + graph_parts), spans
 
 
 def _parse(data: bytes) -> onnx.ModelProto:

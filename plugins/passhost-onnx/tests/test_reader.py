@@ -171,3 +171,16 @@ def test_a_damaged_or_unsupported_initializer_is_named_in_one_message(tmp_path):
         onnx.save(model, str(path))
         with pytest.raises(FormatError, match=want):
             ir.load(str(path))
+
+
+def test_a_file_whose_weights_are_constant_nodes_is_parsed_whole(tmp_path):
+    """Cutting out the initializers' bytes only pays when they are most of the file: with
+    megabytes of Constant nodes around a small initializer, protobuf parses the file whole."""
+    big = numpy_helper.from_array(np.ones((512, 1024), np.float32), "big")
+    m = _model()
+    m.graph.node.insert(0, helper.make_node("Constant", [], ["k"], value=big))
+    path = tmp_path / "m.onnx"
+    onnx.save(m, str(path))
+    model, arrays = read_model(str(path))
+    assert arrays == {} and model == onnx.load(str(path))
+    _same_as_onnx_load(path)
