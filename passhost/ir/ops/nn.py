@@ -79,11 +79,13 @@ def _conv2d_rel(types: list, attrs) -> TensorType:
     return TensorType(shape, attrs.out_dtype or data.dtype)
 
 
-def _windows(x: np.ndarray, kh: int, kw: int, strides: tuple, dilation: tuple, oh: int, ow: int) -> np.ndarray:
-    """``(N, C, OH, OW, kh, kw)`` view of the windows of a padded NCHW array."""
-    dh, dw = dilation
-    win = sliding_window_view(x, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))
-    return win[:, :, ::strides[0], ::strides[1], ::dh, ::dw][:, :, :oh, :ow]
+def _windows(x: np.ndarray, kernel: tuple, strides: tuple, dilation: tuple, out: tuple) -> np.ndarray:
+    """``(N, C, *out, *kernel)`` view of the windows of a padded ``N, C, *spatial`` array
+    (2-D: ``(N, C, OH, OW, kh, kw)``; 3-D as well)."""
+    axes = tuple(range(2, 2 + len(kernel)))
+    win = sliding_window_view(x, tuple((k - 1) * d + 1 for k, d in zip(kernel, dilation)), axis=axes)
+    step = tuple(slice(None, None, s) for s in strides) + tuple(slice(None, None, d) for d in dilation)
+    return win[(slice(None), slice(None)) + step][(slice(None), slice(None)) + tuple(slice(0, o) for o in out)]
 
 
 @kernel
@@ -100,7 +102,7 @@ def _conv2d(args: list, attrs) -> np.ndarray:
     oh = conv_out_dim(h, pt, pb, kh, attrs.strides[0], attrs.dilation[0])
     ow = conv_out_dim(wd, pl, pr, kw, attrs.strides[1], attrs.dilation[1])
     xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
-    win = _windows(xp, kh, kw, attrs.strides, attrs.dilation, oh, ow)
+    win = _windows(xp, (kh, kw), attrs.strides, attrs.dilation, (oh, ow))
     g = attrs.groups
     if g == 1:
         out = np.tensordot(win, w, axes=([1, 4, 5], [1, 2, 3])).transpose(0, 3, 1, 2)

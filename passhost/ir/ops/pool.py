@@ -75,7 +75,7 @@ def _prepare(x: np.ndarray, attrs, pad_value) -> tuple:
     er = max(0, (ow - 1) * sw + (kw - 1) * dw + 1 - (w + pl + pr))
     xp = np.pad(x, ((0, 0), (0, 0), (pt, pb + eb), (pl, pr + er)), constant_values=pad_value)
     geometry = (h, w, pt, pl, pb, pr, eb, er, oh, ow)
-    return _windows(xp, kh, kw, attrs.strides, attrs.dilation, oh, ow), geometry
+    return _windows(xp, (kh, kw), attrs.strides, attrs.dilation, (oh, ow)), geometry
 
 
 def _finish(out: np.ndarray, attrs, dtype) -> np.ndarray:
@@ -103,7 +103,7 @@ def _avg_pool2d(args: list, attrs) -> np.ndarray:
         mask[: h + pt + pb, : w + pl + pr] = 1.0
     else:
         mask[pt: pt + h, pl: pl + w] = 1.0
-    count = _windows(mask[None, None], *attrs.pool_size, attrs.strides, attrs.dilation, oh, ow).sum(axis=(-2, -1))
+    count = _windows(mask[None, None], attrs.pool_size, attrs.strides, attrs.dilation, (oh, ow)).sum(axis=(-2, -1))
     out = np.where(count > 0, total / np.maximum(count, 1.0), 0.0)
     return _finish(out, attrs, x.dtype)
 

@@ -13,13 +13,12 @@ for convolution, one ``einsum`` with groups).
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from ...errors import IRError, TypeInferenceError
 from ..op import OpPattern
 from ..types import TensorType
 from ._util import kernel, reg, tensor_arg
-from .nn import conv_out_dim
+from .nn import _windows, conv_out_dim
 from .pool import pool_out_dim
 
 FUSABLE = OpPattern.OUT_ELEMWISE_FUSABLE
@@ -52,14 +51,6 @@ def _check_common(op: str, attrs, size_key: str, layouts: tuple) -> None:
         if attrs[key] not in (want, ""):
             raise IRError(f"operator {op}: attribute {key} must be {want!r} (the only layout of 3-D operators), "
                           f"got {attrs[key]!r}")
-
-
-def _windows(x: np.ndarray, k: tuple, strides: tuple, dilation: tuple, out: tuple) -> np.ndarray:
-    """``(N, C, OD, OH, OW, kd, kh, kw)`` view of the windows of a padded NCDHW array."""
-    span = tuple((ki - 1) * di + 1 for ki, di in zip(k, dilation))
-    win = sliding_window_view(x, span, axis=(2, 3, 4))
-    s, d = strides, dilation
-    return win[:, :, ::s[0], ::s[1], ::s[2], ::d[0], ::d[1], ::d[2]][:, :, :out[0], :out[1], :out[2]]
 
 
 # -- conv3d ----------------------------------------------------------------------------
