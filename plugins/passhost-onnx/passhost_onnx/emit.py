@@ -191,7 +191,10 @@ def _check_layout(call: ir.Call, **want: str) -> None:
             raise FormatError(f"{call.op.name} with {attr}={got!r} cannot be exported to ONNX (it needs {value})")
 
 
-def _pads(padding) -> list:
+def _pads(padding, nd: int = 2) -> list:
+    """ONNX's ``pads`` (all begins, then all ends) of a 2-D or 3-D operator's ``padding``."""
+    if nd == 3:
+        return [int(p) for p in pad6(padding)]
     p = tuple(int(x) for x in padding)
     if len(p) == 1:
         p = p * 4
@@ -200,13 +203,18 @@ def _pads(padding) -> list:
     return list(p)
 
 
-@emitter("nn.conv2d")
-def _conv2d(em, call, args):
-    _check_layout(call, data_layout="NCHW", kernel_layout="OIHW", out_layout="NCHW")
-    a = call.attrs
+_LAYOUTS = {2: ("NCHW", "OIHW"), 3: ("NCDHW", "OIDHW")}
+
+
+@emitter("nn.conv2d", "nn.conv3d")
+def _conv(em, call, args):
     kshape = _tensor(call, 1).shape
+    nd = len(kshape) - 2
+    data, kernel = _LAYOUTS[nd]
+    _check_layout(call, data_layout=data, kernel_layout=kernel, out_layout=data)
+    a = call.attrs
     return em.one("Conv", list(args), kernel_shape=list(kshape[2:]), strides=list(a.strides),
-                  pads=_pads(a.padding), dilations=list(a.dilation), group=int(a.groups))
+                  pads=_pads(a.padding, nd), dilations=list(a.dilation), group=int(a.groups))
 
 
 @emitter("nn.bias_add")
@@ -225,49 +233,24 @@ def _bias_add(em, call, args):
 
 
 def _pool(onnx_op: str, call: ir.Call, em, args, **extra):
-    _check_layout(call, layout="NCHW", out_layout="NCHW")
     a = call.attrs
-    kw = dict(kernel_shape=list(a.pool_size), strides=list(a.strides), pads=_pads(a.padding),
+    nd = len(a.pool_size)
+    _check_layout(call, layout=_LAYOUTS[nd][0], out_layout=_LAYOUTS[nd][0])
+    kw = dict(kernel_shape=list(a.pool_size), strides=list(a.strides), pads=_pads(a.padding, nd),
               ceil_mode=int(bool(a.ceil_mode)), **extra)
-    if tuple(a.dilation) != (1, 1):
+    if any(d != 1 for d in a.dilation):
         kw["dilations"] = list(a.dilation)
     return em.one(onnx_op, [args[0]], **kw)
 
 
-@emitter("nn.max_pool2d")
+@emitter("nn.max_pool2d", "nn.max_pool3d")
 def _max_pool(em, call, args):
     return _pool("MaxPool", call, em, args)
 
 
-@emitter("nn.avg_pool2d")
+@emitter("nn.avg_pool2d", "nn.avg_pool3d")
 def _avg_pool(em, call, args):
     return _pool("AveragePool", call, em, args, count_include_pad=int(bool(call.attrs.count_include_pad)))
-
-
-@emitter("nn.conv3d")
-def _conv3d(em, call, args):
-    a = call.attrs
-    return em.one("Conv", list(args), kernel_shape=list(_tensor(call, 1).shape[2:]), strides=list(a.strides),
-                  pads=[int(p) for p in pad6(a.padding)], dilations=list(a.dilation), group=int(a.groups))
-
-
-def _pool3d(onnx_op: str, call: ir.Call, em, args, **extra):
-    a = call.attrs
-    kw = dict(kernel_shape=list(a.pool_size), strides=list(a.strides), pads=[int(p) for p in pad6(a.padding)],
-              ceil_mode=int(bool(a.ceil_mode)), **extra)
-    if tuple(a.dilation) != (1, 1, 1):
-        kw["dilations"] = list(a.dilation)
-    return em.one(onnx_op, [args[0]], **kw)
-
-
-@emitter("nn.max_pool3d")
-def _max_pool3d(em, call, args):
-    return _pool3d("MaxPool", call, em, args)
-
-
-@emitter("nn.avg_pool3d")
-def _avg_pool3d(em, call, args):
-    return _pool3d("AveragePool", call, em, args, count_include_pad=int(bool(call.attrs.count_include_pad)))
 
 
 @emitter("nn.global_avg_pool2d")

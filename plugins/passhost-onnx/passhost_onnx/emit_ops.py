@@ -113,8 +113,6 @@ def _arg(onnx_op: str):
             raise FormatError(f"{call.op.name} over {len(axes)} axes has no ONNX export (ONNX reduces one axis)")
         out = em.one(onnx_op, list(args), axis=axes[0], keepdims=int(bool(a.keepdims)),
                      select_last_index=int(bool(a.select_last_index)) or None)
-        from .dtypes import to_onnx_type
-
         return em.one("Cast", [out], to=to_onnx_type(call.checked_type.dtype))
     return emit
 
@@ -199,8 +197,6 @@ def _like(em, call, args):
 
 
 def _onnx(call) -> int:
-    from .dtypes import to_onnx_type
-
     return to_onnx_type(call.checked_type.dtype)
 
 
@@ -212,8 +208,6 @@ def _cumsum(em, call, args):
         x, axis = em.one("Reshape", [x, em.ints([-1])]), 0
     out_dtype = call.checked_type.dtype
     if out_dtype != _tensor(call, 0).dtype:
-        from .dtypes import to_onnx_type
-
         x = em.one("Cast", [x], to=to_onnx_type(out_dtype))
     return em.one("CumSum", [x, em.ints([int(axis)])], exclusive=int(bool(call.attrs.exclusive)) or None)
 
@@ -249,8 +243,6 @@ def _cumprod(em, call, args):
 
 @emitter("topk")
 def _topk(em, call, args):
-    from .dtypes import to_onnx_type
-
     a = call.attrs
     shape = _tensor(call, 0).shape
     axis = int(a.axis) % len(shape)
@@ -263,8 +255,6 @@ def _topk(em, call, args):
 
 @emitter("one_hot")
 def _one_hot(em, call, args):
-    from .dtypes import to_onnx_type
-
     a = call.attrs
     dt = call.checked_type.dtype
     # ONNX counts negative indices from the end; Relay gives them off_value: map them past depth
