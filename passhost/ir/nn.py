@@ -21,25 +21,35 @@ __all__ = [
 ]
 
 
-def _pair(value: Any, what: str) -> tuple:
+def _repeat(value: Any, n: int, what: str) -> tuple:
+    """``n`` ints: one int (or a 1-list) repeated, or ``n`` given."""
     v = _ints(value, what)
     if len(v) == 1:
-        return v * 2
-    if len(v) != 2:
-        raise IRError(f"{what} must be an int or two ints, got {value!r}")
+        return v * n
+    if len(v) != n:
+        raise IRError(f"{what} must be an int or {('two', 'three')[n - 2]} ints, got {value!r}")
     return v
 
 
-def _pad4(value: Any, what: str) -> tuple:
-    """TVM's ``get_pad_tuple2d``: 1 → all sides, 2 → (h, w, h, w), 4 → as given."""
+def _pair(value: Any, what: str) -> tuple:
+    return _repeat(value, 2, what)
+
+
+def _padding(value: Any, n: int, what: str, sides: str) -> tuple:
+    """TVM's ``get_pad_tuple2d``/``3d``: 1 value → all sides, ``n`` → both sides of each
+    axis, ``2n`` → as given (all begins, then all ends)."""
     v = _ints(value, what)
     if len(v) == 1:
-        return v * 4
-    if len(v) == 2:
-        return (v[0], v[1], v[0], v[1])
-    if len(v) == 4:
+        return v * (2 * n)
+    if len(v) == n:
+        return v + v
+    if len(v) == 2 * n:
         return v
-    raise IRError(f"{what} must have 1, 2 or 4 values (top, left, bottom, right), got {value!r}")
+    raise IRError(f"{what} must have 1, {n} or {2 * n} values ({sides}), got {value!r}")
+
+
+def _pad4(value: Any, what: str) -> tuple:
+    return _padding(value, 2, what, "top, left, bottom, right")
 
 
 def conv2d(data: Expr, weight: Expr, strides: Any = (1, 1), padding: Any = (0, 0), dilation: Any = (1, 1),
@@ -256,24 +266,11 @@ def lrn(data: Expr, size: int = 5, axis: int = 1, bias: float = 2.0, alpha: floa
 
 
 def _triple(value: Any, what: str) -> tuple:
-    v = _ints(value, what)
-    if len(v) == 1:
-        return v * 3
-    if len(v) != 3:
-        raise IRError(f"{what} must be an int or three ints, got {value!r}")
-    return v
+    return _repeat(value, 3, what)
 
 
 def _pad6(value: Any, what: str) -> tuple:
-    """TVM's ``get_pad_tuple3d``: 1 → all sides, 3 → (d, h, w) both sides, 6 → as given."""
-    v = _ints(value, what)
-    if len(v) == 1:
-        return v * 6
-    if len(v) == 3:
-        return v + v
-    if len(v) == 6:
-        return v
-    raise IRError(f"{what} must have 1, 3 or 6 values (front, top, left, back, bottom, right), got {value!r}")
+    return _padding(value, 3, what, "front, top, left, back, bottom, right")
 
 
 def conv3d(data: Expr, weight: Expr, strides: Any = (1, 1, 1), padding: Any = (0, 0, 0), dilation: Any = (1, 1, 1),

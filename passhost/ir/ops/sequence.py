@@ -86,13 +86,16 @@ def _scan_rel(op: str):
     return rel
 
 
+def _scan_input(x: np.ndarray, attrs) -> tuple:
+    """``(data, axis, dtype)`` of a scan: ``axis`` None scans the flattened data."""
+    if attrs.axis is None:
+        return x.reshape(-1), 0, attrs.dtype or x.dtype.name
+    return x, attrs.axis % x.ndim, attrs.dtype or x.dtype.name
+
+
 @kernel
 def _cumsum(args: list, attrs) -> np.ndarray:
-    x = args[0]
-    dtype = attrs.dtype or x.dtype.name
-    axis = attrs.axis
-    if axis is None:
-        x, axis = x.reshape(-1), 0
+    x, axis, dtype = _scan_input(args[0], attrs)
     out = np.cumsum(x, axis=axis, dtype=dtype)
     if attrs.exclusive:
         out = out - x.astype(dtype)
@@ -101,12 +104,7 @@ def _cumsum(args: list, attrs) -> np.ndarray:
 
 @kernel
 def _cumprod(args: list, attrs) -> np.ndarray:
-    x = args[0]
-    dtype = attrs.dtype or x.dtype.name
-    axis = attrs.axis
-    if axis is None:
-        x, axis = x.reshape(-1), 0
-    axis %= x.ndim
+    x, axis, dtype = _scan_input(args[0], attrs)
     out = np.cumprod(x, axis=axis, dtype=dtype)
     if attrs.exclusive:  # each product without its own element: shifted by one, 1 first
         ones = np.ones(x.shape[:axis] + (1,) + x.shape[axis + 1:], dtype)
