@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Optional
 
 import numpy as np
 from onnx import TensorProto, numpy_helper
@@ -44,9 +45,21 @@ def to_onnx_type(dtype) -> int:
 _RAW_DTYPES = {k: np.dtype(v) for k, v in _TO_DTYPE.items()}
 
 
-def raw_dtype(elem_type: int):
-    """The numpy dtype whose little-endian bytes are an ONNX element type's ``raw_data``, or ``None``."""
-    return _RAW_DTYPES.get(elem_type)
+def raw_view(tensor: TensorProto, buffer, start: int = 0, end: Optional[int] = None) -> Optional[np.ndarray]:
+    """The value of ``tensor`` as a read-only array over ``buffer[start:end]``, its raw
+    bytes (``tensor.raw_data``, or the span of a file the reader cut them from), or
+    ``None`` when numpy cannot view them in place: a type without a plain little-endian
+    layout, external data, a big-endian host, or a size that does not match the dims."""
+    dtype = _RAW_DTYPES.get(tensor.data_type)
+    if dtype is None or sys.byteorder != "little" or tensor.data_location == TensorProto.EXTERNAL:
+        return None
+    shape = tuple(tensor.dims)
+    count = 1
+    for d in shape:
+        count *= d
+    if count * dtype.itemsize != (len(buffer) if end is None else end) - start:
+        return None
+    return np.frombuffer(buffer, dtype=dtype, count=count, offset=start).reshape(shape)
 
 
 def tensor_array(tensor: TensorProto) -> np.ndarray:
@@ -57,14 +70,8 @@ def tensor_array(tensor: TensorProto) -> np.ndarray:
     :class:`passhost.ir.Constant` then keeps as it is. Every other tensor (typed fields,
     external data, big-endian hosts) goes through ``onnx.numpy_helper.to_array``.
     """
-    dtype = _RAW_DTYPES.get(tensor.data_type)
-    if (dtype is not None and sys.byteorder == "little" and tensor.data_location != TensorProto.EXTERNAL
-            and tensor.HasField("raw_data")):
-        raw = tensor.raw_data
-        shape = tuple(tensor.dims)
-        count = 1
-        for d in shape:
-            count *= d
-        if len(raw) == count * dtype.itemsize:
-            return np.frombuffer(raw, dtype=dtype).reshape(shape)
+    if tensor.HasField("raw_data"):
+        view = raw_view(tensor, tensor.raw_data)
+        if view is not None:
+            return view
     return numpy_helper.to_array(tensor)

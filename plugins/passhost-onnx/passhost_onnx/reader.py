@@ -22,13 +22,11 @@ by protobuf, which merges or rejects it exactly as ``onnx.load`` would.
 from __future__ import annotations
 
 import os
-import sys
 from typing import Optional
 
-import numpy as np
 import onnx
 
-from .dtypes import raw_dtype
+from .dtypes import raw_view
 
 __all__ = ["read_model"]
 
@@ -162,22 +160,14 @@ def read_model(path: str) -> tuple:
     else:
         model = _parse(small)
     arrays: dict = {}
-    if spans:
-        little = sys.byteorder == "little"
-        for tensor, span in zip(model.graph.initializer, spans):
-            if span is None:
-                continue
-            start, end = span
-            dtype = raw_dtype(tensor.data_type) if little else None
-            count = 1
-            for d in tensor.dims:
-                count *= d
-            if dtype is not None and tensor.data_location != onnx.TensorProto.EXTERNAL \
-                    and count * dtype.itemsize == end - start:
-                arrays[tensor.name] = np.frombuffer(data, dtype=dtype, count=count,
-                                                    offset=start).reshape(tuple(tensor.dims))
-            else:  # a type or size numpy cannot view: the tensor as protobuf would hold it
-                tensor.raw_data = data[start:end]
+    for tensor, span in zip(model.graph.initializer, spans):
+        if span is None:
+            continue
+        view = raw_view(tensor, data, *span)
+        if view is not None:
+            arrays[tensor.name] = view
+        else:  # a type or size numpy cannot view: the tensor as protobuf would hold it
+            tensor.raw_data = data[span[0]:span[1]]
     if small is None or _EXTERNAL_MARK in small:
         onnx.load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
     return model, arrays
