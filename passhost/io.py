@@ -30,11 +30,18 @@ import os
 import secrets
 import stat
 import sys
-from typing import BinaryIO, Iterator
+import threading
+from typing import BinaryIO, Iterable, Iterator
 
-__all__ = ["write_text_atomic", "write_bytes_atomic", "atomic_writer", "output_stream", "plugin_output_to_stderr"]
+__all__ = ["write_text_atomic", "write_bytes_atomic", "atomic_writer", "write_buffers", "output_stream",
+           "plugin_output_to_stderr"]
 
 _TRIES = 100
+#: buffers per ``os.writev`` call (the kernel's limit)
+_IOV_MAX = min(os.sysconf("SC_IOV_MAX"), 1024) if hasattr(os, "sysconf") and "SC_IOV_MAX" in os.sysconf_names \
+    else 1024
+#: a replaced file at least this large is released off the caller's path (see _replace)
+_RELEASE_LATER = 1 << 20
 _OUTPUT: list = []   # the real standard output, while plugin_output_to_stderr is active
 
 
@@ -133,13 +140,71 @@ def atomic_writer(path: str, *, fsync: bool = True) -> Iterator[BinaryIO]:
                 os.fsync(f.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
-        os.replace(tmp, target)
+        _replace(tmp, target, st)
     except BaseException:
         try:
             os.unlink(tmp)
         except OSError:
             pass
         raise
+
+
+def _replace(tmp: str, target: str, st: "os.stat_result | None") -> None:
+    """``os.replace(tmp, target)``, with the old file's storage freed off the caller's path.
+
+    Renaming over a file frees its blocks inside the rename, which for a 30 MB model costs
+    as long as writing it (ext4: ~6 ms). On POSIX, a large old file is opened first, so the
+    rename only drops its name, and the last descriptor is closed by a background thread,
+    where the kernel then frees the blocks. The new file is in place when this returns
+    either way; a process that exits first has the descriptor closed by the kernel.
+    """
+    held = None
+    if os.name == "posix" and st is not None and st.st_size >= _RELEASE_LATER:
+        try:
+            held = os.open(target, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
+        except OSError:  # unreadable: replace it the plain way
+            held = None
+    try:
+        os.replace(tmp, target)
+    finally:
+        if held is not None:
+            try:
+                threading.Thread(target=os.close, args=(held,), name="passhost-release", daemon=True).start()
+            except RuntimeError:  # no thread to spare
+                os.close(held)
+
+
+def write_buffers(f: BinaryIO, buffers: Iterable) -> int:
+    """Write ``buffers`` (bytes-like objects: ``bytes``, ``memoryview``, C-contiguous numpy
+    arrays) to the binary file ``f`` one after the other; returns the bytes written.
+
+    On a file with a descriptor (what :func:`atomic_writer` yields for a path) they go out
+    in as few system calls as possible (``os.writev``, up to 1,024 buffers each), which for
+    a model of a few hundred weights is several milliseconds faster than one ``write``
+    per buffer; on anything else (``io.BytesIO``, standard output) through ``f.write``.
+    """
+    views = [memoryview(b).cast("B") for b in buffers]
+    total = sum(v.nbytes for v in views)
+    try:
+        fd = f.fileno() if hasattr(os, "writev") else None
+    except (AttributeError, OSError, io.UnsupportedOperation):
+        fd = None
+    if fd is None:
+        for v in views:
+            f.write(v)
+        return total
+    f.flush()
+    i = 0
+    while i < len(views):
+        done = os.writev(fd, views[i:i + _IOV_MAX])
+        if done == 0 and any(v.nbytes for v in views[i:i + _IOV_MAX]):
+            raise OSError(errno.EIO, "the file accepted no more bytes")
+        while i < len(views) and done >= views[i].nbytes:  # whole buffers written
+            done -= views[i].nbytes
+            i += 1
+        if done:  # a short write ended inside views[i]
+            views[i] = views[i][done:]
+    return total
 
 
 @contextlib.contextmanager

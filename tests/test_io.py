@@ -139,3 +139,77 @@ def test_a_directory_is_refused(tmp_path):
 
     with pytest.raises(IsADirectoryError):
         write_text_atomic(str(tmp_path), "x")
+
+
+def test_write_buffers_writes_every_buffer_in_order_on_a_file_and_on_a_stream(tmp_path):
+    import io
+
+    import numpy as np
+
+    from passhost.io import atomic_writer, write_buffers
+
+    rng = np.random.default_rng(0)
+    # more buffers than one writev call takes, empty ones among them, numpy arrays as bytes
+    buffers = [rng.integers(0, 256, size=int(n), dtype=np.uint8) for n in rng.integers(0, 40, size=2500)]
+    buffers[7] = b""
+    buffers[8] = memoryview(b"mid")
+    buffers[9] = np.arange(6, dtype=np.float32)
+    want = b"".join(bytes(memoryview(b).cast("B")) for b in buffers)
+    path = tmp_path / "out.bin"
+    with atomic_writer(str(path)) as f:
+        f.write(b"head:")  # buffered bytes written before the gathered ones stay first
+        assert write_buffers(f, buffers) == len(want)
+        f.write(b":tail")
+    assert path.read_bytes() == b"head:" + want + b":tail"
+    stream = io.BytesIO()
+    assert write_buffers(stream, buffers) == len(want) and stream.getvalue() == want
+
+
+def test_write_buffers_goes_on_after_short_writes(tmp_path, monkeypatch):
+    from passhost.io import write_buffers
+
+    real = os.writev
+    calls = []
+
+    def short(fd, bufs):  # the kernel may take fewer bytes than offered
+        calls.append(len(bufs))
+        data = b"".join(bytes(b) for b in bufs)[:7]
+        return real(fd, [data])
+
+    monkeypatch.setattr(os, "writev", short)
+    buffers = [b"abc", b"", b"defghijklmnop", bytes(range(50))]
+    path = tmp_path / "short.bin"
+    with open(path, "wb") as f:
+        assert write_buffers(f, buffers) == 66
+    assert path.read_bytes() == b"".join(buffers) and len(calls) > 5
+
+
+def test_replacing_a_large_file_frees_the_old_one_off_the_callers_path(tmp_path, monkeypatch):
+    import threading
+
+    from passhost import io as pio
+
+    started = []
+
+    class Recording(threading.Thread):
+        def start(self):
+            started.append(self._target)
+            super().start()
+
+    monkeypatch.setattr(pio.threading, "Thread", Recording)
+
+    path = tmp_path / "model.onnx"
+    path.write_bytes(b"o" * (pio._RELEASE_LATER + 1))
+    old_inode = path.stat().st_ino
+    fds = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    with pio.atomic_writer(str(path)) as f:
+        f.write(b"new")
+    assert path.read_bytes() == b"new" and path.stat().st_ino != old_inode
+    assert [p.name for p in tmp_path.iterdir()] == ["model.onnx"]
+    if os.name == "posix":
+        assert started == [os.close]  # the old file's last descriptor is closed by a thread
+    for t in threading.enumerate():
+        if t.name == "passhost-release":
+            t.join(5)
+    if fds is not None:  # the old file's descriptor is closed, not leaked
+        assert len(os.listdir("/proc/self/fd")) == fds

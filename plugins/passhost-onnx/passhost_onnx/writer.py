@@ -20,6 +20,8 @@ from typing import BinaryIO
 import numpy as np
 import onnx
 
+from passhost.io import write_buffers
+
 from .exporter import little_endian, tensor_head
 
 __all__ = ["write_model", "encoded_size", "encode", "write_chunks", "chunks_size"]
@@ -97,12 +99,7 @@ def chunks_size(chunks: list) -> int:
 
 def write_chunks(f: BinaryIO, chunks: list) -> int:
     """Write :func:`encode`'s chunks to the open binary file ``f``; returns the bytes written."""
-    total = 0
-    for chunk in chunks:
-        view = memoryview(chunk if isinstance(chunk, bytes) else chunk.reshape(-1).view(np.uint8))
-        f.write(view)
-        total += view.nbytes
-    return total
+    return write_buffers(f, [c if isinstance(c, bytes) else c.reshape(-1).view(np.uint8) for c in chunks])
 
 
 def encoded_size(model: onnx.ModelProto, weights: list) -> int:
