@@ -511,3 +511,15 @@ def test_grid_sample_matches_onnxruntime_inside_and_outside_the_image(mode, padd
     ir.save(mod, str(tmp_path / "out.onnx"))
     got, = ort_run(str(tmp_path / "out.onnx"), {"x": x, "g": g})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (3,), (2, 3), (1, 300, 70000), (2 ** 40,)])
+@pytest.mark.parametrize("name", ["w", "", "conv.weight/ünï", "x" * 200])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int8", "uint64"])
+def test_hand_framed_tensor_head_is_protobufs_bytes(shape, name, dtype):
+    from passhost_onnx.exporter import tensor_head
+    from passhost_onnx.writer import _head
+
+    dt = np.dtype(dtype)
+    arr = np.lib.stride_tricks.as_strided(np.zeros(1, dt), shape=shape, strides=(0,) * len(shape))
+    assert _head(name, arr) == tensor_head(name, arr).SerializeToString()
