@@ -38,7 +38,8 @@ def test_patterns_and_attr_order():
     assert ir.Op.get("nn.conv2d_transpose").attr_defaults["kernel_layout"] == "IOHW"
     assert list(ir.Op.get("image.resize2d").attr_defaults) == [
         "size", "roi", "layout", "method", "coordinate_transformation_mode", "rounding_method",
-        "cubic_alpha", "cubic_exclude", "extrapolation_value", "out_dtype"]
+        "cubic_alpha", "cubic_exclude", "extrapolation_value", "out_dtype",
+        "scales", "antialias"]  # TVM's ten, then passhost's two for ONNX's Resize
 
 
 # -- conv2d_transpose ------------------------------------------------------------------------
@@ -235,4 +236,111 @@ def test_resize2d_round_trip_fold_and_errors(opcheck):
     with pytest.raises(IRError, match="attribute method must be one of"):
         ir.image.resize2d(x_var((1, 1, 2, 2)), 4, method="bilinear")
     with pytest.raises(IRError, match="attribute coordinate_transformation_mode must be one of"):
-        ir.image.resize2d(x_var((1, 1, 2, 2)), 4, coordinate_transformation_mode="half_pixel_symmetric")
+        ir.image.resize2d(x_var((1, 1, 2, 2)), 4, coordinate_transformation_mode="quarter_pixel")
+    with pytest.raises(IRError, match=r"attribute scales must be None or two positive numbers"):
+        ir.image.resize2d(x_var((1, 1, 2, 2)), 4, scales=(2.0, 0.0))
+    with pytest.raises(IRError, match=r"resize2d scales must be two numbers"):
+        ir.image.resize2d(x_var((1, 1, 2, 2)), 4, scales="big")
+    with pytest.raises(IRError, match=r"attribute antialias must be 0 or 1"):
+        ir.image.resize2d(x_var((1, 1, 2, 2)), 4, antialias=2)
+
+
+# -- resize2d beyond TVM: ONNX's fractional scales, half_pixel_symmetric, antialias -----
+def onnx_coord(x, size, out, mode, ratio):
+    """ONNX Resize's coordinate of output index ``x`` with the scale ``ratio`` (out/in,
+    maybe with a fractional ``size x ratio``), from its reference implementation."""
+    width = ratio * size
+    if mode == "half_pixel":
+        return (x + 0.5) / ratio - 0.5
+    if mode == "half_pixel_symmetric":
+        return size / 2 * (1 - out / width) + (x + 0.5) / ratio - 0.5
+    if mode == "asymmetric":
+        return x / ratio
+    if mode == "align_corners":
+        return x * (size - 1) / (width - 1)
+    raise AssertionError(mode)
+
+
+def onnx_taps(c, size, method, ratio, alpha, exclude, antialias):
+    """``[(index, weight)]`` of one output along one axis, the way ONNX's reference picks
+    them: the n input positions nearest to ``c`` (the left one first), the coefficients of
+    the (antialiased) filter, taps outside the image clamped to it or dropped."""
+    c_int = math.floor(c)
+    ratio_in = 1.0 if c == c_int else c - c_int
+    s = min(ratio, 1.0) if antialias else 1.0
+    reach = 1 if method == "linear" else 2
+    first = math.floor(-reach / s) + 1
+    offsets = range(first, 2 - first)
+    def kern(d):  # the filter at distance d: the triangle, or Keys' cubic
+        d = abs(d)
+        if method == "linear":
+            return max(0.0, 1 - d)
+        if d <= 1:
+            return (alpha + 2) * d ** 3 - (alpha + 3) * d ** 2 + 1
+        return alpha * d ** 3 - 5 * alpha * d ** 2 + 8 * alpha * d - 4 * alpha if d < 2 else 0.0
+
+    coeffs = [kern((i - ratio_in) * s) for i in offsets]
+    total = sum(coeffs)
+    coeffs = [v / total for v in coeffs]
+    base = c_int if c != c_int else c_int - 1
+    # the n nearest positions, as _get_neighbor_idxes sorts them
+    idx = sorted(sorted(range(base - 40, base + 41), key=lambda i: (abs(c - i), i))[:len(coeffs)])
+    assert idx == [base + i for i in offsets]
+    if exclude:
+        coeffs = [0.0 if not 0 <= i < size else v for i, v in zip(idx, coeffs)]
+        total = sum(coeffs)
+        coeffs = [v / total for v in coeffs]
+    return [(min(max(i, 0), size - 1), v) for i, v in zip(idx, coeffs)]
+
+
+def onnx_resize(a, out, ratios, method, mode, alpha=-0.75, exclude=0, antialias=0):
+    n_, c_, h, w = a.shape
+    res = np.zeros((n_, c_, *out))
+    for y, x in itertools.product(range(out[0]), range(out[1])):
+        ty = onnx_taps(onnx_coord(y, h, out[0], mode, ratios[0]), h, method, ratios[0], alpha, exclude, antialias)
+        tx = onnx_taps(onnx_coord(x, w, out[1], mode, ratios[1]), w, method, ratios[1], alpha, exclude, antialias)
+        res[:, :, y, x] = sum(wy * wx * a[:, :, iy, ix] for iy, wy in ty for ix, wx in tx)
+    return res
+
+
+@pytest.mark.parametrize("method", ["linear", "cubic"])
+@pytest.mark.parametrize("exclude", [0, 1])
+@pytest.mark.parametrize("shape,out,ratios", [((9, 7), (4, 3), None), ((9, 7), (3, 2), (0.4, 0.3)),
+                                              ((4, 4), (2, 2), (0.6, 0.6)), ((5, 6), (9, 11), None),
+                                              ((12, 5), (1, 5), None)])
+def test_resize2d_antialias_matches_onnxs_reference_filter(method, exclude, shape, out, ratios, opcheck):
+    a = rand(1, 2, *shape)
+    call = ir.image.resize2d(x_var(a.shape), out, method=method, cubic_alpha=-0.75, cubic_exclude=exclude,
+                             scales=ratios, antialias=1)
+    want = onnx_resize(a, out, ratios or (out[0] / shape[0], out[1] / shape[1]), method, "half_pixel",
+                       exclude=exclude, antialias=1)
+    np.testing.assert_allclose(opcheck.run(call, a), want, rtol=1e-5, atol=1e-5)
+    if out[0] < shape[0] and out[1] < shape[1]:  # downsampling: not the plain filter
+        plain = ir.image.resize2d(x_var(a.shape), out, method=method, cubic_alpha=-0.75, cubic_exclude=exclude,
+                                  scales=ratios)
+        assert not np.allclose(opcheck.run(plain, a), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["half_pixel", "half_pixel_symmetric", "asymmetric", "align_corners"])
+@pytest.mark.parametrize("method", ["linear", "cubic"])
+@pytest.mark.parametrize("shape,ratios", [((4, 5), (0.6, 0.7)), ((2, 2), (1.7, 2.3)), ((7, 7), (0.5, 0.5))])
+def test_resize2d_maps_coordinates_with_fractional_scales(mode, method, shape, ratios, opcheck):
+    a = rand(1, 1, *shape)
+    out = tuple(int(math.floor(d * r)) for d, r in zip(shape, ratios))
+    call = ir.image.resize2d(x_var(a.shape), out, method=method, coordinate_transformation_mode=mode,
+                             cubic_alpha=-0.75, scales=ratios)
+    want = onnx_resize(a, out, ratios, method, mode)
+    np.testing.assert_allclose(opcheck.run(call, a), want, rtol=1e-5, atol=1e-5)
+    if mode != "half_pixel_symmetric":  # without scales: the size's ratio, which differs here
+        rounded = ir.image.resize2d(x_var(a.shape), out, method=method, coordinate_transformation_mode=mode,
+                                    cubic_alpha=-0.75)
+        assert not np.allclose(opcheck.run(rounded, a), want, rtol=1e-4, atol=1e-4)
+
+
+def test_resize2d_half_pixel_symmetric_is_half_pixel_for_whole_lengths(opcheck):
+    a = rand(1, 2, 5, 3)
+    sym = ir.image.resize2d(x_var(a.shape), (8, 7), coordinate_transformation_mode="half_pixel_symmetric")
+    half = ir.image.resize2d(x_var(a.shape), (8, 7))
+    np.testing.assert_allclose(opcheck.run(sym, a), opcheck.run(half, a), rtol=1e-6, atol=1e-6)
+    text = opcheck.roundtrip(ir.image.resize2d(x_var(a.shape), (2, 2), scales=(0.5, 0.7), antialias=1))
+    assert "scales=[0.5f, 0.7f], antialias=1" in text

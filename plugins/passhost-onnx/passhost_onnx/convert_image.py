@@ -61,15 +61,24 @@ def _global_max_pool(node):
 
 
 _COORD = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn",
-          "tf_crop_and_resize")
+          "tf_crop_and_resize", "half_pixel_symmetric")
 
 
-def _resize(node, scales, sizes, roi, mode, ctm, nearest):
+def _resize(node, scales, sizes, roi, mode, ctm, nearest, antialias=0):
     shape = node.shape(0)
     if len(shape) != 4:
         raise node.error(f"resizing {len(shape)}-D data is not supported (passhost resizes NCHW images)")
+    ratios = None
     if sizes is None:
-        sizes = [int(np.floor(d * float(s))) for d, s in zip(shape, scales)]
+        # ONNX: floor(length x scale), times the roi's extent for tf_crop_and_resize; a
+        # fractional length keeps its scale for the coordinate mapping
+        extent = [1.0] * 4
+        if ctm == "tf_crop_and_resize" and roi is not None:
+            extent = [float(roi[i + 4]) - float(roi[i]) for i in range(4)]
+        lengths = [d * e * float(s) for d, e, s in zip(shape, extent, scales)]
+        sizes = [int(np.floor(n)) for n in lengths]
+        if any(n != int(n) for n in lengths[2:]):
+            ratios = (float(scales[2]), float(scales[3]))
     sizes = [int(s) for s in sizes]
     if tuple(sizes[:2]) != tuple(shape[:2]):
         raise node.error("resizing the batch or channel axis is not supported")
@@ -85,7 +94,8 @@ def _resize(node, scales, sizes, roi, mode, ctm, nearest):
     return call("image.resize2d", node.inputs[0], size=tuple(sizes[2:]), roi=box, method=method,
                 coordinate_transformation_mode=ctm, rounding_method=nearest if method == "nearest_neighbor" else "",
                 cubic_alpha=float(node.attr("cubic_coeff_a", -0.75)), cubic_exclude=int(node.attr("exclude_outside", 0)),
-                extrapolation_value=float(node.attr("extrapolation_value", 0.0)))
+                extrapolation_value=float(node.attr("extrapolation_value", 0.0)), scales=ratios,
+                antialias=int(antialias) if method != "nearest_neighbor" else 0)
 
 
 @converter("Upsample", 7)
@@ -103,8 +113,6 @@ def _resize_10(node):
 
 @converter("Resize", 11)
 def _resize_11(node):
-    if int(node.attr("antialias", 0)):
-        raise node.error("antialias=1 is not supported")
     scales = node.const(2) if node.input(2) is not None else None
     scales = None if scales is None or scales.size == 0 else scales.reshape(-1)
     sizes = node.need_const(3, "the sizes") if node.input(3) is not None and node.shape(3) != (0,) else None
@@ -137,7 +145,7 @@ def _resize_11(node):
         sizes = [int(np.round(scale * shape[i])) if i in resized else shape[i] for i in range(nd)]
     return _resize(node, scales, sizes, roi, node.attr("mode", "nearest"),
                    node.attr("coordinate_transformation_mode", "half_pixel"),
-                   node.attr("nearest_mode", "round_prefer_floor"))
+                   node.attr("nearest_mode", "round_prefer_floor"), node.attr("antialias", 0))
 
 
 @converter("InstanceNormalization", 6)

@@ -166,11 +166,29 @@ def _resize2d(em, call, args):
     if mode == "cubic":
         kw["cubic_coeff_a"] = float(a.cubic_alpha)
         kw["exclude_outside"] = int(a.cubic_exclude)
+    if ctm == "half_pixel_symmetric" and em.opset < 19:
+        raise FormatError(f"image.resize2d with coordinate_transformation_mode='half_pixel_symmetric' needs "
+                          f"opset 19 or later (writing opset {em.opset}); pass opset=19")
+    if a.antialias and mode != "nearest":
+        if em.opset < 18:
+            raise FormatError(f"image.resize2d with antialias=1 needs opset 18 or later (writing opset {em.opset}); "
+                              "pass opset=18")
+        kw["antialias"] = 1
+        kw["exclude_outside"] = int(a.cubic_exclude)
     roi = ""
+    extent = (1.0, 1.0)
     if ctm == "tf_crop_and_resize":
         r = tuple(a.roi) if a.roi else (0.0, 0.0, 0.0, 0.0)
         roi = em.const(np.asarray([0, 0, r[0], r[1], 1, 1, r[2], r[3]], dtype="float32"))
         kw["extrapolation_value"] = float(a.extrapolation_value)
+        extent = (r[2] - r[0], r[3] - r[1])
+    if a.scales:  # ONNX maps with the scales and derives the size from them: they must agree
+        in_shape = call.args[0].checked_type.shape
+        if [int(np.floor(d * e * s)) for d, e, s in zip(in_shape[2:], extent, a.scales)] != list(a.size):
+            raise FormatError(f"image.resize2d with scales={list(a.scales)} and size={list(a.size)} cannot be "
+                              f"written: ONNX's Resize makes the output size floor(input x scale)")
+        scales = em.const(np.asarray([1.0, 1.0, *a.scales], dtype="float32"))
+        return em.one("Resize", [args[0], roi, scales], **kw)
     return em.one("Resize", [args[0], roi, "", em.ints(_out_shape(call))], **kw)
 
 

@@ -523,3 +523,71 @@ def test_hand_framed_tensor_head_is_protobufs_bytes(shape, name, dtype):
     dt = np.dtype(dtype)
     arr = np.lib.stride_tricks.as_strided(np.zeros(1, dt), shape=shape, strides=(0,) * len(shape))
     assert _head(name, arr) == tensor_head(name, arr).SerializeToString()
+
+
+def _resize_model(shape, *, scales=None, sizes=None, opset=19, **attrs):
+    inputs = ["x", "", "scales" if scales is not None else "", "sizes" if sizes is not None else ""]
+    while inputs[-1] == "":
+        inputs.pop()
+    inits = []
+    if scales is not None:
+        inits.append(numpy_helper.from_array(np.asarray([1, 1, *scales], dtype=np.float32), "scales"))
+    if sizes is not None:
+        inits.append(numpy_helper.from_array(np.asarray([shape[0], shape[1], *sizes], dtype=np.int64), "sizes"))
+    node = helper.make_node("Resize", inputs, ["y"], **attrs)
+    graph = helper.make_graph([node], "r", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+@pytest.mark.parametrize("exclude", [0, 1])
+@pytest.mark.parametrize("shape,scales,sizes", [((1, 2, 9, 7), None, (4, 3)), ((1, 2, 9, 7), (0.4, 0.3), None),
+                                                ((2, 1, 16, 12), (0.25, 0.5), None), ((1, 1, 5, 6), None, (9, 11))])
+def test_resize_antialias_matches_onnxruntime(mode, exclude, shape, scales, sizes, tmp_path, ort_run):
+    src = tmp_path / "aa.onnx"
+    onnx.save(_resize_model(shape, scales=scales, sizes=sizes, mode=mode, antialias=1, exclude_outside=exclude,
+                            opset=18), str(src))
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    want, = ort_run(str(src), {"x": x})
+    mod = ir.load(str(src))
+    np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=1e-5, atol=1e-5)
+    ir.save(mod, str(tmp_path / "out.onnx"))
+    got, = ort_run(str(tmp_path / "out.onnx"), {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("ctm", ["half_pixel", "half_pixel_symmetric", "asymmetric", "pytorch_half_pixel"])
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("scales", [(0.65, 0.7), (1.7, 2.3), (0.5, 0.5)])
+def test_resize_with_fractional_scales_matches_onnxruntime(ctm, mode, scales, tmp_path, ort_run):
+    # 7 x 0.5 = 3.5 rows: the scale, not 3 / 7, maps the coordinates. (0.6 of 7 rows would put
+    # half_pixel_symmetric's first row on an exact tie, 0.5, which onnxruntime rounds down and
+    # ONNX's reference and passhost up.)
+    shape = (1, 2, 7, 5)
+    src = tmp_path / "fs.onnx"
+    onnx.save(_resize_model(shape, scales=scales, mode=mode, coordinate_transformation_mode=ctm), str(src))
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    want, = ort_run(str(src), {"x": x})
+    mod = ir.load(str(src))
+    np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=1e-5, atol=1e-5)
+    ir.save(mod, str(tmp_path / "out.onnx"))
+    got, = ort_run(str(tmp_path / "out.onnx"), {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_resize_attributes_onnx_lacks_at_the_export_opset_are_errors(tmp_path):
+    x = ir.var("x", shape=(1, 1, 8, 8))
+    aa = ir.IRModule.from_expr(ir.Function([x], ir.image.resize2d(x, (4, 4), antialias=1)))
+    with pytest.raises(FormatError, match=r"antialias=1 needs opset 18 or later \(writing opset 17\)"):
+        ir.save(aa, str(tmp_path / "a.onnx"), opset=17)
+    ir.save(aa, str(tmp_path / "a.onnx"), opset=18)
+    assert [a.name for a in onnx.load(str(tmp_path / "a.onnx")).graph.node[0].attribute if a.name == "antialias"]
+    sym = ir.IRModule.from_expr(ir.Function([x], ir.image.resize2d(
+        x, (4, 4), coordinate_transformation_mode="half_pixel_symmetric")))
+    with pytest.raises(FormatError, match=r"half_pixel_symmetric' needs opset 19"):
+        ir.save(sym, str(tmp_path / "s.onnx"), opset=18)
+    bad = ir.IRModule.from_expr(ir.Function([x], ir.image.resize2d(x, (4, 4), scales=(0.3, 0.5))))
+    with pytest.raises(FormatError, match=r"scales=\[0.3, 0.5\] and size=\[4, 4\] cannot be written"):
+        ir.save(bad, str(tmp_path / "b.onnx"))
+    assert not (tmp_path / "s.onnx").exists() and not (tmp_path / "b.onnx").exists()
