@@ -344,3 +344,59 @@ def test_resize2d_half_pixel_symmetric_is_half_pixel_for_whole_lengths(opcheck):
     np.testing.assert_allclose(opcheck.run(sym, a), opcheck.run(half, a), rtol=1e-6, atol=1e-6)
     text = opcheck.roundtrip(ir.image.resize2d(x_var(a.shape), (2, 2), scales=(0.5, 0.7), antialias=1))
     assert "scales=[0.5f, 0.7f], antialias=1" in text
+
+
+# -- conv3d_transpose ------------------------------------------------------------------------
+def naive_conv3d_transpose(x, w, strides, pad, dilation, groups, out_pad):
+    """ONNX ConvTranspose on 3-D data by its scatter definition; w is (C, O/g, kd, kh, kw),
+    pad (front, top, left, back, bottom, right)."""
+    n_, c_ = x.shape[:2]
+    spatial, kern = x.shape[2:], w.shape[2:]
+    og = w.shape[1]
+    out_shape = [(spatial[i] - 1) * strides[i] + (kern[i] - 1) * dilation[i] + 1 - pad[i] - pad[3 + i]
+                 + out_pad[i] for i in range(3)]
+    cg = c_ // groups
+    out = np.zeros((n_, og * groups, *out_shape))
+    for n, c, o in itertools.product(range(n_), range(c_), range(og)):
+        for pos in itertools.product(*[range(s) for s in spatial]):
+            for tap in itertools.product(*[range(k) for k in kern]):
+                dst = [pos[i] * strides[i] + tap[i] * dilation[i] - pad[i] for i in range(3)]
+                if all(0 <= dst[i] < out_shape[i] for i in range(3)):
+                    out[(n, (c // cg) * og + o, *dst)] += float(x[(n, c, *pos)]) * float(w[(c, o, *tap)])
+    return out
+
+
+@pytest.mark.parametrize("shape,og,k,strides,pad,dil,groups,opad", [
+    ((1, 2, 2, 3, 2), 3, (2, 2, 2), (1, 1, 1), (0,) * 6, (1, 1, 1), 1, (0, 0, 0)),
+    ((2, 4, 2, 2, 3), 2, (3, 2, 2), (2, 2, 1), (1, 0, 1, 1, 1, 0), (1, 1, 1), 2, (1, 1, 0)),
+    ((1, 3, 2, 2, 2), 1, (2, 2, 2), (2, 2, 2), (0,) * 6, (2, 1, 2), 3, (0, 1, 1)),   # depthwise, dilated
+])
+def test_conv3d_transpose_matches_scatter_loops(shape, og, k, strides, pad, dil, groups, opad, opcheck):
+    x = rand(*shape)
+    w = rand(shape[1], og, *k)
+    call = ir.nn.conv3d_transpose(x_var(shape), x_var(w.shape, name="w"), strides=strides, padding=pad,
+                                  dilation=dil, groups=groups, output_padding=opad)
+    want = naive_conv3d_transpose(x, w, strides, pad, dil, groups, opad)
+    np.testing.assert_allclose(opcheck.run(call, x, w), want, rtol=1e-5, atol=1e-5)
+    assert ir.Op.get("nn.conv3d_transpose").pattern == OpPattern.OUT_ELEMWISE_FUSABLE
+
+
+def test_conv3d_transpose_types_round_trip_folds_and_errors(opcheck):
+    x, w = x_var((1, 4, 3, 3, 3)), x_var((4, 2, 3, 3, 3), name="w")
+    call = ir.nn.conv3d_transpose(x, w, strides=2, padding=1, output_padding=1)
+    assert opcheck.rel(call, T((1, 4, 3, 3, 3)), T((4, 2, 3, 3, 3))) == T((1, 2, 6, 6, 6))
+    assert "nn.conv3d_transpose(%x, %w, strides=[2, 2, 2], padding=[1, 1, 1, 1, 1, 1], output_padding=[1, 1, 1])" \
+        in opcheck.roundtrip(call)
+    a, b = rand(1, 2, 2, 2, 2), rand(2, 1, 2, 2, 2)
+    opcheck.folds(ir.nn.conv3d_transpose(ir.const(a), ir.const(b)),
+                  naive_conv3d_transpose(a, b, (1, 1, 1), (0,) * 6, (1, 1, 1), 1, (0, 0, 0)).astype(F32))
+    with pytest.raises(TypeInferenceError, match=r"nn.conv3d_transpose: data must be 5-D"):
+        opcheck.rel(ir.nn.conv3d_transpose(x_var((1, 4, 3, 3)), w), T((1, 4, 3, 3)), T((4, 2, 3, 3, 3)))
+    with pytest.raises(TypeInferenceError, match=r"the weight .* does not fit the data"):
+        opcheck.rel(ir.nn.conv3d_transpose(x, w), T((1, 4, 3, 3, 3)), T((3, 2, 3, 3, 3)))
+    with pytest.raises(TypeInferenceError, match=r"channels=5 but the weight"):
+        opcheck.rel(ir.nn.conv3d_transpose(x, w, channels=5), T((1, 4, 3, 3, 3)), T((4, 2, 3, 3, 3)))
+    with pytest.raises(IRError, match=r"attribute output_padding must be 3 ints"):
+        ir.nn.conv3d_transpose(x, w, output_padding=(0, -1, 0))
+    with pytest.raises(IRError, match=r"attribute groups must be a positive int"):
+        ir.nn.conv3d_transpose(x, w, groups=0)

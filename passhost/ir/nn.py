@@ -17,7 +17,7 @@ __all__ = [
     "max_pool2d", "avg_pool2d", "global_avg_pool2d", "batch_flatten", "softmax", "dropout", "lrn",
     "global_max_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "pad", "prelu",
     "hard_sigmoid", "hard_swish", "matmul", "batch_matmul", "conv2d_transpose", "log_softmax", "gelu",
-    "conv3d", "max_pool3d", "avg_pool3d",
+    "conv3d", "conv3d_transpose", "max_pool3d", "avg_pool3d",
 ]
 
 
@@ -281,6 +281,19 @@ def conv3d(data: Expr, weight: Expr, strides: Any = (1, 1, 1), padding: Any = (0
         "dilation": _triple(dilation, "conv3d dilation"), "groups": int(groups),
         "channels": None if channels is None else int(channels),
         "kernel_size": None if kernel_size is None else _triple(kernel_size, "conv3d kernel_size")})
+
+
+def conv3d_transpose(data: Expr, weight: Expr, strides: Any = (1, 1, 1), padding: Any = (0, 0, 0),
+                     dilation: Any = (1, 1, 1), groups: int = 1, channels: Optional[int] = None,
+                     kernel_size: Any = None, output_padding: Any = (0, 0, 0), out_dtype: str = "") -> Call:
+    """``nn.conv3d_transpose`` (NCDHW data, IODHW weight: ``(in_channels, out_channels /
+    groups, kd, kh, kw)``)."""
+    return _call("nn.conv3d_transpose", (data, weight), {
+        "channels": None if channels is None else int(channels),
+        "kernel_size": None if kernel_size is None else _triple(kernel_size, "conv3d_transpose kernel_size"),
+        "strides": _triple(strides, "conv3d_transpose strides"), "padding": _pad6(padding, "conv3d_transpose padding"),
+        "output_padding": _triple(output_padding, "conv3d_transpose output_padding"),
+        "dilation": _triple(dilation, "conv3d_transpose dilation"), "groups": int(groups), "out_dtype": out_dtype})
 
 
 def _pool3d_attrs(pool_size, strides, dilation, padding, ceil_mode, name) -> dict:

@@ -79,6 +79,27 @@ def _rel(types: list, attrs) -> TensorType:
     return TensorType(shape, attrs.out_dtype or data.dtype)
 
 
+def scatter_taps(x: np.ndarray, w: np.ndarray, groups: int, strides: tuple, dilation: tuple, lo: tuple,
+                 out: tuple) -> np.ndarray:
+    """The transposed convolution of ``x`` (``N, C, *spatial``) with ``w`` (``C, O/groups,
+    *kernel``) for any number of spatial axes, cropped at ``lo`` to ``out``: each weight tap
+    scatters ``x`` times its channel matrix onto a strided grid of the output."""
+    n, c = x.shape[:2]
+    og = w.shape[1]
+    spatial, taps = x.shape[2:], w.shape[2:]
+    full = tuple(max((s - 1) * st + (k - 1) * d + 1, p + o)
+                 for s, k, st, d, p, o in zip(spatial, taps, strides, dilation, lo, out))
+    buf = np.zeros((n, groups * og) + full, dtype=x.dtype)
+    xg = x.reshape((n, groups, c // groups) + spatial)
+    wg = w.reshape((groups, c // groups, og) + taps)
+    for tap in np.ndindex(*taps):
+        contrib = np.einsum("ngc...,gco->ngo...", xg, wg[(Ellipsis,) + tap], optimize=True)
+        where = tuple(slice(t * d, t * d + (s - 1) * st + 1, st)
+                      for t, d, s, st in zip(tap, dilation, spatial, strides))
+        buf[(slice(None), slice(None)) + where] += contrib.reshape((n, groups * og) + spatial)
+    return buf[(slice(None), slice(None)) + tuple(slice(p, p + o) for p, o in zip(lo, out))]
+
+
 @kernel
 def _conv2d_transpose(args: list, attrs) -> np.ndarray:
     x, w = args
@@ -87,23 +108,11 @@ def _conv2d_transpose(args: list, attrs) -> np.ndarray:
     w = np.transpose(w, layout_axes(attrs.kernel_layout, "IOHW"))
     acc = "float64" if np.dtype(out_dtype).kind in "iub" else out_dtype
     x, w = x.astype(acc, copy=False), w.astype(acc, copy=False)
-    n, c, h, wd = x.shape
-    _, og, kh, kw = w.shape
-    g = attrs.groups
     pt, pl, pb, pr = pad4(attrs.padding)
     (sh, sw), (dh, dw), (oph, opw) = attrs.strides, attrs.dilation, attrs.output_padding
-    oh = transpose_out_dim(h, kh, sh, dh, pt, pb, oph)
-    ow = transpose_out_dim(wd, kw, sw, dw, pl, pr, opw)
-    full_h = max((h - 1) * sh + (kh - 1) * dh + 1, pt + oh)
-    full_w = max((wd - 1) * sw + (kw - 1) * dw + 1, pl + ow)
-    buf = np.zeros((n, g * og, full_h, full_w), dtype=acc)
-    xg = x.reshape(n, g, c // g, h, wd)
-    wg = w.reshape(g, c // g, og, kh, kw)
-    for i in range(kh):
-        for j in range(kw):
-            tap = np.einsum("ngchw,gco->ngohw", xg, wg[:, :, :, i, j], optimize=True).reshape(n, g * og, h, wd)
-            buf[:, :, i * dh: i * dh + (h - 1) * sh + 1: sh, j * dw: j * dw + (wd - 1) * sw + 1: sw] += tap
-    out = buf[:, :, pt: pt + oh, pl: pl + ow]
+    oh = transpose_out_dim(x.shape[2], w.shape[2], sh, dh, pt, pb, oph)
+    ow = transpose_out_dim(x.shape[3], w.shape[3], sw, dw, pl, pr, opw)
+    out = scatter_taps(x, w, attrs.groups, (sh, sw), (dh, dw), (pt, pl), (oh, ow))
     out = np.transpose(out, layout_axes("NCHW", attrs.out_layout or attrs.data_layout))
     return np.ascontiguousarray(out).astype(out_dtype, copy=False)
 

@@ -139,19 +139,14 @@ def _flip(x, axis: int):
 @converter("LpPool", 11)
 def _lp_pool(node):
     """``(sum over the window of |x|^p)^(1/p)``: an average pool of ``|x|^p`` counting the pads,
-    times the window size."""
-    if node.ndim(0) != 4:
-        raise node.error("LpPool on non-2-D spatial data is not supported")
-    from .convert_nn import _auto_pads
+    times the window size (2- and 3-D; 1-D through the 2-D operators)."""
+    from .convert_nn import _pool_common
 
     p = float(node.attr("p", 2))
-    kernel = tuple(int(k) for k in node.attr("kernel_shape"))
-    strides = tuple(int(s) for s in node.attr("strides", (1, 1)))
-    dilations = tuple(int(d) for d in node.attr("dilations", (1, 1)))
-    pads = _auto_pads(node, node.shape(0)[2:], kernel, strides, dilations)
+    kernel, strides, dilations, pads, ceil = _pool_common(node)
     powered = call("power", call("abs", node.inputs[0]), _c(node, p))
-    avg = call("nn.avg_pool2d", powered, pool_size=kernel, strides=strides, dilation=dilations, padding=pads,
-               ceil_mode=bool(node.attr("ceil_mode", 0)), count_include_pad=True)
+    avg = call(f"nn.avg_pool{len(kernel)}d", powered, pool_size=kernel, strides=strides, dilation=dilations,
+               padding=pads, ceil_mode=ceil, count_include_pad=True)
     total = call("multiply", avg, _c(node, float(np.prod(kernel))))
     return call("power", total, _c(node, 1.0 / p))
 

@@ -16,24 +16,25 @@ from .table import converter
 
 @converter("ConvTranspose", 1)
 def _conv_transpose(node):
-    if node.ndim(0) != 4:
-        raise node.error(f"ConvTranspose on {node.ndim(0) - 2}-D spatial data is not supported (passhost has 2-D)")
+    nd = node.ndim(0) - 2
+    if nd not in (2, 3):
+        raise node.error(f"ConvTranspose on {nd}-D spatial data is not supported (passhost has 1-, 2- and 3-D)")
     w_shape = node.shape(1)
     group = int(node.attr("group", 1))
     kernel = tuple(int(k) for k in node.attr("kernel_shape", w_shape[2:]))
-    strides = tuple(int(s) for s in node.attr("strides", (1, 1)))
-    dilations = tuple(int(d) for d in node.attr("dilations", (1, 1)))
-    out_pad = [int(p) for p in node.attr("output_padding", (0, 0))]
-    in_hw = node.shape(0)[2:]
+    strides = tuple(int(s) for s in node.attr("strides", (1,) * nd))
+    dilations = tuple(int(d) for d in node.attr("dilations", (1,) * nd))
+    out_pad = [int(p) for p in node.attr("output_padding", (0,) * nd)]
+    in_sizes = node.shape(0)[2:]
     auto = node.attr("auto_pad", "NOTSET")
     out_shape = node.attr("output_shape")
     if out_shape is None and auto in ("SAME_UPPER", "SAME_LOWER"):
-        out_shape = [int(i) * s for i, s in zip(in_hw, strides)]
+        out_shape = [int(i) * s for i, s in zip(in_sizes, strides)]
     if out_shape is not None:
-        out_shape = [int(d) for d in out_shape][-2:]
+        out_shape = [int(d) for d in out_shape][-nd:]
         begin, end = [], []
-        for i in range(2):
-            total = strides[i] * (in_hw[i] - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] + 1 - out_shape[i]
+        for i in range(nd):
+            total = strides[i] * (in_sizes[i] - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] + 1 - out_shape[i]
             if total < 0:  # a bigger output than the kernel covers: the difference is output padding
                 out_pad[i] -= total
                 total = 0
@@ -42,10 +43,10 @@ def _conv_transpose(node):
             end.append(big if auto == "SAME_UPPER" else small)
         pads = tuple(begin + end)
     elif auto == "VALID":
-        pads = (0, 0, 0, 0)
+        pads = (0,) * (2 * nd)
     else:
-        pads = tuple(int(p) for p in node.attr("pads", (0, 0, 0, 0)))
-    out = call("nn.conv2d_transpose", node.inputs[0], node.inputs[1], channels=int(w_shape[1]) * group,
+        pads = tuple(int(p) for p in node.attr("pads", (0,) * (2 * nd)))
+    out = call(f"nn.conv{nd}d_transpose", node.inputs[0], node.inputs[1], channels=int(w_shape[1]) * group,
                kernel_size=kernel, strides=strides, output_padding=tuple(out_pad), padding=pads, dilation=dilations,
                groups=group)
     if node.input(2) is not None:

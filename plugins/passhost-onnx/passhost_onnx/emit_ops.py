@@ -129,13 +129,15 @@ def _prelu(em, call, args):
     return em.one("PRelu", [args[0], slope])
 
 
-@emitter("nn.conv2d_transpose")
-def _conv2d_transpose(em, call, args):
-    _check_layout(call, data_layout="NCHW", kernel_layout="IOHW", out_layout="NCHW")
-    a = call.attrs
+@emitter("nn.conv2d_transpose", "nn.conv3d_transpose")
+def _conv_transpose(em, call, args):
     kshape = _tensor(call, 1).shape
+    nd = len(kshape) - 2
+    data = "NCHW" if nd == 2 else "NCDHW"
+    _check_layout(call, data_layout=data, kernel_layout="IOHW" if nd == 2 else "IODHW", out_layout=data)
+    a = call.attrs
     return em.one("ConvTranspose", list(args), kernel_shape=list(kshape[2:]), strides=list(a.strides),
-                  pads=_pads(a.padding), dilations=list(a.dilation), group=int(a.groups),
+                  pads=_pads(a.padding, nd), dilations=list(a.dilation), group=int(a.groups),
                   output_padding=[int(p) for p in a.output_padding])
 
 

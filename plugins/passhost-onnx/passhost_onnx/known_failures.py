@@ -26,8 +26,6 @@ EXPECTED_FAILURES: dict = {
     **dict.fromkeys([f"test_sequence_map_{k}" for k in (
         "add_1_sequence_1_tensor", "add_2_sequences", "extract_shapes", "identity_1_sequence",
         "identity_1_sequence_1_tensor", "identity_2_sequences")], _SEQUENCES),
-    "test_lppool_3d_default": "3-D LpPool: passhost's LpPool converter handles 1- and 2-D data only",
-    "test_convtranspose_3d": "3-D ConvTranspose: passhost has nn.conv2d_transpose (no nn.conv3d_transpose)",
     "test_batchnorm_epsilon_training_mode": "BatchNormalization training mode (running statistics outputs)",
     "test_batchnorm_example_training_mode": "BatchNormalization training mode (running statistics outputs)",
     "test_identity_opt": "optional-typed graph input: passhost's IR has tensors and tuples only",

@@ -591,3 +591,51 @@ def test_resize_attributes_onnx_lacks_at_the_export_opset_are_errors(tmp_path):
     with pytest.raises(FormatError, match=r"scales=\[0.3, 0.5\] and size=\[4, 4\] cannot be written"):
         ir.save(bad, str(tmp_path / "b.onnx"))
     assert not (tmp_path / "s.onnx").exists() and not (tmp_path / "b.onnx").exists()
+
+
+@pytest.mark.parametrize("attrs", [
+    {},
+    {"strides": [2, 1, 2], "pads": [1, 0, 1, 0, 1, 0], "output_padding": [1, 0, 1]},
+    {"dilations": [2, 1, 1], "group": 2},
+    {"strides": [2, 2, 2], "auto_pad": "SAME_UPPER"},
+    {"strides": [1, 2, 2], "output_shape": [4, 7, 6]},
+])
+def test_conv_transpose_3d_matches_onnxruntime_through_o3(attrs, tmp_path, ort_run):
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((4, 3, 2, 3, 2)).astype(np.float32)
+    b = rng.standard_normal(3 * attrs.get("group", 1)).astype(np.float32)
+    node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], **attrs)
+    graph = helper.make_graph([node, helper.make_node("Relu", ["y"], ["z"])], "ct3",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 3, 3, 3])],
+                              [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
+                              initializer=[numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    src = tmp_path / "ct3.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(src))
+    x = rng.standard_normal((1, 4, 3, 3, 3)).astype(np.float32)
+    want, = ort_run(str(src), {"x": x})
+    mod = ir.load(str(src))
+    np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=1e-5, atol=1e-5)
+    with transform.PassContext(opt_level=3):
+        opt = passhost.default_pipeline(3)(mod)
+    ir.save(opt, str(tmp_path / "out.onnx"))
+    assert "ConvTranspose" in [n.op_type for n in onnx.load(str(tmp_path / "out.onnx")).graph.node]
+    got, = ort_run(str(tmp_path / "out.onnx"), {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("attrs", [{"kernel_shape": [2, 2, 2]},
+                                   {"kernel_shape": [3, 2, 2], "strides": [2, 1, 2], "pads": [1, 0, 1, 1, 1, 0],
+                                    "p": 3}])
+def test_lp_pool_3d_matches_onnxruntime(attrs, tmp_path, ort_run):
+    node = helper.make_node("LpPool", ["x"], ["y"], **attrs)
+    graph = helper.make_graph([node], "lp3", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 5, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    src = tmp_path / "lp3.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(src))
+    x = np.random.default_rng(5).standard_normal((1, 2, 4, 5, 4)).astype(np.float32)
+    want, = ort_run(str(src), {"x": x})
+    mod = ir.load(str(src))
+    np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=1e-5, atol=1e-5)
+    ir.save(mod, str(tmp_path / "out.onnx"))
+    got, = ort_run(str(tmp_path / "out.onnx"), {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
