@@ -45,23 +45,27 @@ def _opset(model, domain: str = "") -> int:
 
 
 def ops_of(model) -> list:
-    """The operator types of ``model``'s graph (outer graph only), in first-use order."""
+    """The operator types of ``model``'s graph and of its If branches, in first-use order."""
+    from .control import all_nodes
+
     seen: dict = {}
-    for n in model.graph.node:
+    for n in all_nodes(model.graph):
         seen.setdefault(n.op_type if n.domain in STANDARD_DOMAINS else f"{n.domain}.{n.op_type}", None)
     return list(seen)
 
 
 def converted(model, table: dict) -> bool:
-    """Whether every node of ``model`` has a converter in ``table`` at the model's opset, or
-    a function body the importer expands (:mod:`.functions`)."""
+    """Whether every node of ``model`` (and of its If branches) has a converter in ``table``
+    at the model's opset, or a function body the importer expands (:mod:`.functions`), or is
+    an ``If`` (:mod:`.control`)."""
+    from .control import all_nodes
     from .functions import Functions
 
     opset = _opset(model)
     functions = Functions(model)
-    return all(n.domain in STANDARD_DOMAINS and (lookup(table, "", n.op_type, opset) is not None
+    return all(n.domain in STANDARD_DOMAINS and (lookup(table, "", n.op_type, opset) is not None or n.op_type == "If"
                                                  or functions.has_body(n.domain, n.op_type, opset))
-               for n in model.graph.node)
+               for n in all_nodes(model.graph))
 
 
 def element_types(model) -> set:

@@ -72,6 +72,8 @@ class Emitter:
         self.shapes: dict = {}
         #: initializers a peephole made unused
         self.dropped: set = set()
+        #: names the subgraphs of If nodes read (their uses are invisible to the peepholes' scan)
+        self.captured: set = set()
 
     def fresh(self, hint: str = "t") -> str:
         self._count += 1
@@ -115,7 +117,7 @@ def _value_info(name: str, ty: ir.Type) -> onnx.ValueInfoProto:
 
 
 def _is_function(e: ir.Expr) -> bool:
-    return type(e) is ir.Function
+    return type(e) is ir.Function or type(e) is ir.If  # (an if's branches are its subgraphs)
 
 
 def _emit_body(em: Emitter, mod: ir.IRModule, body: ir.Expr, env: dict) -> Any:
@@ -148,11 +150,50 @@ def _emit_body(em: Emitter, mod: ir.IRModule, body: ir.Expr, env: dict) -> Any:
                 vals[e] = _emit_body(em, mod, fn.body, dict(zip(fn.params, args)))
             else:
                 raise FormatError(f"a call of {type(op).__name__} cannot be exported to ONNX")
+        elif t is ir.If:
+            vals[e] = _emit_if(em, mod, e, vals)
         elif t in (ir.Function, ir.Op, ir.GlobalVar):
             vals[e] = None  # only ever called, never a value of the graph
         else:
-            raise FormatError(f"{t.__name__} (let/if) cannot be exported to ONNX; run ToGraphNormalForm first")
+            raise FormatError(f"{t.__name__} cannot be exported to ONNX; run ToGraphNormalForm first")
     return vals[body]
+
+
+def _emit_if(em: Emitter, mod: ir.IRModule, e: ir.If, vals: dict) -> Any:
+    """ONNX ``If``: each branch a subgraph of the nodes it needs beyond the values already
+    emitted (which it reads from the enclosing graph), ending in one ``Identity`` per output."""
+    ty = e.checked_type
+    types = [ty] if isinstance(ty, ir.TensorType) else list(ty.fields) if isinstance(ty, ir.TupleType) else []
+    if not types or not all(isinstance(t, ir.TensorType) for t in types):
+        raise FormatError(f"an if whose value is {ty} cannot be exported to ONNX (tensors, or a tuple of tensors)")
+    cond = _emit_body(em, mod, e.cond, vals)
+    graphs = []
+    for branch, label in ((e.true_branch, "then"), (e.false_branch, "else")):
+        outer, em.nodes = em.nodes, []
+        try:
+            flat = _flat(_emit_body(em, mod, branch, vals))
+            outs = [em.fresh(label) for _ in flat]
+            em.nodes.extend(helper.make_node("Identity", [v], [o]) for v, o in zip(flat, outs))
+            graphs.append(helper.make_graph(em.nodes, f"{label}_{outs[0]}", [],
+                                            [_value_info(o, t) for o, t in zip(outs, types)]))
+        finally:
+            em.nodes = outer
+    for g in graphs:
+        em.captured.update(_reads(g))
+    names = em.node("If", [cond], len(types), then_branch=graphs[0], else_branch=graphs[1])
+    return names[0] if isinstance(ty, ir.TensorType) else tuple(names)
+
+
+def _reads(graph: onnx.GraphProto) -> set:
+    """Every name the nodes of ``graph`` and of its nested subgraphs read."""
+    out: set = set()
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        for n in g.node:
+            out.update(n.input)
+            stack.extend(a.g for a in n.attribute if a.type == onnx.AttributeProto.GRAPH)
+    return out
 
 
 def _emit_call(em: Emitter, call: ir.Call, args: list) -> Any:
@@ -249,7 +290,7 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     produced = {o for n in em.nodes for o in n.output}
     rename: dict = {}
     for value, want in zip(values, names):
-        if value in produced and value not in rename and want not in env.values():
+        if value in produced and value not in rename and want not in env.values() and value not in em.captured:
             rename[value] = want
         else:
             em.nodes.append(helper.make_node("Identity", [value], [want]))
@@ -302,6 +343,8 @@ def _uses_and_producers(em: Emitter) -> tuple:
             uses[x] = uses.get(x, 0) + 1
         for o in n.output:
             producer[o] = i
+    for x in em.captured:  # read inside an If's branch: never a single use to merge away
+        uses[x] = uses.get(x, 0) + 1
     return uses, producer
 
 
@@ -309,7 +352,7 @@ def _drop_nodes(em: Emitter, drop: set) -> None:
     """Remove the nodes whose ids are in ``drop``, and the initializers nothing reads now."""
     if drop:
         em.nodes[:] = [n for n in em.nodes if id(n) not in drop]
-        live = {x for n in em.nodes for x in n.input}
+        live = {x for n in em.nodes for x in n.input} | em.captured
         em.dropped.update(name for name, _ in em.inits if name not in live)
 
 

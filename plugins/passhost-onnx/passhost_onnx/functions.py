@@ -26,6 +26,7 @@ from onnx import AttributeProto, FunctionProto, NodeProto
 from passhost import ir
 from passhost.errors import FormatError
 
+from .control import renamed
 from .dtypes import to_onnx_type
 
 __all__ = ["Functions", "MAX_DEPTH"]
@@ -101,13 +102,18 @@ class Functions:
         body.ParseFromString(data)
         return self._rename(n, body, defaults), _opsets(body)
 
-    def _rename(self, n: NodeProto, body: FunctionProto, defaults: dict) -> list:
-        internal = {x for inner in body.node for x in (*inner.input, *inner.output)} - set(body.input) - set(body.output)
+    def prefix(self, op_type: str, internal: Any = ()) -> str:
+        """A name prefix for one expansion, ``<op_type>_<k>::``, under which none of the
+        ``internal`` names becomes one of the model's own."""
         while True:
             self._count += 1
-            prefix = f"{n.op_type}_{self._count}::"
+            prefix = f"{op_type}_{self._count}::"
             if not any(prefix + x in self._taken for x in internal):
-                break
+                return prefix
+
+    def _rename(self, n: NodeProto, body: FunctionProto, defaults: dict) -> list:
+        internal = {x for inner in body.node for x in (*inner.input, *inner.output)} - set(body.input) - set(body.output)
+        prefix = self.prefix(n.op_type, internal)
         names = {}
         for i, formal in enumerate(body.input):
             names[formal] = n.input[i] if i < len(n.input) else ""
@@ -123,6 +129,11 @@ class Functions:
             node.input.extend(names.get(x, prefix + x) if x else "" for x in inner.input)
             node.output.extend(names.get(x, prefix + x) if x else "" for x in inner.output)
             for a in inner.attribute:
+                if a.type == AttributeProto.GRAPH and inner.op_type == "If":  # a branch reads the body's names
+                    new = node.attribute.add()
+                    new.CopyFrom(a)
+                    new.g.CopyFrom(renamed(a.g, {x: names.get(x, prefix + x) for x in internal | set(names)}))
+                    continue
                 if a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
                     raise FormatError(f"{n.op_type} node {n.name or n.output[0]!r}: its function body has a "
                                       f"subgraph ({inner.op_type}), which passhost does not import")

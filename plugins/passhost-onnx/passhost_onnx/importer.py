@@ -26,6 +26,7 @@ from passhost.errors import FormatError, PasshostError
 from . import convert_composite, convert_image, convert_index, convert_math, convert_nn, convert_tensor  # noqa: F401
 from . import convert_quant, convert_rnn, convert_scatter, convert_unary  # noqa: F401
 from . import convert_lift  # noqa: F401,I001  (last: wraps the converters above for 1-D data)
+from .control import Join, all_nodes, branches, condition_value, rename_branch
 from .dtypes import tensor_array, to_dtype
 from .functions import MAX_DEPTH, Functions
 from .reader import full_model
@@ -110,8 +111,10 @@ def _unsupported(graph: onnx.GraphProto, table: dict, opsets: dict, functions: F
     schemas: dict = {}
     counts_of: dict = {}  # op_type -> its schema's (min in, max in, min out, max out), or ()
     opset = opsets[""]
-    for n in graph.node:
+    for n in all_nodes(graph):
         op_type = n.op_type
+        if op_type == "If" and n.domain in ("", "ai.onnx"):  # its branches' nodes are checked in turn
+            continue
         domain = _domain(n.domain)
         if lookup(table, domain, op_type, opsets.get(domain, 1)) is None:
             # (a custom-domain operator is kept opaque; one with a body is expanded)
@@ -250,6 +253,48 @@ def from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None,
                           extra_converters=extra_converters, source=source, arrays=arrays)
 
 
+def _bind_outputs(n: onnx.NodeProto, outs: Any, inputs: list, foldable: bool, env: dict, source: str,
+                  outer: Optional[onnx.NodeProto]) -> None:
+    """``env[output] = expression`` for each named output of node ``n``: spanned, typed, and
+    evaluated when the node's inputs were all constants."""
+    for name, expr in zip(n.output, outs):
+        if not name:
+            continue
+        if expr is None:  # (an Identity of a missing optional input, say)
+            raise FormatError(f"{_label(outer or n)}: output {name!r} of its {n.op_type} has no value (it "
+                              "passes on an input the node does not have)")
+        if expr.span is None and not any(expr is x for x in inputs):  # not an Identity's input
+            ir.set_span(expr, ir.Span(source, name=(outer.name or outer.output[0]) if outer else n.name or name))
+        try:
+            ir.infer_type(expr)
+        except PasshostError as err:
+            raise FormatError(f"{n.op_type} node {n.name or name!r}: {err}") from None
+        env[name] = _fold(expr) if foldable else expr
+
+
+def _expand_if(n: onnx.NodeProto, cond: Any, opsets: dict, outer: Any, depth: int, functions: Functions,
+               env: dict) -> list:
+    """The importer-stack entries that import ``If`` node ``n``: the nodes of the branch a
+    constant condition chooses (of both, for a run-time one), then the :class:`Join` that
+    binds the node's outputs (see :mod:`.control`)."""
+    if cond is None:
+        raise FormatError(f"{_label(n)} has no condition input: the model is malformed")
+    value = condition_value(n, cond)
+    then_g, else_g = branches(n)
+    chosen = [then_g] if value is True else [else_g] if value is False else [then_g, else_g]
+    parts = []
+    for g in chosen:
+        own = {o for b in g.node for o in b.output} | {t.name for t in g.initializer}
+        nodes, inits, outs = rename_branch(g, functions.prefix("If", own))
+        for name, tensor in inits:
+            env[name] = ir.infer_type(ir.Constant(_initializer_array(name, tensor)))
+        parts.append((nodes, outs))
+    entries = [(Join(n, cond, parts[0][1], parts[1][1] if len(parts) == 2 else None), opsets, outer, depth)]
+    for nodes, _ in reversed(parts):
+        entries.extend((b, opsets, outer or n, depth + 1) for b in reversed(nodes))
+    return entries
+
+
 def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False,
                extra_converters: Optional[list] = None, source: str = "", arrays: Optional[Mapping] = None) -> Any:
     """Import ``model``: an :class:`~passhost.ir.IRModule` (with ``keep_params``: and a params dict).
@@ -315,6 +360,10 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
     pending = [(n, opsets, None, 0) for n in reversed(graph.node)]
     while pending:
         n, node_opsets, outer, depth = pending.pop()
+        if type(n) is Join:  # both branches of an If are converted: bind its outputs
+            values, read = n.outputs(env)
+            _bind_outputs(n.node, values, read, False, env, source, outer)
+            continue
         domain = _domain(n.domain)
         try:
             inputs = [env[i] if i else None for i in n.input]
@@ -323,6 +372,11 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
                               "earlier node, input or initializer defines (is the graph topologically sorted?)") \
                 from None
         fn = lookup(table, domain, n.op_type, node_opsets.get(domain, 1))
+        if fn is None and not domain and n.op_type == "If":
+            if depth >= MAX_DEPTH:
+                raise FormatError(f"{_label(outer or n)}: its If branches nest more than {MAX_DEPTH} deep")
+            pending.extend(_expand_if(n, inputs[0] if inputs else None, node_opsets, outer, depth, functions, env))
+            continue
         if fn is None and functions.has_body(n.domain, n.op_type, node_opsets.get(domain, 1)):
             if depth >= MAX_DEPTH:
                 raise FormatError(f"{_label(outer or n)}: its function bodies nest more than {MAX_DEPTH} deep "
@@ -355,19 +409,7 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
                 raise FormatError(f"{node!r}: its converter produced {len(outs)} output(s), the node has "
                                   f"{len(n.output)}")
         foldable = fn is not None and all(isinstance(x, ir.Constant) for x in inputs if x is not None)
-        for name, expr in zip(n.output, outs):
-            if not name:
-                continue
-            if expr is None:  # (an Identity of a missing optional input, say)
-                raise FormatError(f"{_label(outer or n)}: output {name!r} of its {n.op_type} has no value (it "
-                                  "passes on an input the node does not have)")
-            if expr.span is None and not any(expr is x for x in inputs):  # not an Identity's input
-                ir.set_span(expr, ir.Span(source, name=(outer.name or outer.output[0]) if outer else n.name or name))
-            try:
-                ir.infer_type(expr)
-            except PasshostError as err:
-                raise FormatError(f"{n.op_type} node {n.name or name!r}: {err}") from None
-            env[name] = _fold(expr) if foldable else expr
+        _bind_outputs(n, outs, inputs, foldable, env, source, outer)
     results = []
     for vi in graph.output:
         if vi.name not in env:

@@ -12,13 +12,11 @@ _ALIGN_CORNERS_SCALE = ("align_corners with a fractional output length (4 x 0.6 
                         "coordinates with the rounded length, ONNX's reference (and passhost's interpreter, which "
                         "passes) with 2.4, so the exported model run in onnxruntime differs from the expected output")
 _TRAINING_DROPOUT = "training-mode Dropout draws a random mask; passhost imports models for inference"
-_SCAN_BODY = ("LinearAttention's function body runs a Scan (a subgraph): passhost's importer has no "
-              "control-flow subgraphs")
-_IF_BODY = "AffineGrid's function body branches with If (a subgraph): passhost's importer has no control-flow subgraphs"
+_SCAN_BODY = ("LinearAttention's function body runs a Scan (a loop over a subgraph): passhost imports If, "
+              "not Scan or Loop")
 _SEQUENCES = "SequenceMap: sequence-typed graph inputs; passhost's IR has tensors and tuples only"
 
 EXPECTED_FAILURES: dict = {
-    **dict.fromkeys([f"test_affine_grid_{d}{a}" for d in ("2d", "3d") for a in ("", "_align_corners")], _IF_BODY),
     **dict.fromkeys([f"test_linear_attention_{k}" for k in (
         "decode_step", "delta", "explicit_scale", "fp16", "gated", "gated_delta", "gated_delta_beta_scalar",
         "gated_delta_gqa", "gated_delta_mqa", "gated_per_head_decay", "linear", "linear_t1_no_past",

@@ -1,0 +1,130 @@
+"""ONNX If at import and export (passhost_onnx.control): a constant condition imports one
+branch in place, a run-time one becomes passhost's if, written back as ONNX If; checked
+against onnxruntime."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import passhost
+from passhost import ir, transform
+from passhost.errors import FormatError
+from passhost_onnx import from_onnx, to_onnx
+
+
+def _tensor(name, shape, dtype=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def _branch(name, nodes, outputs, inits=()):
+    return helper.make_graph(nodes, name, [], [_tensor(o, [2, 3]) for o in outputs], initializer=list(inits))
+
+
+def _model(nodes, inputs, outputs, opset=17, inits=()):
+    m = helper.make_model(helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits)),
+                          opset_imports=[helper.make_opsetid("", opset)])
+    onnx.checker.check_model(m)
+    return m
+
+
+def _has_if(mod) -> bool:
+    return any(type(e) is ir.If for e in ir.post_order(mod["main"]))
+
+
+def _dynamic_model():
+    """y = if c: relu(x) + 1 else: -x; z = y * x (both branches read the outer x; the then
+    branch has an initializer)."""
+    then = _branch("then", [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "one"], ["t"])],
+                   ["t"], [numpy_helper.from_array(np.ones((2, 3), np.float32), "one")])
+    other = _branch("else", [helper.make_node("Neg", ["x"], ["e"])], ["e"])
+    return _model([helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other),
+                   helper.make_node("Mul", ["y", "x"], ["z"])],
+                  [_tensor("c", [], TensorProto.BOOL), _tensor("x", [2, 3])], [_tensor("z", [2, 3])])
+
+
+@pytest.mark.parametrize("cond", [True, False])
+def test_a_run_time_condition_becomes_an_if_that_round_trips_through_onnxruntime(cond, tmp_path, ort_run):
+    model = _dynamic_model()
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    feeds = {"c": np.array(cond), "x": x}
+    want, = ort_run(model.SerializeToString(), feeds)
+    mod = from_onnx(model)
+    assert _has_if(mod)
+    np.testing.assert_allclose(ir.evaluate(mod, np.array(cond), x), want, rtol=1e-6, atol=1e-6)
+    with transform.PassContext(opt_level=3):
+        opt = passhost.default_pipeline(3)(mod)
+    ir.save(opt, str(tmp_path / "if.onnx"))  # the streamed, checked write
+    out = onnx.load(str(tmp_path / "if.onnx"))
+    onnx.checker.check_model(out)
+    assert [n.op_type for n in out.graph.node].count("If") == 1
+    got, = ort_run(str(tmp_path / "if.onnx"), feeds)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_a_condition_known_at_import_imports_only_its_branch(ort_run):
+    # if Shape(x)[0] == 2: x + 1 else: Reshape(x, [3, 2]) -- the else branch would not even type
+    shape = helper.make_node("Shape", ["x"], ["s"])
+    first = helper.make_node("Gather", ["s", "zero"], ["n"], axis=0)
+    eq = helper.make_node("Equal", ["n", "two"], ["c"])
+    then = _branch("then", [helper.make_node("Add", ["x", "k"], ["t"])], ["t"],
+                   [numpy_helper.from_array(np.float32(1), "k")])
+    other = helper.make_graph([helper.make_node("Reshape", ["x", "shp"], ["e"])], "else", [], [_tensor("e", [3, 2])],
+                              initializer=[numpy_helper.from_array(np.array([3, 2], np.int64), "shp")])
+    g = helper.make_graph([shape, first, eq, helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)],
+                          "g", [_tensor("x", [2, 3])], [_tensor("y", None)],
+                          initializer=[numpy_helper.from_array(np.array(0, np.int64), "zero"),
+                                       numpy_helper.from_array(np.array(2, np.int64), "two")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    mod = from_onnx(model)
+    assert not _has_if(mod)
+    assert [e.op.name for e in ir.post_order(mod["main"]) if type(e) is ir.Call] == ["add"]
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(ir.evaluate(mod, x), x + 1)
+    got, = ort_run(to_onnx(mod).SerializeToString(), {"x": x})
+    np.testing.assert_array_equal(got, x + 1)
+
+
+def test_nested_ifs_with_two_outputs_and_outer_values(tmp_path, ort_run):
+    # outer: if a { (if b {x*2} else {x}), x - 1 } else { (x, x + 1) }
+    inner = helper.make_node("If", ["b"], ["i"],
+                             then_branch=_branch("t2", [helper.make_node("Add", ["x", "x"], ["d"])], ["d"]),
+                             else_branch=_branch("e2", [helper.make_node("Identity", ["x"], ["same"])], ["same"]))
+    then = helper.make_graph([inner, helper.make_node("Sub", ["x", "one"], ["m"])], "t1", [],
+                             [_tensor("i", [2, 3]), _tensor("m", [2, 3])])
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["xo"]), helper.make_node("Add", ["x", "one"], ["p"])],
+                              "e1", [], [_tensor("xo", [2, 3]), _tensor("p", [2, 3])])
+    model = _model([helper.make_node("If", ["a"], ["y1", "y2"], then_branch=then, else_branch=other)],
+                   [_tensor("a", [1], TensorProto.BOOL), _tensor("b", [], TensorProto.BOOL), _tensor("x", [2, 3])],
+                   [_tensor("y1", [2, 3]), _tensor("y2", [2, 3])], inits=[numpy_helper.from_array(np.float32(1), "one")])
+    mod = from_onnx(model)
+    x = np.random.default_rng(1).standard_normal((2, 3)).astype(np.float32)
+    exported = to_onnx(mod)
+    onnx.checker.check_model(exported)
+    for a in (True, False):
+        for b in (True, False):
+            feeds = {"a": np.array([a]), "b": np.array(b), "x": x}
+            want = ort_run(model.SerializeToString(), feeds)
+            got = ir.evaluate(mod, np.array([a]), np.array(b), x)
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(g, w, rtol=1e-6)
+            for g, w in zip(ort_run(exported.SerializeToString(), feeds), want):
+                np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_branches_of_different_shapes_and_unsupported_branch_operators_are_named():
+    then = _branch("then", [helper.make_node("Relu", ["x"], ["t"])], ["t"])
+    other = helper.make_graph([helper.make_node("ReduceSum", ["x"], ["e"], keepdims=0)], "else", [],
+                              [_tensor("e", [])])
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other, name="pick")], "g",
+        [_tensor("c", [], TensorProto.BOOL), _tensor("x", [2, 3])], [_tensor("y", None)]),
+        opset_imports=[helper.make_opsetid("", 11)])
+    with pytest.raises(FormatError, match=r"If node 'pick': .*different types.*both branches must give the same"):
+        from_onnx(model)
+    weird = _branch("then", [helper.make_node("Det", ["x"], ["t"])], ["t"])
+    model.graph.node[0].attribute[0].g.CopyFrom(weird) if model.graph.node[0].attribute[0].name == "then_branch" \
+        else model.graph.node[0].attribute[1].g.CopyFrom(weird)
+    with pytest.raises(FormatError, match=r"1 unsupported ONNX operator\(s\) at opset 11: Det \(x1\)"):
+        from_onnx(model)
