@@ -57,13 +57,13 @@ def ops_of(model) -> list:
 def converted(model, table: dict) -> bool:
     """Whether every node of ``model`` (and of its If branches) has a converter in ``table``
     at the model's opset, or a function body the importer expands (:mod:`.functions`), or is
-    an ``If`` (:mod:`.control`)."""
-    from .control import all_nodes
+    an ``If``, ``Loop`` or ``Scan`` (:mod:`.control`)."""
+    from .control import SUBGRAPH_OPS, all_nodes
     from .functions import Functions
 
     opset = _opset(model)
     functions = Functions(model)
-    return all(n.domain in STANDARD_DOMAINS and (lookup(table, "", n.op_type, opset) is not None or n.op_type == "If"
+    return all(n.domain in STANDARD_DOMAINS and (lookup(table, "", n.op_type, opset) is not None or n.op_type in SUBGRAPH_OPS
                                                  or functions.has_body(n.domain, n.op_type, opset))
                for n in all_nodes(model.graph))
 

@@ -1,19 +1,24 @@
-"""ONNX ``If`` at import: a branch chosen by a constant condition is imported in place of
-the node; otherwise both branches become passhost's ``if`` expression.
+"""ONNX control flow at import: ``If``, ``Loop`` and ``Scan``.
 
-With static shapes, most conditions exporters write are known at import (``if
-x.size(0) == 1`` once the batch is bound), and the importer folds them to a constant: only
-the chosen branch is imported, as if its nodes stood in the graph. A condition that depends
-on the input data gives ``if (%cond) { then } else { else }``, which evaluates one branch::
+**If.** A branch chosen by a constant condition is imported in place of the node;
+otherwise both branches become passhost's ``if`` expression. With static shapes, most
+conditions exporters write are known at import (``if x.size(0) == 1`` once the batch is
+bound), and the importer folds them to a constant: only the chosen branch is imported, as
+if its nodes stood in the graph. A condition that depends on the input data gives
+``if (%cond) { then } else { else }``, which evaluates one branch::
 
     If(c, then_branch={y = Relu(x)}, else_branch={y = Neg(x)})     /* c: a graph input */
     ->  if (%c) { nn.relu(%x) } else { negative(%x) }
 
-Branch nodes are converted by the importer's own loop, like a function body: their names
-get a prefix unique to the expansion (``If_<k>::``), names a branch does not define are
-the enclosing graph's, and a branch's initializers become constants. Both branches must
-have the same output types (passhost's types are static). ``Loop`` and ``Scan`` are not
-imported.
+**Loop and Scan** are unrolled (:mod:`.unroll`) when their trip count is known at import::
+
+    Loop(M=3, cond=true, a0, body={i, c, a -> c, a + x})
+    ->  add(add(add(%a0, %x), %x), %x)
+
+Subgraph nodes are converted by the importer's own loop, like a function body: their names
+get a prefix unique to the expansion (``If_<k>::``, ``Loop_<k>::``), names a subgraph does
+not define are the enclosing graph's, and its initializers become constants. Both branches
+of an ``if`` must have the same output types (passhost's types are static).
 """
 from __future__ import annotations
 
@@ -25,7 +30,11 @@ from onnx import AttributeProto, GraphProto, NodeProto
 from passhost import ir
 from passhost.errors import FormatError, PasshostError
 
-__all__ = ["Join", "branches", "rename_branch", "renamed", "all_nodes", "condition_value"]
+__all__ = ["Join", "SUBGRAPH_OPS", "branches", "rename_branch", "renamed", "all_nodes", "condition_value"]
+
+
+#: the operators whose subgraphs passhost imports
+SUBGRAPH_OPS = ("If", "Loop", "Scan")
 
 
 def branches(n: NodeProto) -> tuple:
@@ -44,7 +53,7 @@ def all_nodes(graph: GraphProto) -> Iterator[NodeProto]:
         g = stack.pop()
         for n in g.node:
             yield n
-            if n.op_type == "If" and n.domain in ("", "ai.onnx"):
+            if n.op_type in SUBGRAPH_OPS and n.domain in ("", "ai.onnx"):
                 stack.extend(a.g for a in n.attribute if a.type == AttributeProto.GRAPH)
 
 
@@ -84,11 +93,11 @@ def renamed(graph: GraphProto, names: dict) -> GraphProto:
     return out
 
 
-def rename_branch(graph: GraphProto, prefix: str) -> tuple:
-    """``(nodes, initializers, outputs)`` of a branch with its own names prefixed: node
-    outputs and initializers defined in the branch get ``prefix``; names it reads from the
-    enclosing graphs stay; nested branches read the renamed names."""
-    if len(graph.input):
+def rename_branch(graph: GraphProto, prefix: str, inputs: bool = False) -> tuple:
+    """``(nodes, initializers, outputs)`` of a branch (or, with ``inputs``, a loop body)
+    with its own names prefixed: its inputs, node outputs and initializers get ``prefix``;
+    names it reads from the enclosing graphs stay; nested subgraphs read the renamed names."""
+    if len(graph.input) and not inputs:
         raise FormatError(f"an If branch ({graph.name!r}) declares inputs: the model is malformed")
     names = {x: prefix + x for x in _defined(graph)}
     nodes = []
@@ -144,3 +153,4 @@ class Join:
         if len(then) == 1:
             return [pick], then + other
         return [ir.TupleGetItem(pick, i) for i in range(len(then))], then + other
+

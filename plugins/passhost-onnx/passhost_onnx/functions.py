@@ -26,7 +26,7 @@ from onnx import AttributeProto, FunctionProto, NodeProto
 from passhost import ir
 from passhost.errors import FormatError
 
-from .control import renamed
+from .control import SUBGRAPH_OPS, renamed
 from .dtypes import to_onnx_type
 
 __all__ = ["Functions", "MAX_DEPTH"]
@@ -129,7 +129,7 @@ class Functions:
             node.input.extend(names.get(x, prefix + x) if x else "" for x in inner.input)
             node.output.extend(names.get(x, prefix + x) if x else "" for x in inner.output)
             for a in inner.attribute:
-                if a.type == AttributeProto.GRAPH and inner.op_type == "If":  # a branch reads the body's names
+                if a.type == AttributeProto.GRAPH and inner.op_type in SUBGRAPH_OPS:  # it reads the body's names
                     new = node.attribute.add()
                     new.CopyFrom(a)
                     new.g.CopyFrom(renamed(a.g, {x: names.get(x, prefix + x) for x in internal | set(names)}))

@@ -26,13 +26,14 @@ from passhost.errors import FormatError, PasshostError
 from . import convert_composite, convert_image, convert_index, convert_math, convert_nn, convert_tensor  # noqa: F401
 from . import convert_quant, convert_rnn, convert_scatter, convert_unary  # noqa: F401
 from . import convert_lift  # noqa: F401,I001  (last: wraps the converters above for 1-D data)
-from .control import Join, all_nodes, branches, condition_value, rename_branch
+from .control import SUBGRAPH_OPS, Join, all_nodes, branches, condition_value, rename_branch
 from .dtypes import tensor_array, to_dtype
 from .functions import MAX_DEPTH, Functions
 from .reader import full_model
 from .node import Node
 from .opaque import OPAQUE
 from .table import lookup, merged
+from .unroll import Unroll
 
 __all__ = ["from_onnx", "ShapeWarning", "STANDARD_DOMAINS"]
 
@@ -113,7 +114,7 @@ def _unsupported(graph: onnx.GraphProto, table: dict, opsets: dict, functions: F
     opset = opsets[""]
     for n in all_nodes(graph):
         op_type = n.op_type
-        if op_type == "If" and n.domain in ("", "ai.onnx"):  # its branches' nodes are checked in turn
+        if op_type in SUBGRAPH_OPS and n.domain in ("", "ai.onnx"):  # its subgraphs' nodes are checked in turn
             continue
         domain = _domain(n.domain)
         if lookup(table, domain, op_type, opsets.get(domain, 1)) is None:
@@ -272,6 +273,10 @@ def _bind_outputs(n: onnx.NodeProto, outs: Any, inputs: list, foldable: bool, en
         env[name] = _fold(expr) if foldable else expr
 
 
+def _own_names(g: onnx.GraphProto) -> set:
+    return {vi.name for vi in g.input} | {o for b in g.node for o in b.output} | {t.name for t in g.initializer}
+
+
 def _expand_if(n: onnx.NodeProto, cond: Any, opsets: dict, outer: Any, depth: int, functions: Functions,
                env: dict) -> list:
     """The importer-stack entries that import ``If`` node ``n``: the nodes of the branch a
@@ -284,8 +289,7 @@ def _expand_if(n: onnx.NodeProto, cond: Any, opsets: dict, outer: Any, depth: in
     chosen = [then_g] if value is True else [else_g] if value is False else [then_g, else_g]
     parts = []
     for g in chosen:
-        own = {o for b in g.node for o in b.output} | {t.name for t in g.initializer}
-        nodes, inits, outs = rename_branch(g, functions.prefix("If", own))
+        nodes, inits, outs = rename_branch(g, functions.prefix("If", _own_names(g)))
         for name, tensor in inits:
             env[name] = ir.infer_type(ir.Constant(_initializer_array(name, tensor)))
         parts.append((nodes, outs))
@@ -364,6 +368,17 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
             values, read = n.outputs(env)
             _bind_outputs(n.node, values, read, False, env, source, outer)
             continue
+        if type(n) is Unroll:  # the next iteration of a Loop or Scan, or its outputs after the last
+            step = n.step(env, functions.prefix(n.node.op_type, _own_names(n.body)))
+            if step is None:
+                _bind_outputs(n.node, n.outputs(), n.carried, False, env, source, outer)
+                continue
+            nodes, inits = step
+            for name, tensor in inits:
+                env[name] = ir.infer_type(ir.Constant(_initializer_array(name, tensor)))
+            pending.append((n, node_opsets, outer, depth))
+            pending.extend((b, node_opsets, outer or n.node, depth + 1) for b in reversed(nodes))
+            continue
         domain = _domain(n.domain)
         try:
             inputs = [env[i] if i else None for i in n.input]
@@ -376,6 +391,14 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
             if depth >= MAX_DEPTH:
                 raise FormatError(f"{_label(outer or n)}: its If branches nest more than {MAX_DEPTH} deep")
             pending.extend(_expand_if(n, inputs[0] if inputs else None, node_opsets, outer, depth, functions, env))
+            continue
+        if fn is None and not domain and n.op_type in ("Loop", "Scan"):
+            if n.op_type == "Scan" and node_opsets.get("", 1) < 9:
+                raise FormatError(f"{_label(n)}: Scan of opset 8 (with a batch axis and sequence_lens) is not "
+                                  "supported; export the model at opset 9 or later")
+            if depth >= MAX_DEPTH:
+                raise FormatError(f"{_label(outer or n)}: its loop bodies nest more than {MAX_DEPTH} deep")
+            pending.append((Unroll(n, inputs), node_opsets, outer, depth))
             continue
         if fn is None and functions.has_body(n.domain, n.op_type, node_opsets.get(domain, 1)):
             if depth >= MAX_DEPTH:

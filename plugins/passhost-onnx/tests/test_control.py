@@ -128,3 +128,97 @@ def test_branches_of_different_shapes_and_unsupported_branch_operators_are_named
         else model.graph.node[0].attribute[1].g.CopyFrom(weird)
     with pytest.raises(FormatError, match=r"1 unsupported ONNX operator\(s\) at opset 11: Det \(x1\)"):
         from_onnx(model)
+
+
+# -- Loop and Scan, unrolled ------------------------------------------------------------------
+def _loop_body(cond_nodes=None, cond_out="cond_in"):
+    """(iter, cond_in, acc) -> (cond, acc + x * iter, acc * 2): a carried sum and a scan output."""
+    nodes = [helper.make_node("Cast", ["iter"], ["it"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["x", "it"], ["xi"]),
+             helper.make_node("Add", ["acc", "xi"], ["acc_out"]),
+             helper.make_node("Mul", ["acc", "two"], ["doubled"]),
+             *(cond_nodes or [helper.make_node("Identity", ["cond_in"], ["cond_out"])])]
+    return helper.make_graph(
+        nodes, "body", [_tensor("iter", [], TensorProto.INT64), _tensor("cond_in", [], TensorProto.BOOL),
+                        _tensor("acc", [2, 3])],
+        [_tensor("cond_out", [], TensorProto.BOOL), _tensor("acc_out", [2, 3]), _tensor("doubled", [2, 3])],
+        initializer=[numpy_helper.from_array(np.float32(2), "two")])
+
+
+def _loop_model(body, trip=None, cond=True, trip_input=False):
+    inits = [numpy_helper.from_array(np.array(cond), "c")]
+    inputs = [_tensor("x", [2, 3]), _tensor("a0", [2, 3])]
+    if trip_input:
+        inputs.append(_tensor("m", [], TensorProto.INT64))
+    elif trip is not None:
+        inits.append(numpy_helper.from_array(np.array(trip, np.int64), "m"))
+    loop = helper.make_node("Loop", ["m" if trip is not None or trip_input else "", "c", "a0"], ["a", "steps"],
+                            body=body, name="loop")
+    return _model([loop], inputs, [_tensor("a", [2, 3]), _tensor("steps", ["n", 2, 3])], inits=inits)
+
+
+@pytest.mark.parametrize("trip", [1, 4])
+def test_a_loop_with_a_known_trip_count_is_unrolled(trip, tmp_path, ort_run):
+    model = _loop_model(_loop_body(), trip=trip)
+    rng = np.random.default_rng(2)
+    feeds = {"x": rng.standard_normal((2, 3)).astype(np.float32), "a0": rng.standard_normal((2, 3)).astype(np.float32)}
+    want = ort_run(model.SerializeToString(), feeds)
+    mod = from_onnx(model)
+    got = ir.evaluate(mod, feeds["x"], feeds["a0"])
+    assert got[1].shape == (trip, 2, 3)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+    with transform.PassContext(opt_level=3):
+        opt = passhost.default_pipeline(3)(mod)
+    ir.save(opt, str(tmp_path / "loop.onnx"))
+    assert "Loop" not in [n.op_type for n in onnx.load(str(tmp_path / "loop.onnx")).graph.node]
+    for g, w in zip(ort_run(str(tmp_path / "loop.onnx"), feeds), want):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+
+
+def test_a_loop_stops_where_its_condition_turns_false(ort_run):
+    # a while loop: cond = iter < 2, so three iterations of at most 50
+    stop = [helper.make_node("Less", ["iter", "lim"], ["cond_out"])]
+    body = _loop_body(stop)
+    body.initializer.append(numpy_helper.from_array(np.array(2, np.int64), "lim"))
+    model = _loop_model(body, trip=50)
+    feeds = {"x": np.ones((2, 3), np.float32), "a0": np.zeros((2, 3), np.float32)}
+    want = ort_run(model.SerializeToString(), feeds)
+    got = ir.evaluate(from_onnx(model), feeds["x"], feeds["a0"])
+    assert got[1].shape == want[1].shape == (3, 2, 3)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w)
+
+
+def test_loops_that_cannot_be_unrolled_are_named():
+    with pytest.raises(FormatError, match=r"Loop node 'loop': its trip count must be known at import time"):
+        from_onnx(_loop_model(_loop_body(), trip_input=True))
+    data_cond = [helper.make_node("ReduceMax", ["acc_out"], ["mx"], keepdims=0),
+                 helper.make_node("Less", ["mx", "two"], ["cond_out"])]
+    with pytest.raises(FormatError, match=r"its condition \(the body's first output\) must be known at import time"):
+        from_onnx(_loop_model(_loop_body(data_cond), trip=5))
+    with pytest.raises(FormatError, match=r"runs no iteration, so its scan outputs have no static shape"):
+        from_onnx(_loop_model(_loop_body(), trip=0))
+
+
+def test_a_scan_is_unrolled_with_directions_and_axes(tmp_path, ort_run):
+    # states (s, p); scanned x over axis 1, backwards; y = s + x_t stacked on axis 1 of the output
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s", "xt"], ["s_out"]), helper.make_node("Mul", ["p", "xt"], ["p_out"]),
+         helper.make_node("Identity", ["s_out"], ["y"])], "scan_body",
+        [_tensor("s", [3]), _tensor("p", [3]), _tensor("xt", [3])],
+        [_tensor("s_out", [3]), _tensor("p_out", [3]), _tensor("y", [3])])
+    scan = helper.make_node("Scan", ["s0", "p0", "x"], ["s", "p", "ys"], body=body, num_scan_inputs=1,
+                            scan_input_axes=[1], scan_input_directions=[1], scan_output_axes=[-1])
+    model = _model([scan], [_tensor("s0", [3]), _tensor("p0", [3]), _tensor("x", [3, 4])],
+                   [_tensor("s", [3]), _tensor("p", [3]), _tensor("ys", [3, 4])], opset=16)
+    rng = np.random.default_rng(3)
+    feeds = {"s0": rng.standard_normal(3).astype(np.float32), "p0": np.ones(3, np.float32),
+             "x": rng.standard_normal((3, 4)).astype(np.float32)}
+    want = ort_run(model.SerializeToString(), feeds)
+    mod = from_onnx(model)
+    for g, w in zip(ir.evaluate(mod, feeds["s0"], feeds["p0"], feeds["x"]), want):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+    ir.save(mod, str(tmp_path / "scan.onnx"))
+    for g, w in zip(ort_run(str(tmp_path / "scan.onnx"), feeds), want):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
