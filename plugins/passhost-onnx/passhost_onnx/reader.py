@@ -97,6 +97,54 @@ def _fields(buf: bytes, pos: int, end: int) -> list:
     return out
 
 
+def _raw_data(buf: bytes, pos: int, end: int) -> Optional[tuple]:
+    """``(start, value start, end)`` of the one ``raw_data`` field of the TensorProto in
+    ``buf[pos:end]``; ``None`` when it has none, or more than one, or one not
+    length-delimited. (:func:`_fields` specialised: one call per initializer, no tuple per
+    field.)"""
+    found = None
+    seen = 0
+    while pos < end:
+        start = pos
+        key = buf[pos]
+        if key < 0x80:
+            pos += 1
+        else:
+            key, pos = _varint(buf, pos, end)
+        wire = key & 7
+        if wire == 2:
+            if pos >= end:
+                raise _Unusual
+            n = buf[pos]
+            if n < 0x80:
+                value = pos + 1
+            else:
+                n, value = _varint(buf, pos, end)
+            pos = value + n
+            if key >> 3 == _RAW_DATA:
+                seen += 1
+                found = (start, value, pos)
+        else:
+            if key >> 3 == _RAW_DATA:
+                seen += 2  # raw_data that is not length-delimited: leave the tensor whole
+            if wire == 0:  # (dims, data_type: skipped byte by byte, no call)
+                while True:
+                    if pos >= end:
+                        raise _Unusual
+                    pos += 1
+                    if buf[pos - 1] < 0x80:
+                        break
+            elif wire == 1:
+                pos += 8
+            elif wire == 5:
+                pos += 4
+            else:  # groups (3, 4) and invalid wire types
+                raise _Unusual
+        if pos > end:
+            raise _Unusual
+    return found if seen == 1 else None
+
+
 def _key_and_length(field: int, n: int) -> bytes:
     """The key of a length-delimited field ``field`` and the varint ``n``."""
     out = bytearray([(field << 3) | 2])
@@ -122,13 +170,12 @@ def _split(data: bytes) -> tuple:
         if field != _INITIALIZER or wire != 2:
             graph_parts.append(view[start:end])
             continue
-        tensor = _fields(data, value, end)
-        raws = [f for f in tensor if f[0] == _RAW_DATA]
-        if len(raws) != 1 or raws[0][1] != 2:
+        raw = _raw_data(data, value, end)
+        if raw is None:
             graph_parts.append(view[start:end])
             spans.append(None)
             continue
-        _, _, r_start, r_value, r_end = raws[0]
+        r_start, r_value, r_end = raw
         graph_parts += [_key_and_length(_INITIALIZER, (r_start - value) + (end - r_end)),
                         view[value:r_start], view[r_end:end]]
         spans.append((r_value, r_end))
