@@ -80,20 +80,27 @@ class Unroll:
 
     def _axes(self, key: str, values: list) -> list:
         axes = self.attrs.get(key) or [0] * len(values)
+        if len(axes) != len(values):
+            raise FormatError(f"Scan node {self._name()}: {key} has {len(axes)} entries for {len(values)} tensors")
         out = []
         for a, v in zip(axes, values):
             rank = len(ir.infer_type(v).checked_type.shape) + (1 if key == "scan_output_axes" else 0)
+            if not -rank <= int(a) < rank:
+                raise FormatError(f"Scan node {self._name()}: {key} {int(a)} is out of range for rank {rank}")
             out.append(int(a) + rank if int(a) < 0 else int(a))
         return out
+
+    def _name(self) -> str:
+        return repr(self.node.name or (self.node.output[0] if self.node.output else "?"))
 
     def _more(self) -> bool:
         if not self.cond:
             return False
-        if self.count is not None:
-            return self.t < self.count
+        if self.count is not None and self.t >= self.count:
+            return False
         if self.t >= MAX_ITERATIONS:
-            raise FormatError(f"Loop node {self.node.name or self.node.output[0]!r}: its condition is still true after "
-                              f"{MAX_ITERATIONS} unrolled iterations")
+            raise FormatError(f"{self.node.op_type} node {self._name()}: it would run more than {MAX_ITERATIONS} "
+                              "iterations, which passhost does not unroll")
         return True
 
     def step(self, env: dict, prefix: str) -> Any:

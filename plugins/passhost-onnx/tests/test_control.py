@@ -222,3 +222,21 @@ def test_a_scan_is_unrolled_with_directions_and_axes(tmp_path, ort_run):
     ir.save(mod, str(tmp_path / "scan.onnx"))
     for g, w in zip(ort_run(str(tmp_path / "scan.onnx"), feeds), want):
         np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+
+
+def test_loops_too_long_to_unroll_and_bad_scan_axes_are_named(monkeypatch):
+    from passhost_onnx import unroll
+
+    monkeypatch.setattr(unroll, "MAX_ITERATIONS", 3)
+    with pytest.raises(FormatError, match=r"Loop node 'loop': it would run more than 3 iterations"):
+        from_onnx(_loop_model(_loop_body(), trip=10 ** 9))  # (a hostile trip count: an error, not a hang)
+    body = helper.make_graph([helper.make_node("Add", ["s", "xt"], ["s_out"])], "b",
+                             [_tensor("s", [3]), _tensor("xt", [3])], [_tensor("s_out", [3])])
+    for axes, message in (([2], r"scan_input_axes 2 is out of range for rank 2"),
+                          ([0, 1], r"scan_input_axes has 2 entries for 1 tensors")):
+        scan = helper.make_node("Scan", ["s0", "x"], ["s"], body=body, num_scan_inputs=1, scan_input_axes=axes,
+                                name="sc")
+        model = helper.make_model(helper.make_graph([scan], "g", [_tensor("s0", [3]), _tensor("x", [4, 3])],
+                                                    [_tensor("s", [3])]), opset_imports=[helper.make_opsetid("", 16)])
+        with pytest.raises(FormatError, match=rf"Scan node 'sc': {message}"):
+            from_onnx(model)
