@@ -963,3 +963,29 @@ def test_lrn_matches_the_channel_window_definition():
     assert ir.infer_type(call).checked_type == ir.TensorType((2, 6, 3, 3), "float32")
     with pytest.raises(ir.TypeInferenceError, match="nn.lrn: size must be a positive int"):
         ir.infer_type(ir.nn.lrn(x, size=0))
+
+
+@pytest.mark.parametrize("inverse", [False, True])
+@pytest.mark.parametrize("shape", [(8,), (2, 3, 5)])
+def test_dft_transforms_the_last_axis_as_numpy(inverse, shape):
+    rng = np.random.default_rng(4)
+    re, im = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    r, i = ir.var("re", shape=shape), ir.var("im", shape=shape)
+    fn = ir.infer_type(ir.Function([r, i], ir.dft(r, i, inverse=inverse)))
+    assert fn.checked_type.ret_type == ir.TupleType([ir.TensorType(shape, "float32")] * 2)
+    want = (np.fft.ifft if inverse else np.fft.fft)(re.astype(np.float64) + 1j * im, axis=-1)
+    got_re, got_im = ir.evaluate(fn, re, im)
+    np.testing.assert_allclose(got_re, want.real, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got_im, want.imag, rtol=1e-5, atol=1e-5)
+    assert got_re.dtype == np.float32 and ir.Op.get("dft").pattern == ir.OpPattern.OPAQUE
+    text = ir.astext(ir.IRModule.from_expr(fn))
+    assert ("dft(%re, %im, inverse=True)" if inverse else "dft(%re, %im)") in text
+    on_constants = ir.evaluate(ir.dft(ir.const(re), ir.const(im), inverse=inverse))
+    np.testing.assert_array_equal(on_constants[0], got_re)
+
+
+def test_dft_type_errors():
+    with pytest.raises(TypeInferenceError, match=r"dft: the real part .* and the imaginary part .* differ"):
+        ir.infer_type(ir.dft(ir.var("a", shape=(4,)), ir.var("b", shape=(5,))))
+    with pytest.raises(TypeInferenceError, match=r"dft: the data must be floating point"):
+        ir.infer_type(ir.dft(ir.var("a", shape=(4,), dtype="int32"), ir.var("b", shape=(4,), dtype="int32")))

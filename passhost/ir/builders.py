@@ -29,7 +29,7 @@ __all__ = [
     "erf", "floor", "ceil", "round", "abs", "sign", "sin", "cos",
     "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift", "right_shift",
-    "reshape", "transpose", "expand_dims", "squeeze", "concatenate", "split", "einsum",
+    "reshape", "transpose", "expand_dims", "squeeze", "concatenate", "split", "einsum", "dft",
     "gather_nd", "scatter_nd", "scatter_elements", "reverse_sequence",
     "strided_slice", "take", "gather", "broadcast_to", "tile", "repeat",
     "full", "zeros", "ones", "full_like", "zeros_like", "ones_like",
@@ -298,6 +298,12 @@ def einsum(data: Any, equation: str) -> Call:
     elif not isinstance(data, Expr):
         raise IRError(f"einsum needs a list of expressions or a Tuple, got {data!r}")
     return Call(_op("einsum"), (data,), {"equation": str(equation)})
+
+
+def dft(re_data: Expr, im_data: Expr, inverse: bool = False) -> Call:
+    """The discrete Fourier transform of ``re_data + i im_data`` along the last axis (TVM's
+    ``dft``); tuple-valued: ``call[0]`` the real part, ``call[1]`` the imaginary part."""
+    return _call("dft", (re_data, im_data), {"inverse": bool(inverse)})
 
 
 def gather_nd(data: Expr, indices: Expr, batch_dims: int = 0) -> Call:

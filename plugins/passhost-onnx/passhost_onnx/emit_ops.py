@@ -367,3 +367,21 @@ def _grid_sample(em, call, args):
     grid = em.one("Transpose", [args[1]], perm=[0] + list(range(2, nd + 2)) + [1])
     return em.one("GridSample", [args[0], grid], mode=method, padding_mode=call.attrs.padding_mode,
                   align_corners=int(bool(call.attrs.align_corners)))
+
+
+@emitter("dft")
+def _dft(em, call, args):
+    """ONNX's DFT (opset 17 on) over the last axis of ``[..., n, 2]`` (the real and
+    imaginary parts stacked), split back into the two parts."""
+    if em.opset < 17:
+        raise FormatError(f"dft needs ONNX opset 17 or later (DFT); writing opset {em.opset}: pass opset=17")
+    last = len(_tensor(call, 0).shape)
+    parts = [em.one("Unsqueeze", [a, em.ints([last])]) for a in args]
+    both = em.one("Concat", parts, axis=last)
+    inverse = int(bool(call.attrs.inverse))
+    if em.opset >= 20:
+        out = em.one("DFT", [both, "", em.const(np.asarray(-2, dtype="int64"))], inverse=inverse)
+    else:
+        out = em.one("DFT", [both], axis=last - 1, inverse=inverse)
+    return tuple(em.one("Squeeze", [p, em.ints([last])]) for p in em.node("Split", [out, em.ints([1, 1])], 2,
+                                                                            axis=last))

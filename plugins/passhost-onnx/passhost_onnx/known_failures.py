@@ -11,6 +11,10 @@ __all__ = ["EXPECTED_FAILURES"]
 _ALIGN_CORNERS_SCALE = ("align_corners with a fractional output length (4 x 0.6 = 2.4): onnxruntime maps "
                         "coordinates with the rounded length, ONNX's reference (and passhost's interpreter, which "
                         "passes) with 2.4, so the exported model run in onnxruntime differs from the expected output")
+_ORT_DFT = ("onnxruntime's float32 DFT is off the expected output by up to 3e-4 (values up to 1,900; atol 1e-7), "
+            "on the original model too; passhost's interpreter passes")
+_DFT_INVERSE = ("the expected output was computed before the spectrum was rounded to float32: its imaginary "
+                "parts are exactly 0 where a float32 input leaves ~2e-6 (atol 1e-7); onnxruntime misses it too")
 _TRAINING_DROPOUT = "training-mode Dropout draws a random mask; passhost imports models for inference"
 _SEQUENCES = "SequenceMap: sequence-typed graph inputs; passhost's IR has tensors and tuples only"
 
@@ -25,6 +29,9 @@ EXPECTED_FAILURES: dict = {
     "test_identity_sequence": "sequence-typed graph input: passhost's IR has tensors and tuples only",
     "test_maxpool_with_argmax_2d_precomputed_pads": "MaxPool's Indices output: nn.max_pool2d has no argmax output",
     "test_maxpool_with_argmax_2d_precomputed_strides": "MaxPool's Indices output: nn.max_pool2d has no argmax output",
+    **dict.fromkeys([f"test_{k}{o}" for k in ("dft", "dft_axis", "dft_rfft", "dft_irfft") for o in ("", "_opset19")]
+                    + ["test_stft", "test_stft_with_window"], _ORT_DFT),
+    **dict.fromkeys(["test_dft_inverse", "test_dft_inverse_opset19"], _DFT_INVERSE),
     "test_resize_downsample_scales_cubic_align_corners": _ALIGN_CORNERS_SCALE,
     "test_resize_downsample_scales_linear_align_corners": _ALIGN_CORNERS_SCALE,
     **dict.fromkeys([

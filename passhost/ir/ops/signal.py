@@ -1,0 +1,43 @@
+"""``dft``: the discrete Fourier transform along the last axis, as TVM's ``dft`` -- the
+real and imaginary parts as two tensors in, the same two out (a tuple); pattern OPAQUE::
+
+    dft(%re, %im, inverse=False)   /* (2, 8), (2, 8) -> ((2, 8), (2, 8)) */
+
+``X[k] = sum_n x[n] * exp(-2 pi i k n / N)``; with ``inverse`` the sign is ``+`` and the
+sum is divided by ``N`` (ONNX's ``DFT`` and numpy's ``ifft``). Audio front ends (spectra,
+``STFT``) import through it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import TypeInferenceError
+from ..op import OpPattern
+from ..types import TupleType
+from ._util import kernel, reg, tensor_arg
+
+_OP = "dft"
+
+
+def _rel(types: list, attrs) -> TupleType:
+    re = tensor_arg(_OP, types, 0, "the real part")
+    im = tensor_arg(_OP, types, 1, "the imaginary part")
+    if re != im:
+        raise TypeInferenceError(f"{_OP}: the real part {re} and the imaginary part {im} differ")
+    if re.dtype not in ("float16", "float32", "float64"):
+        raise TypeInferenceError(f"{_OP}: the data must be floating point, got {re}")
+    if re.ndim < 1:
+        raise TypeInferenceError(f"{_OP}: the data needs an axis to transform, got {re}")
+    return TupleType([re, re])
+
+
+@kernel
+def _dft(args: list, attrs) -> tuple:
+    re, im = args
+    z = re.astype("float64") + 1j * im.astype("float64")
+    out = np.fft.ifft(z, axis=-1) if attrs.inverse else np.fft.fft(z, axis=-1)
+    return out.real.astype(re.dtype), out.imag.astype(re.dtype)
+
+
+reg(_OP, 2, _rel, _dft, attrs=(("inverse", False),), pattern=OpPattern.OPAQUE,
+    summary="Discrete Fourier transform along the last axis (real and imaginary parts in, a tuple of both out).")

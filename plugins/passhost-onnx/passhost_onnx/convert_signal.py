@@ -1,0 +1,130 @@
+"""Converters of DFT and STFT onto TVM's ``dft`` (the transform along the last axis, real
+and imaginary parts as two tensors)::
+
+    DFT(x, axis=1)          /* x: (2, 8, 1), a real signal */
+    ->  %0 = dft(reshape(%x, newshape=[2, 8]), zeros((2, 8)));
+        concatenate((expand_dims(%0.0, axis=-1), expand_dims(%0.1, axis=-1)), axis=-1)   /* (2, 8, 2) */
+
+``dft_length`` pads the signal with zeros or cuts it, ``onesided`` keeps the first
+``n // 2 + 1`` bins, ``inverse`` divides by ``n``; ``inverse`` with ``onesided`` rebuilds
+a real signal from its one-sided spectrum (numpy's ``irfft``). STFT takes its frames with one ``take``
+of a constant index matrix, multiplies them by the window and transforms each.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from passhost import ir
+
+from .build import call, const, reshape
+from .table import converter
+
+
+def _parts(node, x, shape: tuple) -> tuple:
+    """The real and imaginary parts of ONNX's ``[..., 1 or 2]`` signal."""
+    if shape[-1] not in (1, 2):
+        raise node.error(f"the signal's last axis must be 1 (real) or 2 (complex), got {shape[-1]}")
+    body = tuple(shape[:-1])
+    end = len(shape) - 1
+    re = reshape(call("strided_slice", x, begin=(0,), end=(1,), axes=(end,)), body)
+    if shape[-1] == 1:
+        return re, call("zeros", shape=body, dtype=node.dtype(0))
+    return re, reshape(call("strided_slice", x, begin=(1,), end=(2,), axes=(end,)), body)
+
+
+def _transform(re, im, shape: tuple, axis: int, length: int, inverse: bool, onesided: bool, dtype: str):
+    """ONNX's ``[..., 2]`` result of transforming ``re + i im`` (shape ``shape``) along ``axis``."""
+    n = shape[axis]
+    if length != n:  # cut the signal, or pad it with zeros
+        if length < n:
+            re, im = (call("strided_slice", p, begin=(0,), end=(length,), axes=(axis,)) for p in (re, im))
+        else:
+            width = tuple((0, length - n) if i == axis else (0, 0) for i in range(len(shape)))
+            re, im = (call("nn.pad", p, const(0, dtype), pad_width=width) for p in (re, im))
+    last = len(shape) - 1
+    perm = [i for i in range(len(shape)) if i != axis] + [axis]
+    if axis != last:
+        re, im = call("transpose", re, axes=tuple(perm)), call("transpose", im, axes=tuple(perm))
+    out = call("dft", re, im, inverse=bool(inverse))
+    re, im = ir.TupleGetItem(out, 0), ir.TupleGetItem(out, 1)
+    if onesided:
+        re, im = (call("strided_slice", p, begin=(0,), end=(length // 2 + 1,), axes=(last,)) for p in (re, im))
+    if axis != last:
+        back = tuple(int(i) for i in np.argsort(perm))
+        re, im = call("transpose", re, axes=back), call("transpose", im, axes=back)
+    return call("concatenate", ir.Tuple([call("expand_dims", re, axis=-1), call("expand_dims", im, axis=-1)]),
+                axis=-1)
+
+
+@converter("DFT", 17)
+def _dft(node):
+    shape = node.shape(0)
+    rank = len(shape)
+    if node.opset >= 20:
+        axis = int(node.need_const(2, "the axis").reshape(-1)[0]) if node.input(2) is not None else -2
+    else:
+        axis = int(node.attr("axis", 1))
+    if not -rank <= axis < rank or axis % rank == rank - 1:
+        raise node.error(f"axis {axis} is not a signal axis of the {rank}-D input (the last axis holds the "
+                         "real and imaginary parts)")
+    axis %= rank
+    inverse, onesided = int(node.attr("inverse", 0)), int(node.attr("onesided", 0))
+    if node.input(1) is not None:
+        length = int(node.need_const(1, "dft_length").reshape(-1)[0])
+    else:
+        length = 2 * (shape[axis] - 1) if inverse and onesided else shape[axis]
+    if length < 1:
+        raise node.error(f"dft_length must be positive, got {length}")
+    re, im = _parts(node, node.inputs[0], shape)
+    if inverse and onesided:
+        return _irfft(re, im, tuple(shape[:-1]), axis, length, node.dtype(0))
+    return _transform(re, im, tuple(shape[:-1]), axis, length, inverse, onesided, node.dtype(0))
+
+
+def _irfft(re, im, shape: tuple, axis: int, length: int, dtype: str):
+    """The real signal of length ``length`` whose one-sided spectrum is ``re + i im`` (numpy's
+    ``irfft``): the spectrum cut or padded to ``length // 2 + 1`` bins, its other half the
+    mirrored conjugate, transformed back; the real part (``[..., length, 1]``)."""
+    bins = length // 2 + 1
+    n = shape[axis]
+    if bins != n:
+        if bins < n:
+            re, im = (call("strided_slice", p, begin=(0,), end=(bins,), axes=(axis,)) for p in (re, im))
+        else:
+            width = tuple((0, bins - n) if i == axis else (0, 0) for i in range(len(shape)))
+            re, im = (call("nn.pad", p, const(0, dtype), pad_width=width) for p in (re, im))
+    mirror = ir.Constant(np.array([length - k for k in range(bins, length)], dtype="int64"))
+    if length > bins:
+        re = call("concatenate", ir.Tuple([re, call("take", re, mirror, axis=axis)]), axis=axis)
+        im = call("concatenate", ir.Tuple([im, call("negative", call("take", im, mirror, axis=axis))]), axis=axis)
+    full = tuple(length if i == axis else d for i, d in enumerate(shape))
+    both = _transform(re, im, full, axis, length, True, False, dtype)
+    return call("strided_slice", both, begin=(0,), end=(1,), axes=(len(shape),))
+
+
+@converter("STFT", 17)
+def _stft(node):
+    shape = node.shape(0)
+    if len(shape) != 3:
+        raise node.error(f"the signal must be [batch, length, 1 or 2], got {list(shape)}")
+    step = int(node.need_const(1, "frame_step").reshape(-1)[0])
+    window = node.input(2)
+    if node.input(3) is not None:
+        frame = int(node.need_const(3, "frame_length").reshape(-1)[0])
+    elif window is not None:
+        frame = int(node.shape(2)[0])
+    else:
+        raise node.error("STFT needs a window or a frame_length")
+    if step < 1 or not 1 <= frame <= shape[1]:
+        raise node.error(f"frame_step {step} and frame_length {frame} do not fit a signal of length {shape[1]}")
+    frames = (shape[1] - frame) // step + 1
+    index = np.arange(frames)[:, None] * step + np.arange(frame)[None, :]
+    re, im = _parts(node, node.inputs[0], shape)
+    re, im = (call("take", p, ir.Constant(index.astype("int64")), axis=1) for p in (re, im))
+    if window is not None:
+        w = reshape(window, (1, 1, frame))
+        re, im = call("multiply", re, w), call("multiply", im, w)
+    onesided = int(node.attr("onesided", 1))
+    if onesided and shape[2] == 2:
+        raise node.error("onesided=1 needs a real signal (its last axis 1)")
+    return _transform(re, im, (shape[0], frames, frame), 2, frame, False, onesided, node.dtype(0))
