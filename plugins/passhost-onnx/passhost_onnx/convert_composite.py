@@ -179,3 +179,12 @@ def _topk_1(node):
 @converter("TopK", 10)
 def _topk_10(node):
     return _topk(node, int(node.need_const(1, "k").reshape(-1)[0]))
+
+
+@converter("GlobalLpPool", 2)
+def _global_lp_pool(node):
+    """``(sum over the spatial axes of |x|^p)^(1/p)``, the axes kept."""
+    p = float(node.attr("p", 2))
+    axes = tuple(range(2, node.ndim(0)))
+    total = call("sum", call("power", call("abs", node.inputs[0]), _c(node, p)), axis=axes, keepdims=True)
+    return call("power", total, _c(node, 1.0 / p))

@@ -639,3 +639,30 @@ def test_lp_pool_3d_matches_onnxruntime(attrs, tmp_path, ort_run):
     ir.save(mod, str(tmp_path / "out.onnx"))
     got, = ort_run(str(tmp_path / "out.onnx"), {"x": x})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_global_lp_pool_nonzero_of_a_constant_and_compress_match_onnxruntime(tmp_path, ort_run):
+    mask = numpy_helper.from_array(np.array([[1, 0, 2], [0, 0, 3]], dtype=np.float32), "mask")
+    nodes = [helper.make_node("GlobalLpPool", ["x"], ["g"], p=3),
+             helper.make_node("NonZero", ["mask"], ["nz"]),
+             helper.make_node("Compress", ["x", "keep"], ["c"], axis=-1)]
+    graph = helper.make_graph(nodes, "dz", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 5])],
+                              [helper.make_tensor_value_info(n, t, None) for n, t in
+                               (("g", TensorProto.FLOAT), ("nz", TensorProto.INT64), ("c", TensorProto.FLOAT))],
+                              initializer=[mask, numpy_helper.from_array(np.array([True, False, True]), "keep")])
+    src = tmp_path / "dz.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(src))
+    x = np.random.default_rng(6).standard_normal((2, 3, 4, 5)).astype(np.float32)
+    want = ort_run(str(src), {"x": x})
+    mod = ir.load(str(src))
+    for got, w in zip(ir.evaluate(mod, x), want):
+        np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+    ir.save(mod, str(tmp_path / "out.onnx"))
+    for got, w in zip(ort_run(str(tmp_path / "out.onnx"), {"x": x}), want):
+        np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+    dynamic = helper.make_model(helper.make_graph(
+        [helper.make_node("NonZero", ["x"], ["y"], name="nz")], "d", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, None)]), opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(FormatError, match=r"NonZero node 'nz' \(opset 17\): the data \(its number of nonzeros decides "
+                                          r"the output shape\) \(input 0\) must be known at import time"):
+        from_onnx(dynamic)
