@@ -47,7 +47,8 @@ def branches(n: NodeProto) -> tuple:
 
 
 def all_nodes(graph: GraphProto) -> Iterator[NodeProto]:
-    """The nodes of ``graph`` and of the branches of its ``If`` nodes, nested ones too."""
+    """The nodes of ``graph`` and of the subgraphs of its ``If``, ``Loop`` and ``Scan``
+    nodes, nested ones too."""
     stack = [graph]
     while stack:
         g = stack.pop()
@@ -77,7 +78,8 @@ def renamed(graph: GraphProto, names: dict) -> GraphProto:
     """A copy of ``graph`` reading outer names through ``names`` (its own names shadow them)."""
     out = GraphProto()
     out.CopyFrom(graph)
-    visible = {k: v for k, v in names.items() if k not in _defined(graph)}
+    own = _defined(graph)
+    visible = {k: v for k, v in names.items() if k not in own}
     if not visible:
         return out
     for n in out.node:
