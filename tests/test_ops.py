@@ -989,3 +989,40 @@ def test_dft_type_errors():
         ir.infer_type(ir.dft(ir.var("a", shape=(4,)), ir.var("b", shape=(5,))))
     with pytest.raises(TypeInferenceError, match=r"dft: the data must be floating point"):
         ir.infer_type(ir.dft(ir.var("a", shape=(4,), dtype="int32"), ir.var("b", shape=(4,), dtype="int32")))
+
+
+def test_deformable_conv2d_with_zero_offsets_is_conv2d_and_types_are_checked():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 4, 6, 5)).astype(np.float32)
+    w = rng.standard_normal((6, 2, 3, 3)).astype(np.float32)
+    xv, wv = ir.var("x", shape=x.shape), ir.var("w", shape=w.shape)
+    offset = ir.const(np.zeros((1, 2 * 18, 6, 5), np.float32))   # two deformable groups, padded to 'same'
+    mask = ir.const(np.full((1, 2 * 9, 6, 5), 0.5, np.float32))
+    plain = ir.nn.conv2d(xv, wv, padding=1, groups=2)
+    deform = ir.nn.deformable_conv2d(xv, offset, wv, padding=1, groups=2, deformable_groups=2)
+    modulated = ir.nn.modulated_deformable_conv2d(xv, offset, wv, mask, padding=1, groups=2, deformable_groups=2)
+    want = ir.evaluate(ir.Function([xv, wv], plain), x, w)
+    np.testing.assert_allclose(ir.evaluate(ir.Function([xv, wv], deform), x, w), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ir.evaluate(ir.Function([xv, wv], modulated), x, w), want / 2, rtol=1e-5, atol=1e-5)
+    # an offset of one row down samples the next row: the convolution of the image shifted up
+    # (below the first output row, whose top taps now read row 0 instead of the padding)
+    down = np.zeros((1, 36, 6, 5), np.float32)
+    down[:, 0::2] = 1.0
+    shifted = np.concatenate([x[:, :, 1:], np.zeros_like(x[:, :, :1])], axis=2)
+    got = ir.evaluate(ir.Function([xv, wv], ir.nn.deformable_conv2d(xv, ir.const(down), wv, padding=1, groups=2,
+                                                                    deformable_groups=2)), x, w)
+    np.testing.assert_allclose(got[:, :, 1:], ir.evaluate(ir.Function([xv, wv], plain), shifted, w)[:, :, 1:],
+                               rtol=1e-5, atol=1e-5)
+    fresh = ir.nn.deformable_conv2d(ir.var("x", shape=x.shape), ir.const(np.zeros((1, 36, 6, 5), np.float32)),
+                                    ir.var("w", shape=w.shape), padding=1, groups=2, deformable_groups=2)
+    text = ir.astext(ir.IRModule.from_expr(ir.Function(fresh.args[::2], fresh)))
+    assert "nn.deformable_conv2d(%x, meta[relay.Constant][0], %w, padding=[1, 1, 1, 1], deformable_groups=2, " \
+           "groups=2)" in text
+    with pytest.raises(TypeInferenceError, match=r"the offset must be float32\[1, 36, 6, 5\]"):
+        ir.infer_type(ir.nn.deformable_conv2d(xv, ir.const(np.zeros((1, 18, 6, 5), np.float32)), wv, padding=1,
+                                              groups=2, deformable_groups=2))
+    with pytest.raises(TypeInferenceError, match=r"the mask must be float32\[1, 18, 6, 5\]"):
+        ir.infer_type(ir.nn.modulated_deformable_conv2d(xv, offset, wv, ir.const(np.zeros((1, 9, 6, 5), np.float32)),
+                                                        padding=1, groups=2, deformable_groups=2))
+    with pytest.raises(IRError, match=r"attribute deformable_groups must be a positive int"):
+        ir.nn.deformable_conv2d(xv, offset, wv, deformable_groups=0)

@@ -17,7 +17,7 @@ __all__ = [
     "max_pool2d", "avg_pool2d", "global_avg_pool2d", "batch_flatten", "softmax", "dropout", "lrn",
     "global_max_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "pad", "prelu",
     "hard_sigmoid", "hard_swish", "matmul", "batch_matmul", "conv2d_transpose", "log_softmax", "gelu",
-    "conv3d", "conv3d_transpose", "max_pool3d", "avg_pool3d",
+    "conv3d", "conv3d_transpose", "max_pool3d", "avg_pool3d", "deformable_conv2d", "modulated_deformable_conv2d",
 ]
 
 
@@ -256,6 +256,31 @@ def conv2d_transpose(data: Expr, weight: Expr, strides: Any = (1, 1), padding: A
         "out_layout": out_layout, "out_dtype": out_dtype,
     }
     return _call("nn.conv2d_transpose", (data, weight), attrs)
+
+
+def _deformable_attrs(strides, padding, dilation, deformable_groups, groups, channels, kernel_size, name) -> dict:
+    return {"strides": _pair(strides, f"{name} strides"), "padding": _pad4(padding, f"{name} padding"),
+            "dilation": _pair(dilation, f"{name} dilation"), "deformable_groups": int(deformable_groups),
+            "groups": int(groups), "channels": None if channels is None else int(channels),
+            "kernel_size": None if kernel_size is None else _pair(kernel_size, f"{name} kernel_size")}
+
+
+def deformable_conv2d(data: Expr, offset: Expr, weight: Expr, strides: Any = (1, 1), padding: Any = (0, 0),
+                      dilation: Any = (1, 1), deformable_groups: int = 1, groups: int = 1,
+                      channels: Optional[int] = None, kernel_size: Any = None) -> Call:
+    """``nn.deformable_conv2d`` (TVM's argument order: data, offset, weight): every tap samples
+    ``data`` at its offset (``(N, deformable_groups*kh*kw*2, OH, OW)``, ``(dy, dx)`` pairs)."""
+    return _call("nn.deformable_conv2d", (data, offset, weight), _deformable_attrs(
+        strides, padding, dilation, deformable_groups, groups, channels, kernel_size, "deformable_conv2d"))
+
+
+def modulated_deformable_conv2d(data: Expr, offset: Expr, weight: Expr, mask: Expr, strides: Any = (1, 1),
+                                padding: Any = (0, 0), dilation: Any = (1, 1), deformable_groups: int = 1,
+                                groups: int = 1, channels: Optional[int] = None, kernel_size: Any = None) -> Call:
+    """``nn.modulated_deformable_conv2d``: :func:`deformable_conv2d` with each sample scaled
+    by ``mask`` (``(N, deformable_groups*kh*kw, OH, OW)``; DCN v2)."""
+    return _call("nn.modulated_deformable_conv2d", (data, offset, weight, mask), _deformable_attrs(
+        strides, padding, dilation, deformable_groups, groups, channels, kernel_size, "modulated_deformable_conv2d"))
 
 
 def lrn(data: Expr, size: int = 5, axis: int = 1, bias: float = 2.0, alpha: float = 1e-4,

@@ -223,3 +223,24 @@ def _grid_sample(node):
     return call("image.grid_sample", node.inputs[0], grid, method=_GRID_METHODS[mode],
                 layout="NCHW" if nd == 2 else "NCDHW", padding_mode=pad,
                 align_corners=bool(int(node.attr("align_corners", 0))))
+
+
+@converter("DeformConv", 19)
+def _deform_conv(node):
+    """``nn.deformable_conv2d`` (with a mask: ``nn.modulated_deformable_conv2d``), then the bias."""
+    if node.ndim(0) != 4:
+        raise node.error(f"DeformConv on {node.ndim(0) - 2}-D spatial data is not supported (passhost has 2-D)")
+    w_shape = node.shape(1)
+    kernel = tuple(int(k) for k in node.attr("kernel_shape", w_shape[2:]))
+    attrs = dict(strides=tuple(int(s) for s in node.attr("strides", (1, 1))),
+                 padding=tuple(int(p) for p in node.attr("pads", (0, 0, 0, 0))),
+                 dilation=tuple(int(d) for d in node.attr("dilations", (1, 1))),
+                 deformable_groups=int(node.attr("offset_group", 1)), groups=int(node.attr("group", 1)),
+                 channels=int(w_shape[0]), kernel_size=kernel)
+    x, w, offset = node.inputs[0], node.inputs[1], node.inputs[2]
+    mask = node.input(4)
+    out = (call("nn.modulated_deformable_conv2d", x, offset, w, mask, **attrs) if mask is not None
+           else call("nn.deformable_conv2d", x, offset, w, **attrs))
+    if node.input(3) is not None:
+        out = call("nn.bias_add", out, node.inputs[3], axis=1)
+    return out

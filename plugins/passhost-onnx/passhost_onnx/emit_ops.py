@@ -385,3 +385,17 @@ def _dft(em, call, args):
         out = em.one("DFT", [both], axis=last - 1, inverse=inverse)
     return tuple(em.one("Squeeze", [p, em.ints([last])]) for p in em.node("Split", [out, em.ints([1, 1])], 2,
                                                                             axis=last))
+
+
+@emitter("nn.deformable_conv2d", "nn.modulated_deformable_conv2d")
+def _deform_conv(em, call, args):
+    """ONNX's DeformConv (opset 19 on): inputs X, W, offset, B (none), mask."""
+    if em.opset < 19:
+        raise FormatError(f"{call.op.name} needs ONNX opset 19 or later (DeformConv); writing opset {em.opset}: "
+                          "pass opset=19")
+    a = call.attrs
+    x, offset, w = args[:3]
+    inputs = [x, w, offset] + (["", args[3]] if len(args) == 4 else [])
+    return em.one("DeformConv", inputs, kernel_shape=list(_tensor(call, 2).shape[2:]), strides=list(a.strides),
+                  pads=_pads(a.padding), dilations=list(a.dilation), group=int(a.groups),
+                  offset_group=int(a.deformable_groups))

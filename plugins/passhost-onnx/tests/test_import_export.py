@@ -666,3 +666,42 @@ def test_global_lp_pool_nonzero_of_a_constant_and_compress_match_onnxruntime(tmp
     with pytest.raises(FormatError, match=r"NonZero node 'nz' \(opset 17\): the data \(its number of nonzeros decides "
                                           r"the output shape\) \(input 0\) must be known at import time"):
         from_onnx(dynamic)
+
+
+@pytest.mark.parametrize("attrs,mask", [
+    ({}, False),
+    ({"strides": [2, 1], "pads": [1, 0, 1, 2], "dilations": [1, 2]}, True),
+    ({"group": 2, "offset_group": 2, "pads": [1, 1, 1, 1]}, True),
+])
+def test_deform_conv_matches_onnxruntime_through_o3(attrs, mask, tmp_path, ort_run):
+    rng = np.random.default_rng(8)
+    x_shape, kernel = (2, 4, 7, 6), (3, 3)
+    strides, dil = attrs.get("strides", [1, 1]), attrs.get("dilations", [1, 1])
+    pads = attrs.get("pads", [0, 0, 0, 0])
+    oh = (x_shape[2] + pads[0] + pads[2] - dil[0] * (kernel[0] - 1) - 1) // strides[0] + 1
+    ow = (x_shape[3] + pads[1] + pads[3] - dil[1] * (kernel[1] - 1) - 1) // strides[1] + 1
+    og = attrs.get("offset_group", 1)
+    w = rng.standard_normal((6, 4 // attrs.get("group", 1), *kernel)).astype(np.float32)
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(rng.standard_normal(6).astype(np.float32), "b")]
+    inputs = ["x", "w", "off", "b"] + (["m"] if mask else [])
+    feeds_info = [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape)),
+                  helper.make_tensor_value_info("off", TensorProto.FLOAT, [2, og * 18, oh, ow])]
+    if mask:
+        feeds_info.append(helper.make_tensor_value_info("m", TensorProto.FLOAT, [2, og * 9, oh, ow]))
+    node = helper.make_node("DeformConv", inputs, ["y"], kernel_shape=list(kernel), **attrs)
+    graph = helper.make_graph([node, helper.make_node("Relu", ["y"], ["z"])], "dcn", feeds_info,
+                              [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)], initializer=inits)
+    src = tmp_path / "dcn.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), str(src))
+    feeds = {"x": rng.standard_normal(x_shape).astype(np.float32),
+             "off": (rng.standard_normal((2, og * 18, oh, ow)) * 2).astype(np.float32)}   # many samples outside
+    if mask:
+        feeds["m"] = rng.uniform(0, 1, (2, og * 9, oh, ow)).astype(np.float32)
+    want, = ort_run(str(src), feeds)
+    mod = ir.load(str(src))
+    np.testing.assert_allclose(ir.evaluate(mod, *feeds.values()), want, rtol=1e-4, atol=1e-5)
+    with transform.PassContext(opt_level=3):
+        opt = passhost.default_pipeline(3)(mod)
+    ir.save(opt, str(tmp_path / "out.onnx"))
+    got, = ort_run(str(tmp_path / "out.onnx"), feeds)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
