@@ -1026,3 +1026,23 @@ def test_deformable_conv2d_with_zero_offsets_is_conv2d_and_types_are_checked():
                                                         padding=1, groups=2, deformable_groups=2))
     with pytest.raises(IRError, match=r"attribute deformable_groups must be a positive int"):
         ir.nn.deformable_conv2d(xv, offset, wv, deformable_groups=0)
+
+
+def test_max_pool2d_with_argmax_and_max_unpool2d_invert_each_other():
+    x = np.array([[[[1, 9, 2, 0], [3, 4, 8, 8], [7, 5, 6, 1], [0, 2, 3, 4]]]], dtype=np.float32)
+    xv = ir.var("x", shape=x.shape)
+    pooled = ir.nn.max_pool2d_with_argmax(xv, pool_size=2, strides=2)
+    back = ir.nn.max_unpool2d(ir.TupleGetItem(pooled, 0), ir.TupleGetItem(pooled, 1), output_size=(1, 1, 5, 5),
+                              pool_size=2, strides=2)
+    fn = ir.infer_type(ir.Function([xv], ir.Tuple([pooled, back])))
+    (values, indices), restored = ir.evaluate(fn, x)
+    np.testing.assert_array_equal(values, [[[[9, 8], [7, 6]]]])
+    np.testing.assert_array_equal(indices, [[[[1, 6], [8, 10]]]])     # the first maximum of a tie wins (8, 8)
+    want = np.zeros((1, 1, 5, 5), np.float32)
+    want[0, 0, :4, :4] = np.where(np.isin(np.arange(16).reshape(4, 4), [1, 6, 8, 10]), x[0, 0], 0)
+    np.testing.assert_array_equal(restored, want)
+    column = ir.evaluate(ir.nn.max_pool2d_with_argmax(ir.const(x), pool_size=2, strides=2, storage_order=1))
+    np.testing.assert_array_equal(column[1], [[[[4, 9], [2, 10]]]])   # w * H + h
+    with pytest.raises(TypeInferenceError, match=r"output_size \[1, 1, 3, 3\] must .* hold the unpooled \[1, 1, 4, 4\]"):
+        ir.infer_type(ir.nn.max_unpool2d(ir.const(values), ir.const(indices), output_size=(1, 1, 3, 3), pool_size=2,
+                                         strides=2))

@@ -18,6 +18,7 @@ __all__ = [
     "global_max_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "pad", "prelu",
     "hard_sigmoid", "hard_swish", "matmul", "batch_matmul", "conv2d_transpose", "log_softmax", "gelu",
     "conv3d", "conv3d_transpose", "max_pool3d", "avg_pool3d", "deformable_conv2d", "modulated_deformable_conv2d",
+    "max_pool2d_with_argmax", "max_unpool2d",
 ]
 
 
@@ -281,6 +282,29 @@ def modulated_deformable_conv2d(data: Expr, offset: Expr, weight: Expr, mask: Ex
     by ``mask`` (``(N, deformable_groups*kh*kw, OH, OW)``; DCN v2)."""
     return _call("nn.modulated_deformable_conv2d", (data, offset, weight, mask), _deformable_attrs(
         strides, padding, dilation, deformable_groups, groups, channels, kernel_size, "modulated_deformable_conv2d"))
+
+
+def max_pool2d_with_argmax(data: Expr, pool_size: Any = (1, 1), strides: Any = (1, 1), dilation: Any = (1, 1),
+                           padding: Any = (0, 0), ceil_mode: bool = False, storage_order: int = 0) -> Call:
+    """``nn.max_pool2d_with_argmax`` (NCHW): ``call[0]`` the pooled values, ``call[1]`` where
+    each came from (its index in the whole input, row-major; ``storage_order=1``:
+    column-major within each plane)."""
+    return _call("nn.max_pool2d_with_argmax", (data,), {
+        "pool_size": _pair(pool_size, "max_pool2d_with_argmax pool_size"),
+        "strides": _pair(strides, "max_pool2d_with_argmax strides"),
+        "dilation": _pair(dilation, "max_pool2d_with_argmax dilation"),
+        "padding": _pad4(padding, "max_pool2d_with_argmax padding"), "ceil_mode": bool(ceil_mode),
+        "storage_order": int(storage_order)})
+
+
+def max_unpool2d(data: Expr, indices: Expr, output_size: Any, pool_size: Any = (1, 1), strides: Any = (1, 1),
+                 padding: Any = (0, 0)) -> Call:
+    """``nn.max_unpool2d``: ``data`` written at ``indices`` of a zero tensor the size the
+    inverted pooling's input had (its attributes give it), at the top left of
+    ``output_size`` (N, C, H, W)."""
+    return _call("nn.max_unpool2d", (data, indices), {
+        "output_size": tuple(int(d) for d in output_size), "pool_size": _pair(pool_size, "max_unpool2d pool_size"),
+        "strides": _pair(strides, "max_unpool2d strides"), "padding": _pad4(padding, "max_unpool2d padding")})
 
 
 def lrn(data: Expr, size: int = 5, axis: int = 1, bias: float = 2.0, alpha: float = 1e-4,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from passhost import ir
+
 from .build import call, const, flatten_2d, reshape
 from .table import converter
 
@@ -73,14 +75,36 @@ def _pool_common(node):
 
 @converter("MaxPool", 1)
 def _max_pool(node):
-    if len(node.outputs) > 1 and node.outputs[1]:
-        raise node.error("the Indices output of MaxPool is not supported")
     kernel, strides, dilations, pads, ceil = _pool_common(node)
+    if len(node.outputs) > 1 and node.outputs[1]:  # the Indices output: where each maximum was
+        if len(kernel) != 2:
+            raise node.error("the Indices output of MaxPool is supported for 2-D data")
+        pooled = call("nn.max_pool2d_with_argmax", node.inputs[0], pool_size=kernel, strides=strides,
+                      dilation=dilations, padding=pads, ceil_mode=ceil,
+                      storage_order=int(node.attr("storage_order", 0)))
+        return ir.TupleGetItem(pooled, 0), ir.TupleGetItem(pooled, 1)
     if int(node.attr("storage_order", 0)):
         raise node.error("storage_order=1 is not supported")
     op = "nn.max_pool3d" if len(kernel) == 3 else "nn.max_pool2d"
     return call(op, node.inputs[0], pool_size=kernel, strides=strides, dilation=dilations, padding=pads,
                 ceil_mode=ceil)
+
+
+@converter("MaxUnpool", 9)
+def _max_unpool(node):
+    shape = node.shape(0)
+    if len(shape) != 4:
+        raise node.error(f"MaxUnpool of {len(shape) - 2}-D data is not supported (passhost has 2-D)")
+    kernel = tuple(int(k) for k in node.attr("kernel_shape"))
+    strides = tuple(int(s) for s in node.attr("strides", (1, 1)))
+    pads = tuple(int(p) for p in node.attr("pads", (0, 0, 0, 0)))
+    if node.input(2) is not None:
+        size = tuple(int(d) for d in node.need_const(2, "output_shape").reshape(-1))
+    else:
+        size = tuple(shape[:2]) + tuple((shape[2 + i] - 1) * strides[i] + kernel[i] - pads[i] - pads[i + 2]
+                                        for i in range(2))
+    return call("nn.max_unpool2d", node.inputs[0], node.inputs[1], output_size=size, pool_size=kernel,
+                strides=strides, padding=pads)
 
 
 @converter("AveragePool", 1)

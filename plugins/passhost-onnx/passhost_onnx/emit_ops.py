@@ -399,3 +399,21 @@ def _deform_conv(em, call, args):
     return em.one("DeformConv", inputs, kernel_shape=list(_tensor(call, 2).shape[2:]), strides=list(a.strides),
                   pads=_pads(a.padding), dilations=list(a.dilation), group=int(a.groups),
                   offset_group=int(a.deformable_groups))
+
+
+@emitter("nn.max_pool2d_with_argmax")
+def _max_pool_argmax(em, call, args):
+    """ONNX's MaxPool with its Indices output."""
+    a = call.attrs
+    kw = dict(kernel_shape=list(a.pool_size), strides=list(a.strides), pads=_pads(a.padding),
+              ceil_mode=int(bool(a.ceil_mode)), storage_order=int(a.storage_order))
+    if any(d != 1 for d in a.dilation):
+        kw["dilations"] = list(a.dilation)
+    return tuple(em.node("MaxPool", [args[0]], 2, **kw))
+
+
+@emitter("nn.max_unpool2d")
+def _max_unpool(em, call, args):
+    a = call.attrs
+    return em.one("MaxUnpool", [args[0], args[1], em.ints(a.output_size)], kernel_shape=list(a.pool_size),
+                  strides=list(a.strides), pads=_pads(a.padding))

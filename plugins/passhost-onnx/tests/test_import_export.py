@@ -705,3 +705,29 @@ def test_deform_conv_matches_onnxruntime_through_o3(attrs, mask, tmp_path, ort_r
     ir.save(opt, str(tmp_path / "out.onnx"))
     got, = ort_run(str(tmp_path / "out.onnx"), feeds)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("storage_order", [0, 1])
+def test_maxpool_indices_and_max_unpool_match_onnxruntime(storage_order, tmp_path, ort_run):
+    # a SegNet-style pair: pool with indices, a convolution between, unpool back
+    rng = np.random.default_rng(9)
+    w = numpy_helper.from_array(rng.standard_normal((3, 3, 1, 1)).astype(np.float32), "w")
+    nodes = [helper.make_node("MaxPool", ["x"], ["p", "i"], kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 1, 1],
+                              storage_order=storage_order),
+             helper.make_node("Conv", ["p", "w"], ["c"]),
+             helper.make_node("MaxUnpool", ["c", "i"], ["u"], kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 1, 1])]
+    graph = helper.make_graph(nodes, "segnet", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 7, 5])],
+                              [helper.make_tensor_value_info("u", TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("i", TensorProto.INT64, None)], initializer=[w])
+    src = tmp_path / "segnet.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)]), str(src))
+    x = rng.standard_normal((2, 3, 7, 5)).astype(np.float32)
+    want = ort_run(str(src), {"x": x})  # (an index is a flat position for MaxUnpool, whatever the order)
+    mod = ir.load(str(src))
+    for g, w_ in zip(ir.evaluate(mod, x), want):
+        np.testing.assert_allclose(g, w_, rtol=1e-5, atol=1e-6)
+    with transform.PassContext(opt_level=3):
+        opt = passhost.default_pipeline(3)(mod)
+    ir.save(opt, str(tmp_path / "out.onnx"))
+    for g, w_ in zip(ort_run(str(tmp_path / "out.onnx"), {"x": x}), want):
+        np.testing.assert_allclose(g, w_, rtol=1e-5, atol=1e-6)
