@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from passhost import ir
 
 from .build import call, const, flatten_2d, reshape
 from .table import converter
@@ -244,3 +245,33 @@ def _deform_conv(node):
     if node.input(3) is not None:
         out = call("nn.bias_add", out, node.inputs[3], axis=1)
     return out
+
+
+@converter("Col2Im", 18)
+def _col2im(node):
+    """Col2Im (PyTorch's ``fold``) is a grouped transposed convolution: block ``k`` of channel
+    ``c`` (input channel ``c * K + k``) adds into its image position through a one-hot
+    ``kh x kw`` weight, one group per image channel; 2- and 3-D images."""
+    image = [int(d) for d in node.need_const(1, "image_shape").reshape(-1)]
+    block = [int(d) for d in node.need_const(2, "block_shape").reshape(-1)]
+    nd = len(image)
+    if nd not in (2, 3) or len(block) != nd:
+        raise node.error(f"Col2Im of {nd}-D images is not supported (passhost has 2- and 3-D)")
+    dil = [int(d) for d in node.attr("dilations", [1] * nd)]
+    pads = [int(p) for p in node.attr("pads", [0] * (2 * nd))]
+    strides = [int(s) for s in node.attr("strides", [1] * nd)]
+    n, ck, length = node.shape(0)
+    k = int(np.prod(block))
+    grid = [(image[i] + pads[i] + pads[i + nd] - dil[i] * (block[i] - 1) - 1) // strides[i] + 1 for i in range(nd)]
+    if ck % k or int(np.prod(grid)) != length or min(grid) < 1:
+        raise node.error(f"an input of shape {[n, ck, length]} does not hold {k}-element blocks of the "
+                         f"{'x'.join(map(str, grid))} grid that image_shape {image} gives")
+    c = ck // k
+    weight = np.zeros((c, k, 1, *block), dtype=node.dtype(0))
+    for i, pos in enumerate(np.ndindex(*block)):
+        weight[(slice(None), i, 0) + pos] = 1
+    made = [(grid[i] - 1) * strides[i] + (block[i] - 1) * dil[i] + 1 - pads[i] - pads[i + nd] for i in range(nd)]
+    return call(f"nn.conv{nd}d_transpose", reshape(node.inputs[0], (n, ck, *grid)),
+                ir.Constant(weight.reshape(ck, 1, *block)), channels=c, kernel_size=tuple(block),
+                strides=tuple(strides), padding=tuple(pads), dilation=tuple(dil), groups=c,
+                output_padding=tuple(i - m for i, m in zip(image, made)))

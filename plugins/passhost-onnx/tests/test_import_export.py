@@ -731,3 +731,22 @@ def test_maxpool_indices_and_max_unpool_match_onnxruntime(storage_order, tmp_pat
     ir.save(opt, str(tmp_path / "out.onnx"))
     for g, w_ in zip(ort_run(str(tmp_path / "out.onnx"), {"x": x}), want):
         np.testing.assert_allclose(g, w_, rtol=1e-5, atol=1e-6)
+
+
+def test_col2im_of_several_channels_matches_onnxruntime(tmp_path, ort_run):
+    # PyTorch's fold of 3-channel 3x2 blocks, stride 2, dilation (1, 2), padded: 2 x 3 x 7 x 6 images
+    inits = [numpy_helper.from_array(np.array([7, 6], np.int64), "img"),
+             numpy_helper.from_array(np.array([3, 2], np.int64), "blk")]
+    node = helper.make_node("Col2Im", ["x", "img", "blk"], ["y"], strides=[2, 2], dilations=[1, 2], pads=[1, 0, 1, 1])
+    grid = ((7 + 2 - 2 - 1) // 2 + 1) * ((6 + 1 - 2 - 1) // 2 + 1)
+    graph = helper.make_graph([node], "fold", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 18, grid])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    src = tmp_path / "fold.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(src))
+    x = np.random.default_rng(10).standard_normal((2, 18, grid)).astype(np.float32)
+    want, = ort_run(str(src), {"x": x})
+    mod = ir.load(str(src))
+    np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=1e-5, atol=1e-6)
+    ir.save(mod, str(tmp_path / "out.onnx"))
+    got, = ort_run(str(tmp_path / "out.onnx"), {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
