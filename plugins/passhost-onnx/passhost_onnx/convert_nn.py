@@ -126,12 +126,29 @@ def _global_avg_pool(node):
 def _batch_norm(node):
     if node.opset < 9 and not int(node.attr("spatial", 1)):
         raise node.error("spatial=0 is not supported")
+    eps = float(node.attr("epsilon", 1e-5))
+    if int(node.attr("training_mode", 0)) and node.opset >= 14:
+        return _batch_norm_training(node, eps)
     if int(node.attr("training_mode", 0)) or len([o for o in node.outputs if o]) > 1:
-        raise node.error("training mode (running statistics outputs) is not supported; export for inference")
-    bn = call("nn.batch_norm", *node.inputs[:5], axis=1, epsilon=float(node.attr("epsilon", 1e-5)))
-    from passhost import ir
+        raise node.error("training mode before opset 14 (its saved statistics outputs) is not supported; export "
+                         "for inference, or at opset 14 or later")
+    return ir.TupleGetItem(call("nn.batch_norm", *node.inputs[:5], axis=1, epsilon=eps), 0)
 
-    return ir.TupleGetItem(bn, 0)
+
+def _batch_norm_training(node, eps: float) -> tuple:
+    """Training mode (opset 14 on): normalised by the batch's own statistics (mean and
+    population variance over every axis but the channels), and the running statistics
+    moved towards them by ``1 - momentum``."""
+    x, scale, bias, mean, var = node.inputs[:5]
+    axes = tuple(i for i in range(node.ndim(0)) if i != 1)
+    batch_mean = call("mean", x, axis=axes, keepdims=False, exclude=False)
+    batch_var = ir.variance(x, axis=axes)
+    y = ir.TupleGetItem(call("nn.batch_norm", x, scale, bias, batch_mean, batch_var, axis=1, epsilon=eps), 0)
+    m = float(node.attr("momentum", 0.9))
+    keep, move = const(m, node.dtype(0)), const(1 - m, node.dtype(0))
+    running = [call("add", call("multiply", old, keep), call("multiply", new, move))
+               for old, new in ((mean, batch_mean), (var, batch_var))]
+    return (y, *running)
 
 
 @converter("LRN", 1)

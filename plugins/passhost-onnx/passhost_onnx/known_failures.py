@@ -23,8 +23,6 @@ EXPECTED_FAILURES: dict = {
     **dict.fromkeys([f"test_sequence_map_{k}" for k in (
         "add_1_sequence_1_tensor", "add_2_sequences", "extract_shapes", "identity_1_sequence",
         "identity_1_sequence_1_tensor", "identity_2_sequences")], _SEQUENCES),
-    "test_batchnorm_epsilon_training_mode": "BatchNormalization training mode (running statistics outputs)",
-    "test_batchnorm_example_training_mode": "BatchNormalization training mode (running statistics outputs)",
     "test_identity_opt": "optional-typed graph input: passhost's IR has tensors and tuples only",
     "test_identity_sequence": "sequence-typed graph input: passhost's IR has tensors and tuples only",
     **dict.fromkeys([f"test_{k}{o}" for k in ("dft", "dft_axis", "dft_rfft", "dft_irfft") for o in ("", "_opset19")]

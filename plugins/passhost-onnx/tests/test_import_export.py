@@ -750,3 +750,24 @@ def test_col2im_of_several_channels_matches_onnxruntime(tmp_path, ort_run):
     ir.save(mod, str(tmp_path / "out.onnx"))
     got, = ort_run(str(tmp_path / "out.onnx"), {"x": x})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_batch_norm_in_training_mode_matches_onnxruntime(tmp_path, ort_run):
+    rng = np.random.default_rng(11)
+    inits = [numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), n) for n in ("s", "b", "m")]
+    inits.append(numpy_helper.from_array(rng.uniform(0.5, 2, 4).astype(np.float32), "v"))
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], training_mode=1,
+                            momentum=0.8, epsilon=1e-3)
+    graph = helper.make_graph([node], "bn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 5])],
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "rm", "rv")],
+                              initializer=inits)
+    src = tmp_path / "bn.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)]), str(src))
+    x = rng.standard_normal((3, 4, 5)).astype(np.float32) * 3 + 1
+    want = ort_run(str(src), {"x": x})
+    mod = ir.load(str(src))
+    for got, w in zip(ir.evaluate(mod, x), want):
+        np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-5)
+    ir.save(mod, str(tmp_path / "out.onnx"))
+    for got, w in zip(ort_run(str(tmp_path / "out.onnx"), {"x": x}), want):
+        np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-5)
