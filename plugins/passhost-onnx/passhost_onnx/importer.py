@@ -24,7 +24,8 @@ from passhost import ir
 from passhost.errors import FormatError, PasshostError
 
 from . import convert_composite, convert_image, convert_index, convert_math, convert_nn, convert_tensor  # noqa: F401
-from . import convert_data_shaped, convert_quant, convert_rnn, convert_scatter, convert_signal, convert_unary  # noqa: F401,E501
+from . import convert_data_shaped, convert_quant, convert_rnn, convert_scatter, convert_sequence  # noqa: F401
+from . import convert_signal, convert_unary  # noqa: F401
 from . import convert_lift  # noqa: F401,I001  (last: wraps the converters above for 1-D data)
 from .control import SUBGRAPH_OPS, Join, all_nodes, branches, condition_value, rename_branch
 from .dtypes import tensor_array, to_dtype
@@ -437,6 +438,9 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
     for vi in graph.output:
         if vi.name not in env:
             raise FormatError(f"graph output {vi.name!r} is not computed by any node")
+        if isinstance(ir.infer_type(env[vi.name]).checked_type, ir.TupleType):
+            raise FormatError(f"graph output {vi.name!r} is a sequence; passhost imports sequences inside a graph "
+                              "(as tuples), not as its outputs")
         results.append(env[vi.name])
     body = results[0] if len(results) == 1 else ir.Tuple(results)
     func = ir.Function(params + weight_vars, body)
