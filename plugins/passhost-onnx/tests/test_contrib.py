@@ -1,0 +1,68 @@
+"""onnxruntime's com.microsoft operators (passhost_onnx.convert_contrib) against
+onnxruntime itself, imported, through -O3 and exported as standard ONNX."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import passhost
+from passhost import ir, transform
+from passhost_onnx import to_onnx
+
+MS = "com.microsoft"
+RNG = np.random.default_rng(12)
+
+
+def _vec(name, n):
+    return numpy_helper.from_array(RNG.standard_normal(n).astype(np.float32), name)
+
+
+CASES = {
+    "Gelu": ([], {}, []),
+    "FastGelu": (["b"], {}, [_vec("b", 8)]),
+    "BiasGelu": (["b"], {}, [_vec("b", 8)]),
+    "QuickGelu": ([], {"alpha": 1.5}, []),
+    "SkipLayerNormalization": (["skip", "g", "beta", "bias"], {"epsilon": 1e-5},
+                               [numpy_helper.from_array(RNG.standard_normal((2, 5, 8)).astype(np.float32), "skip"),
+                                _vec("g", 8), _vec("beta", 8), _vec("bias", 8)]),
+    "FusedMatMul": (["w"], {"transB": 1, "alpha": 0.5},
+                    [numpy_helper.from_array(RNG.standard_normal((6, 8)).astype(np.float32), "w")]),
+}
+
+
+@pytest.mark.parametrize("op", sorted(CASES))
+def test_contrib_operators_match_onnxruntime_and_export_as_standard_onnx(op, ort_run):
+    extra, attrs, inits = CASES[op]
+    node = helper.make_node(op, ["x", *extra], ["y"], domain=MS, **attrs)
+    graph = helper.make_graph([node], "ms", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    x = RNG.standard_normal((2, 5, 8)).astype(np.float32)
+    want, = ort_run(model.SerializeToString(), {"x": x})
+    from passhost_onnx import from_onnx
+
+    mod = from_onnx(model)
+    np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=1e-4, atol=1e-5)
+    with transform.PassContext(opt_level=3):
+        opt = passhost.default_pipeline(3)(mod)
+    out = to_onnx(opt)
+    onnx.checker.check_model(out)
+    assert all(n.domain in ("", "ai.onnx") for n in out.graph.node)   # plain ONNX out
+    got, = ort_run(out.SerializeToString(), {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_bias_add_is_the_sum_of_its_three_inputs():
+    # (onnxruntime implements BiasAdd on CUDA only: checked against its definition)
+    node = helper.make_node("BiasAdd", ["x", "b", "s"], ["y"], domain=MS)
+    graph = helper.make_graph([node], "ms", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 8]),
+                                             helper.make_tensor_value_info("s", TensorProto.FLOAT, [2, 5, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=[_vec("b", 8)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    from passhost_onnx import from_onnx
+
+    x, s = RNG.standard_normal((2, 2, 5, 8)).astype(np.float32)
+    b = numpy_helper.to_array(graph.initializer[0])
+    np.testing.assert_allclose(ir.evaluate(from_onnx(model), x, s), x + b + s, rtol=1e-6)
