@@ -50,7 +50,19 @@ from ._eval import (
     is_simple_constant,
 )
 
-__all__ = ["_fold"]
+__all__ = ["_fold", "MAX_FOLD_BYTES"]
+
+#: a call whose value would take more bytes than this is not evaluated: a few bytes of
+#: model (a ConstantOfShape or Expand of a huge declared shape) must not make the pass
+#: allocate gigabytes; the call stays, and runs where the program runs
+MAX_FOLD_BYTES = 1 << 30
+
+
+def _too_large(ty: TensorType) -> bool:
+    n = 1
+    for d in ty.shape:
+        n *= d
+    return n * np.dtype(ty.dtype).itemsize > MAX_FOLD_BYTES
 
 
 class _Kinds(dict):
@@ -168,6 +180,10 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
                     hit = cget(key)
                     ty = type_of(node)
                     if hit is None:
+                        if type(ty) is _TensorType and _too_large(ty):  # left as it is: see MAX_FOLD_BYTES
+                            same = all(x is y for x, y in zip(cargs, node.args))
+                            memo[node] = node if same else node.with_args(tuple(cargs))
+                            continue
                         new = _as_expr(_compute(op, cargs, attrs), ty)
                         # a tensor result is kept as the read-only array the Constant holds
                         cache[key] = (new.data if type(new) is _Constant else new, attrs)

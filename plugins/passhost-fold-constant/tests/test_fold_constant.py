@@ -477,3 +477,15 @@ def test_on_device_wrapped_constants_count_as_constants(monkeypatch):
     # the annotation itself never folds, and an annotated variable is no constant
     func = ir.Function([x], ir.add(ir.Call(ondev, [x]), ir.Call(ondev, [c])))
     assert fold_constant(func) is func
+
+
+def test_a_call_whose_value_would_take_gigabytes_is_not_evaluated():
+    """(A few bytes of model -- a fill of a huge declared shape -- must not make the pass
+    allocate 400 GB; the call stays and runs where the program runs.)"""
+    big = ir.full(ir.const(2.0), shape=(100000, 1000000), dtype="float32")
+    small = ir.add(ir.const(np.ones(3, np.float32)), ir.const(np.ones(3, np.float32)))
+    mod = ir.infer_type(ir.IRModule.from_expr(ir.Function([], ir.Tuple([ir.add(big, big), small]))))
+    out = FoldConstant()(mod)   # (typed, as in every pipeline: the type gives the size)
+    body = out["main"].body
+    assert type(body.fields[0]) is ir.Call and body.fields[0].op.name == "add"
+    assert type(body.fields[1]) is ir.Constant

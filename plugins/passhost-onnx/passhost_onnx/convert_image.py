@@ -247,6 +247,11 @@ def _deform_conv(node):
     return out
 
 
+#: the largest one-hot weight Col2Im builds (elements): a model's declared shapes must not
+#: make the importer allocate gigabytes
+_MAX_FOLD_WEIGHTS = 1 << 24
+
+
 @converter("Col2Im", 18)
 def _col2im(node):
     """Col2Im (PyTorch's ``fold``) is a grouped transposed convolution: block ``k`` of channel
@@ -267,6 +272,9 @@ def _col2im(node):
         raise node.error(f"an input of shape {[n, ck, length]} does not hold {k}-element blocks of the "
                          f"{'x'.join(map(str, grid))} grid that image_shape {image} gives")
     c = ck // k
+    if c * k * k > _MAX_FOLD_WEIGHTS:  # (a one-hot weight of c x k x k elements)
+        raise node.error(f"blocks of {k} elements over {c} channels are too large for passhost's Col2Im "
+                         f"(a {c} x {k} x {k} weight)")
     weight = np.zeros((c, k, 1, *block), dtype=node.dtype(0))
     for i, pos in enumerate(np.ndindex(*block)):
         weight[(slice(None), i, 0) + pos] = 1

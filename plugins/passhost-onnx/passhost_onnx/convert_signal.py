@@ -102,6 +102,11 @@ def _irfft(re, im, shape: tuple, axis: int, length: int, dtype: str):
     return call("strided_slice", both, begin=(0,), end=(1,), axes=(len(shape),))
 
 
+#: the largest frame index matrix STFT builds (elements): declared shapes must not make
+#: the importer allocate gigabytes
+_MAX_FRAME_INDEX = 1 << 24
+
+
 @converter("STFT", 17)
 def _stft(node):
     shape = node.shape(0)
@@ -118,6 +123,8 @@ def _stft(node):
     if step < 1 or not 1 <= frame <= shape[1]:
         raise node.error(f"frame_step {step} and frame_length {frame} do not fit a signal of length {shape[1]}")
     frames = (shape[1] - frame) // step + 1
+    if frames * frame > _MAX_FRAME_INDEX:
+        raise node.error(f"{frames} frames of {frame} samples are too many for passhost's STFT (its index matrix)")
     index = np.arange(frames)[:, None] * step + np.arange(frame)[None, :]
     re, im = _parts(node, node.inputs[0], shape)
     re, im = (call("take", p, ir.Constant(index.astype("int64")), axis=1) for p in (re, im))

@@ -23,11 +23,20 @@ def _constant(node):
     raise node.error(f"attributes {sorted(node.attrs)} are not supported (sparse or string constants)")
 
 
+#: bytes above which ConstantOfShape stays a ``full`` call instead of becoming a constant at
+#: import (a model's declared shape must not make the import allocate gigabytes)
+_MAX_FILL_BYTES = 1 << 28
+
+
 @converter("ConstantOfShape", 9)
 def _constant_of_shape(node):
     shape = tuple(int(d) for d in node.need_const(0, "the shape"))
     value = node.attr("value")
     fill = np.zeros(1, dtype="float32") if value is None else np.asarray(value).reshape(-1)
+    if min(shape, default=1) < 0:
+        raise node.error(f"the shape {list(shape)} has a negative dimension")
+    if float(np.prod(shape, dtype=np.float64)) * fill.dtype.itemsize > _MAX_FILL_BYTES:  # a fill, not gigabytes
+        return call("full", ir.Constant(fill[:1].reshape(())), shape=shape, dtype=str(fill.dtype))
     return ir.Constant(np.full(shape, fill[0], dtype=fill.dtype))
 
 

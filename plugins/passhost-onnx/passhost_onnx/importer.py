@@ -34,7 +34,7 @@ from .reader import full_model
 from .node import Node
 from .opaque import OPAQUE
 from .table import lookup, merged
-from .unroll import Unroll
+from .unroll import MAX_UNROLLED_NODES, Unroll
 
 __all__ = ["from_onnx", "ShapeWarning", "STANDARD_DOMAINS"]
 
@@ -222,15 +222,28 @@ def _opaque(n: onnx.NodeProto, inputs: list, types: dict) -> Any:
     return tuple(ir.TupleGetItem(call, i) for i in range(len(shapes)))
 
 
+#: bytes above which a node of constants is left to FoldConstant rather than evaluated at
+#: import: a model's declared shapes must not make the import allocate gigabytes
+MAX_IMPORT_FOLD_BYTES = 1 << 28
+
+
 def _fold(expr: ir.Expr) -> ir.Expr:
-    """``expr`` (built from constants only) evaluated to a constant, if it can be."""
+    """``expr`` (built from constants only) evaluated to a constant, if it can be and its
+    value is at most :data:`MAX_IMPORT_FOLD_BYTES`."""
     if isinstance(expr, ir.Constant):
+        return expr
+    ty = expr.checked_type
+    if isinstance(ty, ir.TensorType) and _nbytes(ty) > MAX_IMPORT_FOLD_BYTES:
         return expr
     try:
         value = ir.evaluate(expr)
     except PasshostError:
         return expr
     return ir.infer_type(ir.Constant(np.asarray(value))) if isinstance(value, np.ndarray) else expr
+
+
+def _nbytes(ty: ir.TensorType) -> int:
+    return int(np.prod(ty.shape, dtype=np.float64)) * np.dtype(ty.dtype).itemsize
 
 
 def _initializer_array(name: str, tensor: onnx.TensorProto) -> np.ndarray:
@@ -363,6 +376,7 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
     # a stack of (node, its opsets, the model's node it was expanded from, depth): function
     # bodies are pushed in place of their node
     pending = [(n, opsets, None, 0) for n in reversed(graph.node)]
+    unroll_budget = [MAX_UNROLLED_NODES]  # body nodes the model's loops may still unroll
     while pending:
         n, node_opsets, outer, depth = pending.pop()
         if type(n) is Join:  # both branches of an If are converted: bind its outputs
@@ -399,7 +413,7 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
                                   "supported; export the model at opset 9 or later")
             if depth >= MAX_DEPTH:
                 raise FormatError(f"{_label(outer or n)}: its loop bodies nest more than {MAX_DEPTH} deep")
-            pending.append((Unroll(n, inputs), node_opsets, outer, depth))
+            pending.append((Unroll(n, inputs, unroll_budget), node_opsets, outer, depth))
             continue
         if fn is None and functions.has_body(n.domain, n.op_type, node_opsets.get(domain, 1)):
             if depth >= MAX_DEPTH:

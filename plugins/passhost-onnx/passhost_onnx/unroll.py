@@ -22,11 +22,14 @@ from passhost.errors import FormatError
 from .control import rename_branch
 from .node import ConversionError
 
-__all__ = ["Unroll", "MAX_ITERATIONS"]
+__all__ = ["Unroll", "MAX_ITERATIONS", "MAX_UNROLLED_NODES"]
 
 
 #: iterations above which an unrolled loop is an error (a loop whose condition never turns false)
 MAX_ITERATIONS = 100_000
+#: body nodes one import may unroll in all (nested loops multiply): a bound on the graph a
+#: model's loops can make the importer build
+MAX_UNROLLED_NODES = 2_000_000
 
 
 def _int_value(n: NodeProto, what: str, expr: Any) -> int:
@@ -48,10 +51,11 @@ class Unroll:
     ``Loop``'s from its constant trip count or its condition, which must fold to a constant
     in every iteration (as ``for`` loops exported from PyTorch have it)."""
 
-    __slots__ = ("node", "scan", "body", "t", "count", "carried", "per_step", "xs", "attrs", "cond", "last")
+    __slots__ = ("node", "scan", "body", "t", "count", "carried", "per_step", "xs", "attrs", "cond", "last", "budget")
 
-    def __init__(self, n: NodeProto, inputs: list) -> None:
+    def __init__(self, n: NodeProto, inputs: list, budget: list) -> None:
         self.node = n
+        self.budget = budget  # [body nodes the import may still unroll], shared by its loops
         self.scan = n.op_type == "Scan"
         graphs = {a.name: a.g for a in n.attribute if a.type == AttributeProto.GRAPH}
         if "body" not in graphs:
@@ -121,6 +125,10 @@ class Unroll:
             self.t += 1
         if not self._more():
             return None
+        self.budget[0] -= len(self.body.node)
+        if self.budget[0] < 0:
+            raise FormatError(f"{n.op_type} node {self._name()}: unrolling the model's loops would make more than "
+                              f"{MAX_UNROLLED_NODES} nodes, which passhost does not unroll")
         names = [prefix + vi.name for vi in self.body.input]
         if self.scan:
             bound = list(self.carried)

@@ -240,3 +240,13 @@ def test_loops_too_long_to_unroll_and_bad_scan_axes_are_named(monkeypatch):
                                                     [_tensor("s", [3])]), opset_imports=[helper.make_opsetid("", 16)])
         with pytest.raises(FormatError, match=rf"Scan node 'sc': {message}"):
             from_onnx(model)
+
+
+def test_nested_loops_share_one_unrolling_budget(monkeypatch):
+    from passhost_onnx import unroll
+
+    monkeypatch.setattr(unroll, "MAX_UNROLLED_NODES", 40)
+    monkeypatch.setattr("passhost_onnx.importer.MAX_UNROLLED_NODES", 40)
+    with pytest.raises(FormatError, match=r"Loop node 'loop': unrolling the model's loops would make more than 40"):
+        from_onnx(_loop_model(_loop_body(), trip=9))   # 9 iterations of a 5-node body
+    assert from_onnx(_loop_model(_loop_body(), trip=8)) is not None

@@ -771,3 +771,15 @@ def test_batch_norm_in_training_mode_matches_onnxruntime(tmp_path, ort_run):
     ir.save(mod, str(tmp_path / "out.onnx"))
     for got, w in zip(ort_run(str(tmp_path / "out.onnx"), {"x": x}), want):
         np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-5)
+
+
+def test_col2im_with_huge_declared_blocks_is_an_error_not_an_allocation():
+    inits = [numpy_helper.from_array(np.array([2000, 2000], np.int64), "img"),
+             numpy_helper.from_array(np.array([1000, 1000], np.int64), "blk")]
+    node = helper.make_node("Col2Im", ["x", "img", "blk"], ["y"], name="fold")
+    graph = helper.make_graph([node], "fold", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                             [1, 1000000, 1002001])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    with pytest.raises(FormatError, match=r"Col2Im node 'fold' \(opset 18\): blocks of 1000000 elements over 1 "
+                                          r"channels are too large"):
+        from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))

@@ -128,3 +128,19 @@ def test_mutated_node_tests_fail_with_a_clear_message_or_work(seed, tmp_path):
         except PasshostError as err:
             # the format layer's catch-all ("failed to read") means a bare exception escaped
             assert "failed to read" not in str(err) and "failed to write" not in str(err), (case.name, str(err))
+
+
+def test_huge_declared_constants_are_not_allocated_at_import():
+    """(A ConstantOfShape of 10^11 floats, or an Expand of a constant to it, would have made
+    the import allocate 400 GB.)"""
+    shape = onnx.numpy_helper.from_array(np.array([100000, 1000000], dtype=np.int64), "shape")
+    one = onnx.numpy_helper.from_array(np.array([1.0], dtype=np.float32), "one")
+    nodes = [helper.make_node("ConstantOfShape", ["shape"], ["fill"],
+                              value=onnx.numpy_helper.from_array(np.array([2.0], np.float32))),
+             helper.make_node("Expand", ["one", "shape"], ["big"]),
+             helper.make_node("Add", ["fill", "big"], ["y"])]
+    model = _one_node(nodes[0], [], [_f("y", [100000, 1000000])], inits=[shape, one])
+    model.graph.node.extend(nodes[1:])
+    mod = from_onnx(model)
+    calls = {e.op.name for e in ir.post_order(mod["main"]) if type(e) is ir.Call}
+    assert {"full", "broadcast_to", "add"} <= calls

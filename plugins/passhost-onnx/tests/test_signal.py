@@ -88,3 +88,13 @@ def test_signal_errors_name_the_node(tmp_path):
     mod = ir.IRModule.from_expr(ir.Function([x], ir.dft(x, x)))
     with pytest.raises(FormatError, match=r"dft needs ONNX opset 17 or later"):
         ir.save(mod, str(tmp_path / "d.onnx"), opset=16)
+
+
+def test_an_stft_with_a_huge_declared_signal_is_an_error_not_an_allocation():
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 10 ** 6, 1])]
+    inits = [_ints("step", 1), _ints("frame", 500_000)]
+    node = helper.make_node("STFT", ["x", "step", "", "frame"], ["y"], name="spec")
+    model = helper.make_model(helper.make_graph([node], "s", inputs, [helper.make_tensor_value_info(
+        "y", TensorProto.FLOAT, None)], initializer=inits), opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(FormatError, match=r"STFT node 'spec' \(opset 17\): 500001 frames of 500000 samples are too many"):
+        from_onnx(model)
