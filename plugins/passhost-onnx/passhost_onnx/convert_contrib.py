@@ -6,7 +6,7 @@ operators they stand for, so passes see through them and the export is plain ONN
     com.microsoft.SkipLayerNormalization(x, s, g, b)   ->  nn.layer_norm(add(%x, %s), %g, %b)
 
 Covered: ``Gelu``, ``FastGelu``, ``BiasGelu``, ``QuickGelu``, ``BiasAdd``,
-``SkipLayerNormalization`` and ``FusedMatMul``. Another contrib operator stays opaque (see
+``SkipLayerNormalization``, ``FusedMatMul`` and ``Attention``. Another contrib operator stays opaque (see
 docs/onnx.md, custom operators).
 """
 from __future__ import annotations
@@ -87,3 +87,72 @@ def _fused_matmul(node):
     product = _matmul(Node("MatMul", "", node.name, inputs, {}, node.outputs, 13))
     alpha = float(node.attr("alpha", 1.0))
     return product if alpha == 1.0 else call("multiply", product, const(alpha, node.dtype(0)))
+
+
+@converter("Attention", 1, domain=MS)
+def _attention(node):
+    """onnxruntime's fused self-attention of BERT-style models: ``input @ weights + bias``
+    split into query, key and value, ``num_heads`` heads, ``softmax(q k^T * scale + mask) v``.
+    The mask is absent, a raw ``(batch, sequence)`` 0/1 mask or ``(batch,)`` key lengths
+    (right padding); ``unidirectional`` adds the causal mask. ``past``/``present`` (decoding
+    with a cache) are not supported."""
+    names = list(node.outputs) + [""]
+    if node.input(4) is not None or names[1]:
+        raise node.error("past and present (a decoding cache) are not supported")
+    if any(node.input(i) is not None for i in range(5, 8)):
+        raise node.error("attention_bias, past_sequence_length and the other extra inputs are not supported")
+    b, s, hidden_in = node.shape(0)
+    heads = int(node.attr("num_heads"))
+    sizes = [int(x) for x in node.attr("qkv_hidden_sizes", [])] or [node.shape(1)[1] // 3] * 3
+    if sizes[0] != sizes[1] or any(x % heads for x in sizes):
+        raise node.error(f"qkv_hidden_sizes {sizes} do not split into {heads} heads with equal query and key sizes")
+    dtype = node.dtype(0)
+    x2 = call("reshape", node.inputs[0], newshape=(b * s, hidden_in))
+    qkv = call("nn.dense", x2, call("transpose", node.inputs[1], axes=(1, 0)))
+    if node.input(2) is not None:
+        qkv = call("add", qkv, node.inputs[2])
+    bounds = (sizes[0], sizes[0] + sizes[1])
+    parts = call("split", qkv, indices_or_sections=bounds, axis=1)
+
+    def heads_of(i):  # (b*s, n*h) -> (b*n, s, h)
+        h = sizes[i] // heads
+        t = call("reshape", ir.TupleGetItem(parts, i), newshape=(b, s, heads, h))
+        return call("reshape", call("transpose", t, axes=(0, 2, 1, 3)), newshape=(b * heads, s, h))
+
+    q, k, v = heads_of(0), heads_of(1), heads_of(2)
+    head = sizes[0] // heads
+    scale = float(node.attr("scale", 0.0)) or 1.0 / float(np.sqrt(head))
+    scores = call("multiply", call("nn.batch_matmul", q, k, transpose_b=True), const(scale, dtype))
+    bias = _attention_mask(node, b, s, heads, dtype)
+    if bias is not None:
+        scores = call("add", scores, bias)
+    probs = call("nn.softmax", scores, axis=-1)
+    context = call("nn.batch_matmul", probs, v)                                  # (b*n, s, hv)
+    hv = sizes[2] // heads
+    context = call("transpose", call("reshape", context, newshape=(b, heads, s, hv)), axes=(0, 2, 1, 3))
+    return call("reshape", context, newshape=(b, s, heads * hv))
+
+
+def _attention_mask(node, b: int, s: int, heads: int, dtype: str):
+    """The additive mask of ``Attention``, ``(b * heads, s, s)``, or ``None``."""
+    fill = float(node.attr("mask_filter_value", -10000.0))
+    parts = []
+    mask = node.input(3)
+    if mask is not None:
+        shape = node.shape(3)
+        if shape == (b, s):  # raw mask: 1 attends, 0 does not
+            keep = call("cast", mask, dtype=dtype)
+        elif shape == (b,):  # key lengths: right padding
+            keep = call("cast", call("less", ir.Constant(np.arange(s, dtype="int64")[None, :]),
+                                     call("expand_dims", call("cast", mask, dtype="int64"), axis=1)), dtype=dtype)
+        else:
+            raise node.error(f"a mask_index of shape {list(shape)} is not supported (raw (batch, sequence) masks "
+                             "and (batch,) key lengths are)")
+        additive = call("multiply", call("subtract", const(1.0, dtype), keep), const(fill, dtype))   # (b, s)
+        parts.append(call("reshape", call("broadcast_to", call("reshape", additive, newshape=(b, 1, 1, s)),
+                                          shape=(b, heads, 1, s)), newshape=(b * heads, 1, s)))
+    if int(node.attr("unidirectional", 0)):
+        parts.append(ir.Constant(np.triu(np.full((s, s), fill, dtype=dtype), k=1)[None]))
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else call("add", parts[0], parts[1])

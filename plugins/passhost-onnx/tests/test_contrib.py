@@ -66,3 +66,36 @@ def test_bias_add_is_the_sum_of_its_three_inputs():
     x, s = RNG.standard_normal((2, 2, 5, 8)).astype(np.float32)
     b = numpy_helper.to_array(graph.initializer[0])
     np.testing.assert_allclose(ir.evaluate(from_onnx(model), x, s), x + b + s, rtol=1e-6)
+
+
+@pytest.mark.parametrize("mask,attrs", [(None, {}), ("raw", {}), ("lengths", {}), (None, {"unidirectional": 1}),
+                                        ("raw", {"unidirectional": 1, "scale": 0.2}),
+                                        (None, {"qkv_hidden_sizes": [8, 8, 12]})])
+def test_attention_matches_onnxruntime(mask, attrs, ort_run):
+    b, s, hin, heads = 2, 5, 6, 2
+    sizes = attrs.get("qkv_hidden_sizes", [8, 8, 8])
+    inits = [numpy_helper.from_array(RNG.standard_normal((hin, sum(sizes))).astype(np.float32), "w"),
+             numpy_helper.from_array(RNG.standard_normal(sum(sizes)).astype(np.float32), "bias")]
+    inputs = ["x", "w", "bias"]
+    if mask == "raw":
+        inits.append(numpy_helper.from_array(np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], np.int32), "m"))
+        inputs.append("m")
+    elif mask == "lengths":
+        inits.append(numpy_helper.from_array(np.array([3, 5], np.int32), "m"))
+        inputs.append("m")
+    node = helper.make_node("Attention", inputs, ["y"], domain=MS, num_heads=heads, **attrs)
+    graph = helper.make_graph([node], "attn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [b, s, hin])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    x = RNG.standard_normal((b, s, hin)).astype(np.float32)
+    want, = ort_run(model.SerializeToString(), {"x": x})
+    from passhost_onnx import from_onnx
+
+    mod = from_onnx(model)
+    np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=1e-4, atol=1e-5)
+    with transform.PassContext(opt_level=3):
+        opt = passhost.default_pipeline(3)(mod)
+    out = to_onnx(opt)
+    assert all(n.domain in ("", "ai.onnx") for n in out.graph.node)
+    got, = ort_run(out.SerializeToString(), {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
