@@ -6,7 +6,8 @@ operators they stand for, so passes see through them and the export is plain ONN
     com.microsoft.SkipLayerNormalization(x, s, g, b)   ->  nn.layer_norm(add(%x, %s), %g, %b)
 
 Covered: ``Gelu``, ``FastGelu``, ``BiasGelu``, ``QuickGelu``, ``BiasAdd``,
-``SkipLayerNormalization``, ``FusedMatMul`` and ``Attention``. Another contrib operator stays opaque (see
+``SkipLayerNormalization``, ``FusedMatMul``, ``Attention`` and ``EmbedLayerNormalization``:
+an onnxruntime-optimized BERT imports whole. Another contrib operator stays opaque (see
 docs/onnx.md, custom operators).
 """
 from __future__ import annotations
@@ -156,3 +157,24 @@ def _attention_mask(node, b: int, s: int, heads: int, dtype: str):
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else call("add", parts[0], parts[1])
+
+
+@converter("EmbedLayerNormalization", 1, domain=MS)
+def _embed_layer_norm(node):
+    """BERT's embeddings: ``layer_norm(word[ids] + position[positions] + segment[segment_ids])``;
+    the second output is each batch row's mask length (the sum of its 0/1 mask, int32), the
+    optional third the sum before the normalisation."""
+    ids = node.inputs[0]
+    b, s = node.shape(0)
+    total = call("take", node.inputs[2], ids, axis=0)
+    positions = node.input(8) if node.input(8) is not None else ir.Constant(np.arange(s, dtype="int32")[None, :])
+    total = call("add", total, call("take", node.inputs[3], positions, axis=0))
+    if node.input(1) is not None and node.input(4) is not None:
+        total = call("add", total, call("take", node.inputs[4], node.inputs[1], axis=0))
+    out = call("nn.layer_norm", total, node.inputs[5], node.inputs[6], axis=-1,
+               epsilon=float(node.attr("epsilon", 1e-12)))
+    if node.input(7) is not None:
+        lengths = call("cast", call("sum", call("cast", node.inputs[7], dtype="int32"), axis=(1,)), dtype="int32")
+    else:
+        lengths = ir.Constant(np.zeros(b, dtype="int32"))
+    return out, lengths, total

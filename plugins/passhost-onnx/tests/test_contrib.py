@@ -99,3 +99,42 @@ def test_attention_matches_onnxruntime(mask, attrs, ort_run):
     assert all(n.domain in ("", "ai.onnx") for n in out.graph.node)
     got, = ort_run(out.SerializeToString(), {"x": x})
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("segments,mask,positions", [(True, True, False), (False, False, False), (True, True, True)])
+def test_embed_layer_normalization_matches_onnxruntime(segments, mask, positions, ort_run):
+    b, s, h, vocab = 2, 6, 8, 30
+    inits = [numpy_helper.from_array(RNG.standard_normal((vocab, h)).astype(np.float32), "word"),
+             numpy_helper.from_array(RNG.standard_normal((16, h)).astype(np.float32), "pos"),
+             numpy_helper.from_array(RNG.standard_normal((2, h)).astype(np.float32), "seg"),
+             _vec("gamma", h), _vec("beta", h)]
+    inputs = ["ids", "segs" if segments else "", "word", "pos", "seg" if segments else "", "gamma", "beta",
+              "mask" if mask else "", "posids" if positions else ""]
+    feeds = {"ids": RNG.integers(0, vocab, (b, s)).astype(np.int32)}
+    infos = [helper.make_tensor_value_info("ids", TensorProto.INT32, [b, s])]
+    if segments:
+        feeds["segs"] = RNG.integers(0, 2, (b, s)).astype(np.int32)
+        infos.append(helper.make_tensor_value_info("segs", TensorProto.INT32, [b, s]))
+    if mask:
+        feeds["mask"] = np.array([[1, 1, 1, 1, 0, 0], [1] * 6], np.int32)
+        infos.append(helper.make_tensor_value_info("mask", TensorProto.INT32, [b, s]))
+    if positions:
+        feeds["posids"] = RNG.integers(0, 16, (b, s)).astype(np.int32)
+        infos.append(helper.make_tensor_value_info("posids", TensorProto.INT32, [b, s]))
+    while inputs[-1] == "":
+        inputs.pop()
+    node = helper.make_node("EmbedLayerNormalization", inputs, ["y", "mask_index"], domain=MS, epsilon=1e-5)
+    graph = helper.make_graph([node], "emb", infos, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                                                     helper.make_tensor_value_info("mask_index", TensorProto.INT32,
+                                                                                   None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    want = ort_run(model.SerializeToString(), feeds)
+    from passhost_onnx import from_onnx
+
+    mod = from_onnx(model)
+    for got, w in zip(ir.evaluate(mod, *feeds.values()), want):
+        np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-5)
+    out = to_onnx(mod)
+    assert all(n.domain in ("", "ai.onnx") for n in out.graph.node)
+    for got, w in zip(ort_run(out.SerializeToString(), feeds), want):
+        np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-5)
