@@ -6,8 +6,9 @@ operators they stand for, so passes see through them and the export is plain ONN
     com.microsoft.SkipLayerNormalization(x, s, g, b)   ->  nn.layer_norm(add(%x, %s), %g, %b)
 
 Covered: ``Gelu``, ``FastGelu``, ``BiasGelu``, ``QuickGelu``, ``BiasAdd``,
-``SkipLayerNormalization``, ``FusedMatMul``, ``Attention`` and ``EmbedLayerNormalization``:
-an onnxruntime-optimized BERT imports whole. Another contrib operator stays opaque (see
+``SkipLayerNormalization``, ``FusedMatMul``, ``Attention`` and ``EmbedLayerNormalization``
+(with the default-domain ``LayerNormalization`` the optimizer writes below opset 17, a BERT
+optimized by onnxruntime imports). Another contrib operator stays opaque (see
 docs/onnx.md, custom operators).
 """
 from __future__ import annotations

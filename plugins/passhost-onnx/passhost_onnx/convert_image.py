@@ -155,8 +155,10 @@ def _instance_norm(node):
     return call("nn.instance_norm", *node.inputs[:3], axis=1, epsilon=float(node.attr("epsilon", 1e-5)))
 
 
-@converter("LayerNormalization", 17)
+@converter("LayerNormalization", 1)
 def _layer_norm(node):
+    """(ONNX defines it from opset 17; onnxruntime's transformer optimizer writes it into
+    models of any opset, in the default domain, with the same meaning.)"""
     shape = node.shape(0)
     axis = int(node.attr("axis", -1))
     axis = axis + len(shape) if axis < 0 else axis

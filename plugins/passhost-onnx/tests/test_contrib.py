@@ -138,3 +138,28 @@ def test_embed_layer_normalization_matches_onnxruntime(segments, mask, positions
     assert all(n.domain in ("", "ai.onnx") for n in out.graph.node)
     for got, w in zip(ort_run(out.SerializeToString(), feeds), want):
         np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-5)
+
+
+def test_a_bert_optimized_by_onnxruntimes_transformer_optimizer_imports_and_matches(tmp_path, ort_run):
+    """onnxruntime's optimizer writes SkipLayerNormalization, BiasGelu and a default-domain
+    LayerNormalization at opset 13 (ONNX has it from 17): all import, -O3 and export."""
+    optimizer = pytest.importorskip("onnxruntime.transformers.optimizer")
+    from passhost_onnx.bert import make_bert
+
+    onnx.save(make_bert(layers=2, hidden=32, heads=4), str(tmp_path / "bert.onnx"))
+    fused = optimizer.optimize_model(str(tmp_path / "bert.onnx"), model_type="bert", num_heads=4, hidden_size=32,
+                                     opt_level=0)
+    fused.save_model_to_file(str(tmp_path / "fused.onnx"))
+    ops = {(n.domain, n.op_type) for n in onnx.load(str(tmp_path / "fused.onnx")).graph.node}
+    assert (MS, "SkipLayerNormalization") in ops and ("", "LayerNormalization") in ops
+    feeds = {"input_ids": RNG.integers(0, 100, (2, 16)).astype(np.int64),
+             "attention_mask": np.array([[1] * 16, [1] * 10 + [0] * 6], np.int64)}
+    want, = ort_run(str(tmp_path / "fused.onnx"), feeds)
+    mod = passhost.ir.load(str(tmp_path / "fused.onnx"), input_shapes={"input_ids": (2, 16),
+                                                                        "attention_mask": (2, 16)})
+    np.testing.assert_allclose(ir.evaluate(mod, *feeds.values()), want, rtol=1e-4, atol=1e-4)
+    with transform.PassContext(opt_level=3):
+        opt = passhost.default_pipeline(3)(mod)
+    passhost.ir.save(opt, str(tmp_path / "out.onnx"))
+    got, = ort_run(str(tmp_path / "out.onnx"), feeds)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
