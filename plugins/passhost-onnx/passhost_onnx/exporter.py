@@ -23,6 +23,7 @@ from passhost import ir
 from passhost.errors import FormatError
 
 from . import emit_ops  # noqa: F401  (registers its emitters)
+from .control import all_nodes
 from .dtypes import to_onnx_type
 from .emit import EMITTERS
 from .opaque import OPAQUE
@@ -179,21 +180,9 @@ def _emit_if(em: Emitter, mod: ir.IRModule, e: ir.If, vals: dict) -> Any:
         finally:
             em.nodes = outer
     for g in graphs:
-        em.captured.update(_reads(g))
+        em.captured.update(x for n in all_nodes(g) for x in n.input)
     names = em.node("If", [cond], len(types), then_branch=graphs[0], else_branch=graphs[1])
     return names[0] if isinstance(ty, ir.TensorType) else tuple(names)
-
-
-def _reads(graph: onnx.GraphProto) -> set:
-    """Every name the nodes of ``graph`` and of its nested subgraphs read."""
-    out: set = set()
-    stack = [graph]
-    while stack:
-        g = stack.pop()
-        for n in g.node:
-            out.update(n.input)
-            stack.extend(a.g for a in n.attribute if a.type == onnx.AttributeProto.GRAPH)
-    return out
 
 
 def _emit_call(em: Emitter, call: ir.Call, args: list) -> Any:
