@@ -30,7 +30,8 @@ from onnx import AttributeProto, GraphProto, NodeProto
 from passhost import ir
 from passhost.errors import FormatError, PasshostError
 
-__all__ = ["Join", "SUBGRAPH_OPS", "branches", "rename_branch", "renamed", "all_nodes", "condition_value"]
+__all__ = ["Join", "SUBGRAPH_OPS", "branches", "rename_branch", "renamed", "all_nodes", "condition_value",
+           "defined_names"]
 
 
 #: the operators whose subgraphs passhost imports
@@ -69,7 +70,8 @@ def condition_value(n: NodeProto, cond: ir.Expr) -> Any:
     return bool(data.reshape(-1)[0])
 
 
-def _defined(graph: GraphProto) -> set:
+def defined_names(graph: GraphProto) -> set:
+    """The names ``graph`` defines itself: its inputs, initializers and node outputs."""
     return {vi.name for vi in graph.input} | {t.name for t in graph.initializer} | {
         o for n in graph.node for o in n.output if o}
 
@@ -78,7 +80,7 @@ def renamed(graph: GraphProto, names: dict) -> GraphProto:
     """A copy of ``graph`` reading outer names through ``names`` (its own names shadow them)."""
     out = GraphProto()
     out.CopyFrom(graph)
-    own = _defined(graph)
+    own = defined_names(graph)
     visible = {k: v for k, v in names.items() if k not in own}
     if not visible:
         return out
@@ -101,7 +103,7 @@ def rename_branch(graph: GraphProto, prefix: str, inputs: bool = False) -> tuple
     names it reads from the enclosing graphs stay; nested subgraphs read the renamed names."""
     if len(graph.input) and not inputs:
         raise FormatError(f"an If branch ({graph.name!r}) declares inputs: the model is malformed")
-    names = {x: prefix + x for x in _defined(graph)}
+    names = {x: prefix + x for x in defined_names(graph)}
     nodes = []
     for inner in graph.node:
         node = NodeProto()

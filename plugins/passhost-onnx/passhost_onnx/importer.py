@@ -27,7 +27,7 @@ from . import convert_composite, convert_image, convert_index, convert_math, con
 from . import convert_data_shaped, convert_quant, convert_rnn, convert_scatter, convert_sequence  # noqa: F401
 from . import convert_contrib, convert_signal, convert_unary  # noqa: F401
 from . import convert_lift  # noqa: F401,I001  (last: wraps the converters above for 1-D data)
-from .control import SUBGRAPH_OPS, Join, all_nodes, branches, condition_value, rename_branch
+from .control import SUBGRAPH_OPS, Join, all_nodes, branches, condition_value, defined_names, rename_branch
 from .dtypes import tensor_array, to_dtype
 from .functions import MAX_DEPTH, Functions
 from .reader import full_model
@@ -287,10 +287,6 @@ def _bind_outputs(n: onnx.NodeProto, outs: Any, inputs: list, foldable: bool, en
         env[name] = _fold(expr) if foldable else expr
 
 
-def _own_names(g: onnx.GraphProto) -> set:
-    return {vi.name for vi in g.input} | {o for b in g.node for o in b.output} | {t.name for t in g.initializer}
-
-
 def _expand_if(n: onnx.NodeProto, cond: Any, opsets: dict, outer: Any, depth: int, functions: Functions,
                env: dict) -> list:
     """The importer-stack entries that import ``If`` node ``n``: the nodes of the branch a
@@ -303,7 +299,7 @@ def _expand_if(n: onnx.NodeProto, cond: Any, opsets: dict, outer: Any, depth: in
     chosen = [then_g] if value is True else [else_g] if value is False else [then_g, else_g]
     parts = []
     for g in chosen:
-        nodes, inits, outs = rename_branch(g, functions.prefix("If", _own_names(g)))
+        nodes, inits, outs = rename_branch(g, functions.prefix("If", defined_names(g)))
         for name, tensor in inits:
             env[name] = ir.infer_type(ir.Constant(_initializer_array(name, tensor)))
         parts.append((nodes, outs))
@@ -384,7 +380,7 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
             _bind_outputs(n.node, values, read, False, env, source, outer)
             continue
         if type(n) is Unroll:  # the next iteration of a Loop or Scan, or its outputs after the last
-            step = n.step(env, functions.prefix(n.node.op_type, _own_names(n.body)))
+            step = n.step(env, functions.prefix(n.node.op_type, n.own))
             if step is None:
                 _bind_outputs(n.node, n.outputs(), n.carried, False, env, source, outer)
                 continue

@@ -19,7 +19,7 @@ from onnx import AttributeProto, NodeProto
 from passhost import ir
 from passhost.errors import FormatError
 
-from .control import rename_branch
+from .control import defined_names, rename_branch
 from .node import ConversionError
 
 __all__ = ["Unroll", "MAX_ITERATIONS", "MAX_UNROLLED_NODES"]
@@ -51,7 +51,8 @@ class Unroll:
     ``Loop``'s from its constant trip count or its condition, which must fold to a constant
     in every iteration (as ``for`` loops exported from PyTorch have it)."""
 
-    __slots__ = ("node", "scan", "body", "t", "count", "carried", "per_step", "xs", "attrs", "cond", "last", "budget")
+    __slots__ = ("node", "scan", "body", "own", "t", "count", "carried", "per_step", "xs", "in_axes", "attrs", "cond",
+                 "last", "budget")
 
     def __init__(self, n: NodeProto, inputs: list, budget: list) -> None:
         self.node = n
@@ -61,6 +62,7 @@ class Unroll:
         if "body" not in graphs:
             raise FormatError(f"{n.op_type} node {n.name or n.output[0]!r} has no body graph: the model is malformed")
         self.body = graphs["body"]
+        self.own = defined_names(self.body)  # (the names each iteration's prefix must not clash with)
         self.attrs = {a.name: list(a.ints) if a.type == AttributeProto.INTS else a.i for a in n.attribute
                       if a.type in (AttributeProto.INT, AttributeProto.INTS)}
         self.t = 0
@@ -69,8 +71,8 @@ class Unroll:
         if self.scan:
             m = int(self.attrs.get("num_scan_inputs", 0))
             self.carried, self.xs = list(inputs[:len(inputs) - m]), list(inputs[len(inputs) - m:])
-            axes = self._axes("scan_input_axes", self.xs)
-            lengths = {int(ir.infer_type(x).checked_type.shape[a]) for x, a in zip(self.xs, axes)}
+            self.in_axes = self._axes("scan_input_axes", self.xs)
+            lengths = {int(ir.infer_type(x).checked_type.shape[a]) for x, a in zip(self.xs, self.in_axes)}
             if len(lengths) != 1:
                 raise FormatError(f"Scan node {n.name or n.output[0]!r}: its scanned inputs have different lengths "
                                   f"{sorted(lengths)}")
@@ -80,7 +82,7 @@ class Unroll:
             trip, cond = (inputs + [None, None])[:2]
             self.count = None if trip is None else _int_value(n, "trip count", trip)
             self.cond = True if cond is None else bool(_int_value(n, "condition", cond))
-            self.carried, self.xs = list(inputs[2:]), []
+            self.carried, self.xs, self.in_axes = list(inputs[2:]), [], []
 
     def _axes(self, key: str, values: list) -> list:
         axes = self.attrs.get(key) or [0] * len(values)
@@ -133,7 +135,7 @@ class Unroll:
         if self.scan:
             bound = list(self.carried)
             dirs = self.attrs.get("scan_input_directions") or [0] * len(self.xs)
-            for x, axis, backward in zip(self.xs, self._axes("scan_input_axes", self.xs), dirs):
+            for x, axis, backward in zip(self.xs, self.in_axes, dirs):
                 index = self.count - 1 - self.t if backward else self.t
                 bound.append(ir.take(x, ir.const(np.int64(index)), axis=axis))
         else:
