@@ -32,15 +32,20 @@ def _parts(node, x, shape: tuple) -> tuple:
     return re, reshape(call("strided_slice", x, begin=(1,), end=(2,), axes=(end,)), body)
 
 
+def _fit(re, im, shape: tuple, axis: int, length: int, dtype: str) -> tuple:
+    """Both parts (shape ``shape``) cut to ``length`` along ``axis``, or padded with zeros."""
+    n = shape[axis]
+    if length < n:
+        return tuple(call("strided_slice", p, begin=(0,), end=(length,), axes=(axis,)) for p in (re, im))
+    if length > n:
+        width = tuple((0, length - n) if i == axis else (0, 0) for i in range(len(shape)))
+        return tuple(call("nn.pad", p, const(0, dtype), pad_width=width) for p in (re, im))
+    return re, im
+
+
 def _transform(re, im, shape: tuple, axis: int, length: int, inverse: bool, onesided: bool, dtype: str):
     """ONNX's ``[..., 2]`` result of transforming ``re + i im`` (shape ``shape``) along ``axis``."""
-    n = shape[axis]
-    if length != n:  # cut the signal, or pad it with zeros
-        if length < n:
-            re, im = (call("strided_slice", p, begin=(0,), end=(length,), axes=(axis,)) for p in (re, im))
-        else:
-            width = tuple((0, length - n) if i == axis else (0, 0) for i in range(len(shape)))
-            re, im = (call("nn.pad", p, const(0, dtype), pad_width=width) for p in (re, im))
+    re, im = _fit(re, im, shape, axis, length, dtype)
     last = len(shape) - 1
     perm = [i for i in range(len(shape)) if i != axis] + [axis]
     if axis != last:
@@ -86,13 +91,7 @@ def _irfft(re, im, shape: tuple, axis: int, length: int, dtype: str):
     ``irfft``): the spectrum cut or padded to ``length // 2 + 1`` bins, its other half the
     mirrored conjugate, transformed back; the real part (``[..., length, 1]``)."""
     bins = length // 2 + 1
-    n = shape[axis]
-    if bins != n:
-        if bins < n:
-            re, im = (call("strided_slice", p, begin=(0,), end=(bins,), axes=(axis,)) for p in (re, im))
-        else:
-            width = tuple((0, bins - n) if i == axis else (0, 0) for i in range(len(shape)))
-            re, im = (call("nn.pad", p, const(0, dtype), pad_width=width) for p in (re, im))
+    re, im = _fit(re, im, shape, axis, bins, dtype)
     mirror = ir.Constant(np.array([length - k for k in range(bins, length)], dtype="int64"))
     if length > bins:
         re = call("concatenate", ir.Tuple([re, call("take", re, mirror, axis=axis)]), axis=axis)
