@@ -20,7 +20,7 @@ from ..op import OpPattern
 from ..types import TensorType
 from ._util import kernel, reg, tensor_arg
 from .conv_transpose import scatter_taps, transpose_out_dim
-from .volume import _check_common, _check_triple, pad6
+from .volume import _check_common, _check_triple, grouped_data, pad6
 
 OP = "nn.conv3d_transpose"
 
@@ -32,13 +32,8 @@ def _out(data_shape: tuple, weight_shape: tuple, attrs) -> tuple:
 
 
 def _rel(types: list, attrs) -> TensorType:
-    data = tensor_arg(OP, types, 0, "data")
-    if data.ndim != 5:
-        raise TypeInferenceError(f"{OP}: data must be 5-D (NCDHW), got {data}")
     groups = attrs.groups
-    n, c = data.shape[:2]
-    if c % groups:
-        raise TypeInferenceError(f"{OP}: data has {c} input channels, not divisible by groups={groups}")
+    data, n, c = grouped_data(OP, types, groups)
     if types[1] is None and attrs.channels is not None and attrs.kernel_size is not None:
         types[1] = TensorType((c, attrs.channels // groups) + tuple(attrs.kernel_size), data.dtype)
     weight = tensor_arg(OP, types, 1, "the weight")

@@ -54,15 +54,22 @@ def _check_common(op: str, attrs, size_key: str, layouts: tuple) -> None:
 
 
 # -- conv3d ----------------------------------------------------------------------------
-def _conv3d_rel(types: list, attrs) -> TensorType:
-    op = "nn.conv3d"
+def grouped_data(op: str, types: list, groups: int) -> tuple:
+    """``(data type, batch, channels)`` of a 3-D convolution's NCDHW data, checked: 5-D, its
+    channels divisible by ``groups``."""
     data = tensor_arg(op, types, 0, "data")
     if data.ndim != 5:
         raise TypeInferenceError(f"{op}: data must be 5-D (NCDHW), got {data}")
-    groups = attrs.groups
     n, c = data.shape[:2]
     if c % groups:
         raise TypeInferenceError(f"{op}: data has {c} input channels, not divisible by groups={groups}")
+    return data, n, c
+
+
+def _conv3d_rel(types: list, attrs) -> TensorType:
+    op = "nn.conv3d"
+    groups = attrs.groups
+    data, n, c = grouped_data(op, types, groups)
     if types[1] is None and attrs.channels is not None and attrs.kernel_size is not None:
         types[1] = TensorType((attrs.channels, c // groups) + tuple(attrs.kernel_size), data.dtype)
     weight = tensor_arg(op, types, 1, "the weight")
