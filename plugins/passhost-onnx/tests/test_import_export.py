@@ -492,6 +492,26 @@ def test_cumprod_exports_below_opset_26_as_a_doubling_scan(exclusive, length, tm
     np.testing.assert_array_equal(got, ir.evaluate(mod, data))
 
 
+def _matches_onnxruntime(src, feeds, ort_run, tol=(1e-5, 1e-5), export_tol=None, o3=False):
+    """The model at ``src`` imported: passhost's interpreter gives onnxruntime's outputs on
+    it (within ``tol``, rtol and atol), and so does onnxruntime on its export (within
+    ``export_tol``, default ``tol``), after ``-O3`` when ``o3``. Returns the exported path."""
+    want = ort_run(str(src), feeds)
+    mod = ir.load(str(src))
+    got = ir.evaluate(mod, *feeds.values())
+    for g, w in zip([got] if isinstance(got, np.ndarray) else got, want):
+        np.testing.assert_allclose(g, w, rtol=tol[0], atol=tol[1])
+    if o3:
+        with transform.PassContext(opt_level=3):
+            mod = passhost.default_pipeline(3)(mod)
+    out = src.parent / "out.onnx"
+    ir.save(mod, str(out))
+    rtol, atol = export_tol or tol
+    for g, w in zip(ort_run(str(out), feeds), want):
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+    return out
+
+
 @pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
 @pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
 @pytest.mark.parametrize("align", [0, 1])
@@ -505,12 +525,7 @@ def test_grid_sample_matches_onnxruntime_inside_and_outside_the_image(mode, padd
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]), str(src))
     x = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
     g = rng.uniform(-1.7, 1.7, (2, 4, 7, 2)).astype(np.float32)   # many points outside the image
-    want, = ort_run(str(src), {"x": x, "g": g})
-    mod = ir.load(str(src))
-    np.testing.assert_allclose(ir.evaluate(mod, x, g), want, rtol=1e-4, atol=1e-5)
-    ir.save(mod, str(tmp_path / "out.onnx"))
-    got, = ort_run(str(tmp_path / "out.onnx"), {"x": x, "g": g})
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    _matches_onnxruntime(src, {"x": x, "g": g}, ort_run, tol=(1e-4, 1e-5), export_tol=(1e-5, 1e-6))
 
 
 @pytest.mark.parametrize("shape", [(), (0,), (3,), (2, 3), (1, 300, 70000), (2 ** 40,)])
@@ -549,12 +564,7 @@ def test_resize_antialias_matches_onnxruntime(mode, exclude, shape, scales, size
     onnx.save(_resize_model(shape, scales=scales, sizes=sizes, mode=mode, antialias=1, exclude_outside=exclude,
                             opset=18), str(src))
     x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
-    want, = ort_run(str(src), {"x": x})
-    mod = ir.load(str(src))
-    np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=1e-5, atol=1e-5)
-    ir.save(mod, str(tmp_path / "out.onnx"))
-    got, = ort_run(str(tmp_path / "out.onnx"), {"x": x})
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    _matches_onnxruntime(src, {"x": x}, ort_run, export_tol=(1e-5, 1e-6))
 
 
 @pytest.mark.parametrize("ctm", ["half_pixel", "half_pixel_symmetric", "asymmetric", "pytorch_half_pixel"])
@@ -568,12 +578,7 @@ def test_resize_with_fractional_scales_matches_onnxruntime(ctm, mode, scales, tm
     src = tmp_path / "fs.onnx"
     onnx.save(_resize_model(shape, scales=scales, mode=mode, coordinate_transformation_mode=ctm), str(src))
     x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
-    want, = ort_run(str(src), {"x": x})
-    mod = ir.load(str(src))
-    np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=1e-5, atol=1e-5)
-    ir.save(mod, str(tmp_path / "out.onnx"))
-    got, = ort_run(str(tmp_path / "out.onnx"), {"x": x})
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    _matches_onnxruntime(src, {"x": x}, ort_run, export_tol=(1e-5, 1e-6))
 
 
 def test_resize_attributes_onnx_lacks_at_the_export_opset_are_errors(tmp_path):
@@ -612,15 +617,8 @@ def test_conv_transpose_3d_matches_onnxruntime_through_o3(attrs, tmp_path, ort_r
     src = tmp_path / "ct3.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(src))
     x = rng.standard_normal((1, 4, 3, 3, 3)).astype(np.float32)
-    want, = ort_run(str(src), {"x": x})
-    mod = ir.load(str(src))
-    np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=1e-5, atol=1e-5)
-    with transform.PassContext(opt_level=3):
-        opt = passhost.default_pipeline(3)(mod)
-    ir.save(opt, str(tmp_path / "out.onnx"))
-    assert "ConvTranspose" in [n.op_type for n in onnx.load(str(tmp_path / "out.onnx")).graph.node]
-    got, = ort_run(str(tmp_path / "out.onnx"), {"x": x})
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    out = _matches_onnxruntime(src, {"x": x}, ort_run, o3=True)
+    assert "ConvTranspose" in [n.op_type for n in onnx.load(str(out)).graph.node]
 
 
 @pytest.mark.parametrize("attrs", [{"kernel_shape": [2, 2, 2]},
@@ -633,12 +631,7 @@ def test_lp_pool_3d_matches_onnxruntime(attrs, tmp_path, ort_run):
     src = tmp_path / "lp3.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(src))
     x = np.random.default_rng(5).standard_normal((1, 2, 4, 5, 4)).astype(np.float32)
-    want, = ort_run(str(src), {"x": x})
-    mod = ir.load(str(src))
-    np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=1e-5, atol=1e-5)
-    ir.save(mod, str(tmp_path / "out.onnx"))
-    got, = ort_run(str(tmp_path / "out.onnx"), {"x": x})
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    _matches_onnxruntime(src, {"x": x}, ort_run)
 
 
 def test_global_lp_pool_nonzero_of_a_constant_and_compress_match_onnxruntime(tmp_path, ort_run):
@@ -653,13 +646,7 @@ def test_global_lp_pool_nonzero_of_a_constant_and_compress_match_onnxruntime(tmp
     src = tmp_path / "dz.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(src))
     x = np.random.default_rng(6).standard_normal((2, 3, 4, 5)).astype(np.float32)
-    want = ort_run(str(src), {"x": x})
-    mod = ir.load(str(src))
-    for got, w in zip(ir.evaluate(mod, x), want):
-        np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
-    ir.save(mod, str(tmp_path / "out.onnx"))
-    for got, w in zip(ort_run(str(tmp_path / "out.onnx"), {"x": x}), want):
-        np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+    _matches_onnxruntime(src, {"x": x}, ort_run, tol=(1e-5, 1e-6))
     dynamic = helper.make_model(helper.make_graph(
         [helper.make_node("NonZero", ["x"], ["y"], name="nz")], "d", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
         [helper.make_tensor_value_info("y", TensorProto.INT64, None)]), opset_imports=[helper.make_opsetid("", 17)])
@@ -697,14 +684,7 @@ def test_deform_conv_matches_onnxruntime_through_o3(attrs, mask, tmp_path, ort_r
              "off": (rng.standard_normal((2, og * 18, oh, ow)) * 2).astype(np.float32)}   # many samples outside
     if mask:
         feeds["m"] = rng.uniform(0, 1, (2, og * 9, oh, ow)).astype(np.float32)
-    want, = ort_run(str(src), feeds)
-    mod = ir.load(str(src))
-    np.testing.assert_allclose(ir.evaluate(mod, *feeds.values()), want, rtol=1e-4, atol=1e-5)
-    with transform.PassContext(opt_level=3):
-        opt = passhost.default_pipeline(3)(mod)
-    ir.save(opt, str(tmp_path / "out.onnx"))
-    got, = ort_run(str(tmp_path / "out.onnx"), feeds)
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    _matches_onnxruntime(src, feeds, ort_run, tol=(1e-4, 1e-5), o3=True)
 
 
 @pytest.mark.parametrize("storage_order", [0, 1])
@@ -722,15 +702,8 @@ def test_maxpool_indices_and_max_unpool_match_onnxruntime(storage_order, tmp_pat
     src = tmp_path / "segnet.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)]), str(src))
     x = rng.standard_normal((2, 3, 7, 5)).astype(np.float32)
-    want = ort_run(str(src), {"x": x})  # (an index is a flat position for MaxUnpool, whatever the order)
-    mod = ir.load(str(src))
-    for g, w_ in zip(ir.evaluate(mod, x), want):
-        np.testing.assert_allclose(g, w_, rtol=1e-5, atol=1e-6)
-    with transform.PassContext(opt_level=3):
-        opt = passhost.default_pipeline(3)(mod)
-    ir.save(opt, str(tmp_path / "out.onnx"))
-    for g, w_ in zip(ort_run(str(tmp_path / "out.onnx"), {"x": x}), want):
-        np.testing.assert_allclose(g, w_, rtol=1e-5, atol=1e-6)
+    # (an index is a flat position for MaxUnpool, whatever the order)
+    _matches_onnxruntime(src, {"x": x}, ort_run, tol=(1e-5, 1e-6), o3=True)
 
 
 def test_col2im_of_several_channels_matches_onnxruntime(tmp_path, ort_run):
@@ -744,12 +717,7 @@ def test_col2im_of_several_channels_matches_onnxruntime(tmp_path, ort_run):
     src = tmp_path / "fold.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(src))
     x = np.random.default_rng(10).standard_normal((2, 18, grid)).astype(np.float32)
-    want, = ort_run(str(src), {"x": x})
-    mod = ir.load(str(src))
-    np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=1e-5, atol=1e-6)
-    ir.save(mod, str(tmp_path / "out.onnx"))
-    got, = ort_run(str(tmp_path / "out.onnx"), {"x": x})
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    _matches_onnxruntime(src, {"x": x}, ort_run, tol=(1e-5, 1e-6))
 
 
 def test_batch_norm_in_training_mode_matches_onnxruntime(tmp_path, ort_run):
@@ -764,13 +732,7 @@ def test_batch_norm_in_training_mode_matches_onnxruntime(tmp_path, ort_run):
     src = tmp_path / "bn.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)]), str(src))
     x = rng.standard_normal((3, 4, 5)).astype(np.float32) * 3 + 1
-    want = ort_run(str(src), {"x": x})
-    mod = ir.load(str(src))
-    for got, w in zip(ir.evaluate(mod, x), want):
-        np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-5)
-    ir.save(mod, str(tmp_path / "out.onnx"))
-    for got, w in zip(ort_run(str(tmp_path / "out.onnx"), {"x": x}), want):
-        np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-5)
+    _matches_onnxruntime(src, {"x": x}, ort_run)
 
 
 def test_col2im_with_huge_declared_blocks_is_an_error_not_an_allocation():
