@@ -19,6 +19,23 @@ def _vec(name, n):
     return numpy_helper.from_array(RNG.standard_normal(n).astype(np.float32), name)
 
 
+def _plain_onnx_matches_onnxruntime(model, x, ort_run):
+    """``model`` imported, its interpreter output, and after ``-O3`` its export (checked, all
+    standard-domain nodes) in onnxruntime, against onnxruntime on ``model``."""
+    from passhost_onnx import from_onnx
+
+    want, = ort_run(model.SerializeToString(), {"x": x})
+    mod = from_onnx(model)
+    np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=1e-4, atol=1e-5)
+    with transform.PassContext(opt_level=3):
+        opt = passhost.default_pipeline(3)(mod)
+    out = to_onnx(opt)
+    onnx.checker.check_model(out)
+    assert all(n.domain in ("", "ai.onnx") for n in out.graph.node)   # plain ONNX out
+    got, = ort_run(out.SerializeToString(), {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
 CASES = {
     "Gelu": ([], {}, []),
     "FastGelu": (["b"], {}, [_vec("b", 8)]),
@@ -39,19 +56,7 @@ def test_contrib_operators_match_onnxruntime_and_export_as_standard_onnx(op, ort
     graph = helper.make_graph([node], "ms", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 8])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
-    x = RNG.standard_normal((2, 5, 8)).astype(np.float32)
-    want, = ort_run(model.SerializeToString(), {"x": x})
-    from passhost_onnx import from_onnx
-
-    mod = from_onnx(model)
-    np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=1e-4, atol=1e-5)
-    with transform.PassContext(opt_level=3):
-        opt = passhost.default_pipeline(3)(mod)
-    out = to_onnx(opt)
-    onnx.checker.check_model(out)
-    assert all(n.domain in ("", "ai.onnx") for n in out.graph.node)   # plain ONNX out
-    got, = ort_run(out.SerializeToString(), {"x": x})
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    _plain_onnx_matches_onnxruntime(model, RNG.standard_normal((2, 5, 8)).astype(np.float32), ort_run)
 
 
 def test_bias_add_is_the_sum_of_its_three_inputs():
@@ -87,18 +92,7 @@ def test_attention_matches_onnxruntime(mask, attrs, ort_run):
     graph = helper.make_graph([node], "attn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [b, s, hin])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
-    x = RNG.standard_normal((b, s, hin)).astype(np.float32)
-    want, = ort_run(model.SerializeToString(), {"x": x})
-    from passhost_onnx import from_onnx
-
-    mod = from_onnx(model)
-    np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=1e-4, atol=1e-5)
-    with transform.PassContext(opt_level=3):
-        opt = passhost.default_pipeline(3)(mod)
-    out = to_onnx(opt)
-    assert all(n.domain in ("", "ai.onnx") for n in out.graph.node)
-    got, = ort_run(out.SerializeToString(), {"x": x})
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    _plain_onnx_matches_onnxruntime(model, RNG.standard_normal((b, s, hin)).astype(np.float32), ort_run)
 
 
 @pytest.mark.parametrize("segments,mask,positions", [(True, True, False), (False, False, False), (True, True, True)])
