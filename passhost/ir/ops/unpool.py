@@ -89,32 +89,32 @@ def _unpool(args: list, attrs) -> np.ndarray:
     return out
 
 
-def _check(op: str):
-    def check(attrs) -> None:
-        check_int_pair(op, attrs, "pool_size")
-        check_int_pair(op, attrs, "strides")
-        if op == _ARGMAX:
-            check_int_pair(op, attrs, "dilation")
-            if attrs.layout != "NCHW":
-                raise IRError(f"operator {op}: attribute layout must be 'NCHW', got {attrs.layout!r}")
-            if attrs.storage_order not in (0, 1):
-                raise IRError(f"operator {op}: attribute storage_order must be 0 or 1, got {attrs.storage_order!r}")
-        else:
-            size = attrs.output_size
-            if not (isinstance(size, tuple) and len(size) == 4 and all(
-                    isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in size)):
-                raise IRError(f"operator {op}: attribute output_size must be 4 positive ints (N, C, H, W), got {size!r}")
-        check_pad(op, attrs)
-        pad4(attrs.padding)
-    return check
+def _check_argmax(attrs) -> None:
+    for key in ("pool_size", "strides", "dilation"):
+        check_int_pair(_ARGMAX, attrs, key)
+    check_pad(_ARGMAX, attrs)
+    if attrs.layout != "NCHW":
+        raise IRError(f"operator {_ARGMAX}: attribute layout must be 'NCHW', got {attrs.layout!r}")
+    if attrs.storage_order not in (0, 1):
+        raise IRError(f"operator {_ARGMAX}: attribute storage_order must be 0 or 1, got {attrs.storage_order!r}")
+
+
+def _check_unpool(attrs) -> None:
+    for key in ("pool_size", "strides"):
+        check_int_pair(_UNPOOL, attrs, key)
+    check_pad(_UNPOOL, attrs)
+    size = attrs.output_size
+    if not (isinstance(size, tuple) and len(size) == 4 and all(
+            isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in size)):
+        raise IRError(f"operator {_UNPOOL}: attribute output_size must be 4 positive ints (N, C, H, W), got {size!r}")
 
 
 reg(_ARGMAX, 1, _argmax_rel, _argmax,
     attrs=(("pool_size", None), ("strides", (1, 1)), ("dilation", (1, 1)), ("padding", (0, 0)), ("layout", "NCHW"),
            ("ceil_mode", False), ("storage_order", 0)),
-    pattern=OpPattern.OPAQUE, attr_check=_check(_ARGMAX),
+    pattern=OpPattern.OPAQUE, attr_check=_check_argmax,
     summary="2-D max pooling that also returns each maximum's index in the input (a tuple).")
 reg(_UNPOOL, 2, _unpool_rel, _unpool,
     attrs=(("output_size", None), ("pool_size", None), ("strides", (1, 1)), ("padding", (0, 0))),
-    pattern=OpPattern.OPAQUE, attr_check=_check(_UNPOOL),
+    pattern=OpPattern.OPAQUE, attr_check=_check_unpool,
     summary="Put values back at the indices of nn.max_pool2d_with_argmax (zeros elsewhere).")
