@@ -1,6 +1,8 @@
 """The driver's prefilter: a cheap necessary condition, never a reason to miss a match."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -8,6 +10,7 @@ from hypothesis import strategies as st
 from passhost import ir
 from passhost.ir.pattern import DFPatternCallback, is_constant, is_op, is_var, rewrite, wildcard
 from passhost.ir.pattern.match import _Matcher, compile_simple
+from passhost.ir.pattern.needs import needed_ops
 from passhost.ir.pattern.prefilter import prefilter
 
 
@@ -154,3 +157,98 @@ def test_the_prefilter_never_rejects_a_node_the_pattern_matches(ptree, etree):
     flat = compile_simple(pattern)
     if flat is not None:
         assert (flat(expr) is not None) == _Matcher().match(pattern, expr)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_patterns(), _exprs())
+def test_a_matched_node_calls_an_operator_of_every_needed_clause(ptree, etree):
+    pattern = _build_pattern(ptree, wildcard())
+    expr = _build_expr(etree)
+    if _Matcher().match(pattern, expr):
+        called = {n.name for n in ir.post_order(expr) if isinstance(n, ir.Op)}
+        for clause in needed_ops(pattern):
+            assert clause & called, (pattern, clause, called)
+
+
+# -- the clauses, and the driver skipping a function none of its rules can match ----------
+
+
+def test_needed_ops_are_one_clause_per_operator_and_one_per_alternative_of_operators():
+    x, w, b = wildcard(), wildcard(), wildcard()
+    dense_bias = is_op("add")(is_op("nn.dense")(x, w) | is_op("nn.matmul")(x, w), b)
+    assert needed_ops(dense_bias) == (frozenset({"add"}), frozenset({"nn.dense", "nn.matmul"}))
+    # either side of an alternative: only what both imply (``add`` or ``multiply``)
+    assert needed_ops(is_op("add")(x, b) | is_op("multiply")(is_op("add")(x, b), w)) == \
+        (frozenset({"add"}),)
+    # the top-level ``multiply`` implies the alternatives ``divide | multiply`` and ``sqrt | multiply``
+    assert set(needed_ops(_layer_norm_pattern())) == {
+        frozenset({"add"}), frozenset({"mean"}), frozenset({"multiply"}), frozenset({"power"}),
+        frozenset({"subtract"}), frozenset({"divide", "rsqrt"}), frozenset({"sqrt", "rsqrt"})}
+    assert needed_ops(wildcard()) == () and needed_ops(is_constant() | is_op("add")(x, b)) == ()
+
+
+class _DenseBias(DFPatternCallback):
+    def __init__(self):
+        super().__init__(name="dense_bias")
+        self.x, self.w, self.b = wildcard(), wildcard(), wildcard()
+        self.pattern = is_op("add")(is_op("nn.dense")(self.x, self.w), self.b)
+
+    def callback(self, pre, post, node_map):
+        return ir.nn.bias_add(post.args[0], node_map[self.b][0], axis=-1)
+
+
+def _sweeps(monkeypatch):
+    import passhost.ir.driver as host_driver
+
+    calls = []
+
+    real = host_driver.rewrite_post_order
+
+    def counting(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(host_driver, "rewrite_post_order", counting)
+    return calls
+
+
+def test_a_function_without_an_operator_a_rule_needs_is_returned_without_a_sweep(monkeypatch):
+    sweeps = _sweeps(monkeypatch)
+    x = ir.var("x", shape=(2, 4), dtype="float32")
+    w = ir.const(np.ones((4, 4), dtype="float32"))
+    # ``add`` (the rule's root) is there, ``nn.dense`` is not: no match is possible
+    fn = ir.Function([x], ir.add(ir.nn.relu(ir.add(x, _c(1.0))), _c(2.0)))
+    stats: dict = {}
+    assert rewrite(_DenseBias(), fn, stats=stats) is fn
+    assert sweeps == [] and stats["dense_bias"]["tried"] == 0
+    # with a dense deep inside, the same rule sweeps and fires
+    dense = ir.Function([x], ir.nn.relu(ir.add(ir.nn.dense(ir.nn.relu(x), w), _c(1.0))))
+    out = rewrite(_DenseBias(), dense)
+    assert len(sweeps) == 1 and out is not dense
+    assert "nn.bias_add" in ir.count_ops(out)
+
+
+def test_the_operators_a_function_calls_are_listed_once_for_every_later_rule_set(monkeypatch):
+    driver = sys.modules["passhost.ir.pattern.rewrite"]  # (the package's ``rewrite`` is the function)
+    walks = []
+    real = driver.post_order
+
+    def counting(root, *args, **kwargs):
+        walks.append(root)
+        return real(root, *args, **kwargs)
+
+    monkeypatch.setattr(driver, "post_order", counting)
+    x = ir.var("x", shape=(2, 4), dtype="float32")
+    fn = ir.Function([x], ir.multiply(ir.nn.relu(x), _c(3.0)))
+    for _ in range(3):  # three passes of fusions the function cannot hold
+        assert rewrite(_DenseBias(), fn) is fn
+    assert walks == [fn]  # the first listed its operators; the others asked the memo
+
+
+def test_if_and_let_patterns_need_what_each_of_their_parts_needs():
+    from passhost.ir.pattern import is_if, is_let
+
+    x = wildcard()
+    cond = is_op("less")(x, x)
+    assert set(needed_ops(is_if(cond, is_op("exp")(x), x))) == {frozenset({"less"}), frozenset({"exp"})}
+    assert needed_ops(is_let(wildcard(), is_op("sqrt")(x), x)) == (frozenset({"sqrt"}),)

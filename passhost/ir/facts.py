@@ -10,7 +10,9 @@ a result, only skip work whose result is already known.
   An operator not in it is called by no graph at all, so ``ir.calls_any`` answers "no"
   for it without a walk. Only ever grows.
 * :data:`CALLED_OPS` -- per function (weakly): the operators its body calls, computed by
-  one walk on the first ``ir.calls_any`` question about it.
+  one walk on the first ``ir.calls_any`` question about it, or by the pattern driver
+  from the post-order of its first sweep (``pattern.needs``: a function none of a rule
+  set's rules can match is returned without a sweep).
 * :func:`fixed_points` -- per pass that declares itself *idempotent* (``PassInfo``'s
   ``idempotent=True``, e.g. FoldConstant) and per set of options: the typed functions it
   returned. Idempotence means ``p(p(f))`` is ``p(f)`` itself, so a function ``p``

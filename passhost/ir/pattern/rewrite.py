@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import inspect
+import weakref
 from typing import Any, Callable, Optional
 
 from ...errors import IRError
-from ..expr import Call, Expr, TupleGetItem
+from ..expr import Call, Expr, Function, TupleGetItem
+from ..facts import CALLED_OPS
 from ..op import Op
+from ..visitor import post_order
 from .match import _inputs, _Matcher, compile_simple, root_ops
+from .needs import needed_ops
 from .nodes import DFPattern, wildcard
 from .prefilter import prefilter
 
@@ -86,7 +90,21 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
             needed = None if inner is True or needed is None else needed | inner
         else:
             anywhere.append(cb)
-    if not anywhere and needed is not None:
+    counts = None
+    if stats is not None:
+        counts = {cb.name: stats.setdefault(cb.name, {"tried": 0, "matched": 0, "rewritten": 0}) for cb in rules}
+    first_order = None  # the post-order the liveness test listed (reused by the first sweep)
+    if type(expr) is Function:
+        # each rule's clauses (needs.py) against the operators the function calls: a
+        # function no rule can match is returned without a sweep (the called operators
+        # are remembered per function, so the next pass over it asks no walk either)
+        have = CALLED_OPS.get(expr)
+        if have is None:
+            first_order = post_order(expr)
+            have = CALLED_OPS[expr] = frozenset(n for n in first_order if type(n) is Op)
+        if not any(_live(cb, have) for cb in rules):
+            return expr
+    elif not anywhere and needed is not None:
         from ..analysis import calls_any
 
         if not calls_any(expr, frozenset(Op.get(n) for n in needed)):
@@ -98,9 +116,6 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
     quick = {id(cb): prefilter(cb.pattern) for cb in rules}
     simple = {id(cb): compile_simple(cb.pattern) for cb in rules}
 
-    counts = None
-    if stats is not None:
-        counts = {cb.name: stats.setdefault(cb.name, {"tried": 0, "matched": 0, "rewritten": 0}) for cb in rules}
 
     # After a sweep, another is needed only if a replacement brought in a node some rule
     # can be rooted at: every other node was offered the rules after its own inputs were
@@ -176,13 +191,13 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
                 return out
         return None
 
-    from ..visitor import post_order
-
     for _ in range(1 if once else max_iterations):
+        listed = expr
         if typed:
             expr = _typed(expr)
         fired.clear()
-        order = post_order(expr)
+        order = first_order if first_order is not None and expr is listed else post_order(expr)
+        first_order = None
         sweep.update(order=order, known=None, more=False)
         new = rewrite_post_order(expr, rule, with_original=True, type_like=typed, order=order, only=offer)
         sweep.update(order=None, known=None)
@@ -208,6 +223,23 @@ def _projected_ops(p: DFPattern) -> Any:
         return None
     ops = root_ops(p.tuple)
     return True if ops is None else ops
+
+
+def _live(cb: DFPatternCallback, called: frozenset) -> bool:
+    """Whether a function calling the operators ``called`` may hold a match of ``cb``: each
+    clause of its pattern names an operator the function calls."""
+    clauses = _CLAUSES.get(cb.pattern)
+    if clauses is None:
+        clauses = _CLAUSES[cb.pattern] = tuple(frozenset(Op.get(n) for n in c) for c in needed_ops(cb.pattern))
+    for c in clauses:
+        if c.isdisjoint(called):
+            return False
+    return True
+
+
+#: pattern -> its clauses as operator sets (weakly: a rule made afresh per run takes its
+#: pattern with it)
+_CLAUSES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def _ordered(cbs: list, rules: list) -> list:
