@@ -31,7 +31,7 @@ import secrets
 import stat
 import sys
 import threading
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO, Callable, Iterable, Iterator, Optional
 
 __all__ = ["write_text_atomic", "write_bytes_atomic", "atomic_writer", "write_buffers", "output_stream",
            "plugin_output_to_stderr"]
@@ -102,7 +102,8 @@ def write_bytes_atomic(path: str, data: bytes, *, fsync: bool = True) -> None:
 
 
 @contextlib.contextmanager
-def atomic_writer(path: str, *, fsync: bool = True) -> Iterator[BinaryIO]:
+def atomic_writer(path: str, *, fsync: bool = True,
+                  verify: Optional[Callable[[], None]] = None) -> Iterator[BinaryIO]:
     """A binary file to write ``path``'s new content into, piece by piece; it replaces
     ``path`` only when the ``with`` block ends without an error (then flushed, fsynced and
     renamed over it, keeping an existing file's permission bits). On an error the
@@ -113,12 +114,19 @@ def atomic_writer(path: str, *, fsync: bool = True) -> Iterator[BinaryIO]:
             for chunk in chunks:
                 f.write(chunk)
 
+    ``verify`` (optional) is called once the content is written and before it replaces
+    ``path``; if it raises, nothing is replaced. For a regular file it runs while the
+    content is flushed to disk (the ``fsync`` waits on a background thread), so a check of
+    the result costs no time of its own: ``passhost-onnx`` runs ``onnx.checker`` there.
+
     ``-``, devices, pipes and sockets get the content in one write at the end (see the
     module docstring); symbolic links are followed.
     """
     if path == "-":
         with _buffered(output_stream(), path) as f:
             yield f
+            if verify is not None:
+                verify()
         return
     target = os.path.realpath(path)
     try:
@@ -130,6 +138,8 @@ def atomic_writer(path: str, *, fsync: bool = True) -> Iterator[BinaryIO]:
     if st is not None and not stat.S_ISREG(st.st_mode):
         with _buffered(None, target) as f:
             yield f
+            if verify is not None:
+                verify()
         return
     mode = None if st is None else st.st_mode & 0o777
     directory = os.path.dirname(target)
@@ -137,9 +147,8 @@ def atomic_writer(path: str, *, fsync: bool = True) -> Iterator[BinaryIO]:
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
-            if fsync:
-                f.flush()
-                os.fsync(f.fileno())
+            f.flush()
+            _settle(f.fileno(), fsync, verify)
         if mode is not None:
             os.chmod(tmp, mode)
         _replace(tmp, target, st)
@@ -149,6 +158,39 @@ def atomic_writer(path: str, *, fsync: bool = True) -> Iterator[BinaryIO]:
         except OSError:
             pass
         raise
+
+
+def _settle(fd: int, fsync: bool, verify: Optional[Callable[[], None]]) -> None:
+    """``os.fsync(fd)`` (if asked) and ``verify()`` (if given), side by side: the fsync
+    waits for the disk on a thread of its own while ``verify`` runs here. Either one's
+    error is raised (``verify``'s first), and only after the fsync has returned."""
+    if verify is None or not fsync:
+        if fsync:
+            os.fsync(fd)
+        if verify is not None:
+            verify()
+        return
+    failed: list = []
+
+    def sync() -> None:
+        try:
+            os.fsync(fd)
+        except BaseException as err:  # noqa: BLE001 - handed to the caller below
+            failed.append(err)
+
+    worker = threading.Thread(target=sync, name="passhost-fsync", daemon=True)
+    try:
+        worker.start()
+    except RuntimeError:  # no thread to spare: one after the other
+        os.fsync(fd)
+        verify()
+        return
+    try:
+        verify()
+    finally:
+        worker.join()
+    if failed:
+        raise failed[0]
 
 
 def _replace(tmp: str, target: str, st: "os.stat_result | None") -> None:

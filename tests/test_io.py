@@ -213,3 +213,75 @@ def test_replacing_a_large_file_frees_the_old_one_off_the_callers_path(tmp_path,
             t.join(5)
     if fds is not None:  # the old file's descriptor is closed, not leaked
         assert len(os.listdir("/proc/self/fd")) == fds
+
+
+# -- verify: a check of the written content, run while it is flushed to disk --------------
+
+
+def test_verify_runs_while_the_fsync_waits_and_a_failure_replaces_nothing(tmp_path, monkeypatch):
+    import threading
+
+    from passhost.io import atomic_writer
+
+    path = tmp_path / "model.bin"
+    path.write_bytes(b"old")
+    checking = threading.Event()
+    seen = []
+    real_fsync = os.fsync
+
+    def slow_fsync(fd):
+        seen.append(checking.wait(timeout=10))  # True only if verify ran meanwhile
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+
+    def verify():
+        checking.set()
+
+    with atomic_writer(str(path), verify=verify) as f:
+        f.write(b"new")
+    assert seen == [True] and path.read_bytes() == b"new"
+
+    class Rejected(Exception):
+        pass
+
+    def reject():
+        checking.set()
+        raise Rejected("the checker said no")
+
+    seen.clear()
+    checking.clear()
+    with pytest.raises(Rejected):
+        with atomic_writer(str(path), verify=reject) as f:
+            f.write(b"newer")
+    assert seen == [True]  # the fsync was waited for before the error went on
+    assert path.read_bytes() == b"new" and _leftovers(tmp_path) == []
+
+
+def test_an_fsync_error_beside_a_passing_verify_still_replaces_nothing(tmp_path, monkeypatch):
+    from passhost.io import atomic_writer
+
+    path = tmp_path / "model.bin"
+    path.write_bytes(b"old")
+
+    def failing_fsync(fd):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    calls = []
+    with pytest.raises(OSError, match="Input/output error"):
+        with atomic_writer(str(path), verify=lambda: calls.append(1)) as f:
+            f.write(b"new")
+    assert calls == [1] and path.read_bytes() == b"old" and _leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("fsync", [True, False])
+def test_verify_is_called_once_for_every_kind_of_target(tmp_path, capsysbinary, fsync):
+    from passhost.io import atomic_writer
+
+    calls = []
+    for target in (str(tmp_path / "new.bin"), "-", os.devnull):
+        with atomic_writer(target, fsync=fsync, verify=lambda t=target: calls.append(t)) as f:
+            f.write(b"x")
+    assert calls == [str(tmp_path / "new.bin"), "-", os.devnull]
+    assert capsysbinary.readouterr().out == b"x"

@@ -71,17 +71,19 @@ def save(mod: Any, path: str, *, opset: Optional[int] = None, external_data: boo
         from (raised to 13, lowered to 21), or 17 for a model that did not come from ONNX
     :param external_data: weights go to ``<path>.data`` beside the model; done anyway when
         the model would pass protobuf's 2 GB limit
-    :param check: run ``onnx.checker.check_model`` before anything is written
+    :param check: run ``onnx.checker.check_model`` before the model replaces ``path`` (while
+        it is flushed to disk); a model it rejects replaces nothing
     """
     if opset is None:
         opset = default_opset(mod)
     skeleton, weights = export_parts(mod, opset=opset)
     chunks = None if external_data else encode(skeleton, weights)
     if chunks is not None and chunks_size(chunks) < TWO_GB:
-        if check:
-            _check(_structure(skeleton, weights).SerializeToString(), path)
+        # the checker runs while the written model is flushed to disk; if it fails,
+        # nothing is replaced
+        verify = (lambda: _check(_structure(skeleton, weights).SerializeToString(), path)) if check else None
         try:
-            with atomic_writer(path) as f:
+            with atomic_writer(path, verify=verify) as f:
                 write_chunks(f, chunks)
         except OSError as err:
             raise UsageError(f"cannot write {path!r}: {err.strerror or err}") from None

@@ -14,6 +14,7 @@ operator of a custom domain becomes :data:`~.opaque.OPAQUE`.
 """
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any, Mapping, Optional
 
@@ -243,7 +244,7 @@ def _fold(expr: ir.Expr) -> ir.Expr:
 
 
 def _nbytes(ty: ir.TensorType) -> int:
-    return int(np.prod(ty.shape, dtype=np.float64)) * np.dtype(ty.dtype).itemsize
+    return math.prod(int(d) for d in ty.shape) * np.dtype(ty.dtype).itemsize
 
 
 def _initializer_array(name: str, tensor: onnx.TensorProto) -> np.ndarray:

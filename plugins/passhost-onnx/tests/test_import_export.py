@@ -745,3 +745,23 @@ def test_col2im_with_huge_declared_blocks_is_an_error_not_an_allocation():
     with pytest.raises(FormatError, match=r"Col2Im node 'fold' \(opset 18\): blocks of 1000000 elements over 1 "
                                           r"channels are too large"):
         from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+
+
+def test_a_model_the_checker_rejects_replaces_nothing(tmp_path, monkeypatch):
+    """The checker runs while the new file is flushed to disk; when it rejects the model,
+    the old file stays as it was and no temporary file is left."""
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", [2, 3])], [_vi("y", [2, 3])])
+    src = tmp_path / "m.onnx"
+    onnx.save(model, str(src))
+    mod = ir.load(str(src))
+    dst = tmp_path / "out.onnx"
+    dst.write_bytes(b"the old model")
+
+    def reject(model, full_check=False):
+        raise onnx.checker.ValidationError("Node () has input size 7 not in range [min=1, max=1].")
+
+    monkeypatch.setattr(onnx.checker, "check_model", reject)
+    with pytest.raises(FormatError, match=r"out\.onnx.*fails onnx\.checker: Node \(\) has input size 7"):
+        ir.save(mod, str(dst))
+    assert dst.read_bytes() == b"the old model"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx", "out.onnx"]
