@@ -284,7 +284,7 @@ def _lrn(em, call, args):
 @emitter("nn.dense")
 def _dense(em, call, args):
     x = _tensor(call, 0)
-    if len(x.shape) == 2:
+    if len(x.shape) == 2 and x.dtype.startswith("float"):  # (onnxruntime has no integer Gemm)
         return em.one("Gemm", list(args), transB=1)
     w = em.values.get(args[1])
     wt = em.const(np.ascontiguousarray(w.T)) if w is not None else em.one("Transpose", [args[1]], perm=[1, 0])

@@ -23,6 +23,7 @@ from passhost import ir
 from passhost.errors import FormatError
 
 from . import emit_ops  # noqa: F401  (registers its emitters)
+from .emit_qnn import join_qlinear_conv
 from .control import all_nodes
 from .dtypes import to_onnx_type
 from .emit import EMITTERS
@@ -75,6 +76,9 @@ class Emitter:
         self.dropped: set = set()
         #: names the subgraphs of If nodes read (their uses are invisible to the peepholes' scan)
         self.captured: set = set()
+        #: a ConvInteger's or a requantizing QuantizeLinear's output -> what joins them into
+        #: QLinearConv (see emit_qnn)
+        self.quantized: dict = {}
 
     def fresh(self, hint: str = "t") -> str:
         self._count += 1
@@ -294,6 +298,8 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     em.shapes.update((p.name_hint, tuple(p.checked_type.shape)) for p in main.params
                      if isinstance(p.checked_type, ir.TensorType))
     _merge_batch_reshapes(em)
+    if em.quantized:
+        _drop_nodes(em, join_qlinear_conv(em, *_uses_and_producers(em)))
     _fuse_adds(em)
     graph = helper.make_graph(em.nodes, graph_name,
                               [_value_info(p.name_hint, p.checked_type) for p in main.params],

@@ -26,7 +26,7 @@ from passhost.errors import FormatError, PasshostError
 
 from . import convert_composite, convert_image, convert_index, convert_math, convert_nn, convert_tensor  # noqa: F401
 from . import convert_data_shaped, convert_quant, convert_rnn, convert_scatter, convert_sequence  # noqa: F401
-from . import convert_contrib, convert_signal, convert_unary  # noqa: F401
+from . import convert_contrib, convert_qlinear, convert_signal, convert_unary  # noqa: F401
 from . import convert_lift  # noqa: F401,I001  (last: wraps the converters above for 1-D data)
 from .control import SUBGRAPH_OPS, Join, all_nodes, branches, condition_value, defined_names, rename_branch
 from .dtypes import tensor_array, to_dtype
@@ -228,10 +228,16 @@ def _opaque(n: onnx.NodeProto, inputs: list, types: dict) -> Any:
 MAX_IMPORT_FOLD_BYTES = 1 << 28
 
 
+#: operators the import does not evaluate on constants: as TVM's FoldConstant leaves
+#: ``qnn.*`` alone (``fold_qnn=False``), a quantized weight stays an int8 constant behind
+#: its ``qnn.dequantize``, and the export writes it back as a ``DequantizeLinear``
+_KEEP = frozenset(ir.Op.get(n) for n in ("qnn.quantize", "qnn.dequantize", "qnn.conv2d", "qnn.requantize"))
+
+
 def _fold(expr: ir.Expr) -> ir.Expr:
-    """``expr`` (built from constants only) evaluated to a constant, if it can be and its
-    value is at most :data:`MAX_IMPORT_FOLD_BYTES`."""
-    if isinstance(expr, ir.Constant):
+    """``expr`` (built from constants only) evaluated to a constant, if it can be, its
+    value is at most :data:`MAX_IMPORT_FOLD_BYTES`, and it calls no quantized operator."""
+    if isinstance(expr, ir.Constant) or ir.calls_any(expr, _KEEP):
         return expr
     ty = expr.checked_type
     if isinstance(ty, ir.TensorType) and _nbytes(ty) > MAX_IMPORT_FOLD_BYTES:

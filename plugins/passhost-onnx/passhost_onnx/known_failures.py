@@ -32,6 +32,10 @@ EXPECTED_FAILURES: dict = {
     **dict.fromkeys([f"test_{k}{o}" for k in ("dft", "dft_axis", "dft_rfft", "dft_irfft") for o in ("", "_opset19")]
                     + ["test_stft", "test_stft_with_window"], _ORT_DFT),
     **dict.fromkeys(["test_dft_inverse", "test_dft_inverse_opset19"], _DFT_INVERSE),
+    "test_convinteger_with_padding": (
+        "a per-channel w_zero_point: onnxruntime's ConvInteger supports only one zero point for the kernel and "
+        "fails the original model too (\"Non per-tensor quantization is not supported now\"); passhost's "
+        "interpreter passes"),
     "test_maxunpool_export_with_output_shape": (
         "MaxUnpool to an output_shape larger than the unpooled size: onnxruntime reads the indices as positions in "
         "output_shape (so does PyTorch), ONNX's reference (and passhost's interpreter, which passes) in the unpooled "

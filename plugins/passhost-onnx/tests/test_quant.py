@@ -57,3 +57,37 @@ def test_a_per_axis_scale_of_the_wrong_length_is_named():
     with pytest.raises(FormatError, match=r"QuantizeLinear node 'q' \(opset 13\): a per-axis scale or zero point "
                                           r"must have shape \(5,\) for axis 1, got \(3,\)"):
         from_onnx(model)
+
+
+def test_a_qdq_convolution_keeps_its_pairs_and_int8_weights_through_o3(tmp_path, ort_run):
+    """QuantizeLinear/DequantizeLinear are ``qnn.quantize``/``qnn.dequantize``: no pass folds
+    them (TVM's FoldConstant leaves ``qnn.*`` alone, and so does the import), so the
+    exported model still has the pairs a runtime turns into an int8 convolution, and its
+    weights stay int8."""
+    import passhost
+    from passhost import transform
+
+    rng = np.random.default_rng(0)
+    w = rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8)
+    inits = [numpy_helper.from_array(np.array(0.02, np.float32), "s"), numpy_helper.from_array(np.uint8(128), "z"),
+             numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.full(4, 0.01, np.float32), "ws"),
+             numpy_helper.from_array(np.zeros(4, np.int8), "wz")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["dq"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wf"], axis=0),
+             helper.make_node("Conv", ["dq", "wf"], ["c"]), helper.make_node("Relu", ["c"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 6])], initializer=inits)
+    src = tmp_path / "qdq_conv.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(src))
+    x = rng.uniform(-3, 3, (1, 3, 8, 8)).astype(np.float32)
+    want = ort_run(str(src), {"x": x})[0]
+    with transform.PassContext(opt_level=3):
+        mod = passhost.default_pipeline(3)(ir.load(str(src)))
+    ir.save(mod, str(tmp_path / "out.onnx"))
+    out = onnx.load(str(tmp_path / "out.onnx"))
+    assert [n.op_type for n in out.graph.node] == ["QuantizeLinear", "DequantizeLinear", "DequantizeLinear", "Conv",
+                                                   "Relu"]
+    weights = {tuple(t.dims): numpy_helper.to_array(t).dtype.name for t in out.graph.initializer}
+    assert weights[(4, 3, 3, 3)] == "int8"  # the weight stays int8 behind its DequantizeLinear
+    np.testing.assert_array_equal(ort_run(str(tmp_path / "out.onnx"), {"x": x})[0], want)

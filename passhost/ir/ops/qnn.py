@@ -1,0 +1,247 @@
+"""Quantized operators, with TVM's names: ``qnn.quantize``, ``qnn.dequantize``,
+``qnn.conv2d`` and ``qnn.requantize``.
+
+``qnn.quantize(data, output_scale, output_zero_point)`` is ONNX's ``QuantizeLinear``:
+``saturate(round(data / scale) + zero_point)`` in float32, halves rounded to even, to
+``out_dtype``; ``qnn.dequantize(data, input_scale, input_zero_point)`` its inverse
+``(data - zero_point) * scale``. Scales and zero points are scalars or one value per slice
+of ``axis``. As operators, not arithmetic, they stay what they are through the passes, so
+an exported model still has its ``QuantizeLinear``/``DequantizeLinear`` pairs for a runtime
+to turn into integer kernels::
+
+    %0 = qnn.quantize(%x, 0.02f, 128u8, out_dtype="uint8");
+    qnn.dequantize(%0, 0.02f, 128u8)
+
+``qnn.conv2d(data, kernel, input_zero_point, kernel_zero_point, input_scale, kernel_scale)``
+is the convolution of the zero-point-shifted integer tensors, exact in ``out_dtype``
+(``int32``): ``conv2d(data - input_zero_point, kernel - kernel_zero_point)``. It has
+``nn.conv2d``'s attributes. As in TVM, the scales are carried for whoever requantizes the
+result and take no part in it. The kernel zero point is a scalar or one value per output
+channel. This is ONNX's ``ConvInteger``, and the core of its ``QLinearConv``::
+
+    %0 = qnn.conv2d(%x /* uint8 */, %w /* int8 */, 3u8, 0i8, 0.02f, 0.01f, channels=8, kernel_size=[3, 3])
+    /* Tensor[(1, 8, 30, 30), int32] */
+
+An int8 convolution cannot be written in ``nn.conv2d``: ONNX's ``Conv`` has no integer
+kernel, and the exporter writes ``qnn.conv2d`` back as ``ConvInteger``.
+
+``qnn.requantize(data, input_scale, input_zero_point, output_scale, output_zero_point)``
+maps an integer tensor from one scale to another, as onnxruntime's quantized kernels do:
+``saturate(round(float32(data - input_zero_point) * (input_scale / output_scale)) +
+output_zero_point)`` with the multiplier in float32, halves rounded to even
+(``rounding="TONEAREST_EVEN"``; TVM's ``"UPWARD"`` and ``"TONEAREST"``, halves up and away
+from zero, are there too). A scale of several values runs along ``axis``. The
+``QLinearConv`` of ONNX is ``qnn.requantize`` of ``qnn.conv2d`` (plus its bias)::
+
+    %1 = qnn.requantize(%0, 0.0002f, 0, 0.05f, 128u8, axis=1, out_dtype="uint8")
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import TypeInferenceError
+from ..op import OpPattern
+from ..types import TensorType
+from .layout import layout_index
+from .nn import _check_conv2d, _conv2d, _conv2d_rel
+from ._util import kernel, norm_axis, reg, tensor_arg
+
+__all__: list = []
+
+#: integer dtypes a quantized tensor (and its zero point) may have
+INTEGER = frozenset({"int8", "uint8", "int16", "uint16", "int32"})
+_OP = "qnn.conv2d"
+
+
+def _integer(types: list, i: int, what: str) -> TensorType:
+    t = tensor_arg(_OP, types, i, what)
+    if t.dtype not in INTEGER:
+        raise TypeInferenceError(f"{_OP}: {what} must be an integer tensor ({', '.join(sorted(INTEGER))}), got {t}")
+    return t
+
+
+def _vector(types: list, i: int, what: str, size: int, floating: bool) -> TensorType:
+    """A scalar, or a 1-D tensor of 1 or ``size`` values."""
+    t = tensor_arg(_OP, types, i, what)
+    if floating != t.dtype.startswith("float"):
+        kind = "a floating-point" if floating else "an integer"
+        raise TypeInferenceError(f"{_OP}: {what} must be {kind} tensor, got {t}")
+    if t.ndim > 1 or (t.ndim == 1 and t.shape[0] not in (1, size)):
+        raise TypeInferenceError(f"{_OP}: {what} must be a scalar or one value per output channel ({size}), got {t}")
+    return t
+
+
+def _qnn_conv2d_rel(types: list, attrs) -> TensorType:
+    data = _integer(types, 0, "the data")
+    weight = _integer(types, 1, "the kernel")
+    out_ch = weight.shape[layout_index(attrs.kernel_layout, "OIHW", _OP)[0]] if weight.ndim == 4 else 0
+    izp = _vector(types, 2, "the input zero point", 1, False)
+    kzp = _vector(types, 3, "the kernel zero point", out_ch, False)
+    if izp.dtype != data.dtype or kzp.dtype != weight.dtype:
+        raise TypeInferenceError(f"{_OP}: each zero point must have its tensor's dtype: data {data.dtype} with "
+                                 f"{izp.dtype}, kernel {weight.dtype} with {kzp.dtype}")
+    _vector(types, 4, "the input scale", 1, True)
+    _vector(types, 5, "the kernel scale", out_ch, True)
+    out = _conv2d_rel([data, TensorType(weight.shape, data.dtype)], attrs)
+    if out.dtype not in ("int32", "int64"):
+        raise TypeInferenceError(f"{_OP}: out_dtype must be int32 or int64, got {out.dtype}")
+    return out
+
+
+@kernel
+def _qnn_conv2d(args: list, attrs) -> np.ndarray:
+    # float64 is exact here: every product of two shifted 8- or 16-bit values, and every sum
+    # of them a convolution makes, is far below 2**53; numpy's BLAS then does the work
+    x, w, izp, kzp = args[:4]
+    x = x.astype(np.float64) - np.float64(np.reshape(izp, (-1,))[0])
+    o_axis = layout_index(attrs.kernel_layout, "OIHW", _OP)[0]
+    shift = np.reshape(kzp, (-1,)).astype(np.float64)
+    if shift.size > 1:
+        shape = [1, 1, 1, 1]
+        shape[o_axis] = shift.size
+        shift = shift.reshape(shape)
+    else:
+        shift = shift[0] if shift.size else np.float64(0)
+    w = w.astype(np.float64) - shift
+    out = _conv2d([x, w], attrs.__class__({**attrs, "out_dtype": "float64"}))
+    return np.rint(out).astype(attrs.out_dtype)
+
+
+reg(_OP, 6, _qnn_conv2d_rel, _qnn_conv2d,
+    attrs=(("strides", (1, 1)), ("padding", (0, 0)), ("dilation", (1, 1)), ("groups", 1),
+           ("channels", None), ("kernel_size", None), ("data_layout", "NCHW"),
+           ("kernel_layout", "OIHW"), ("out_layout", ""), ("out_dtype", "int32")),
+    pattern=OpPattern.OUT_ELEMWISE_FUSABLE, attr_check=_check_conv2d,
+    summary="2-D convolution of zero-point-shifted integer tensors, exact in int32 (ONNX ConvInteger).")
+
+
+# -- qnn.requantize -----------------------------------------------------------------------
+_REQ = "qnn.requantize"
+_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "uint16": (0, 65535),
+           "int32": (-2 ** 31, 2 ** 31 - 1)}
+_ROUNDING = ("TONEAREST_EVEN", "UPWARD", "TONEAREST")
+
+
+def _per_axis(t: TensorType, data: TensorType, axis: int, what: str) -> None:
+    if t.ndim == 0 or t.shape == (1,):
+        return
+    if t.ndim != 1 or t.shape[0] != data.shape[axis]:
+        raise TypeInferenceError(f"{_REQ}: {what} must be a scalar or one value per slice of axis {axis} "
+                                 f"({data.shape[axis]}), got {t}")
+
+
+def _requantize_rel(types: list, attrs) -> TensorType:
+    data = tensor_arg(_REQ, types, 0, "the data")
+    if data.dtype not in _RANGES:
+        raise TypeInferenceError(f"{_REQ}: the data must be an integer tensor, got {data}")
+    axis = norm_axis(_REQ, attrs.axis, max(data.ndim, 1))
+    for i, what, floating in ((1, "the input scale", True), (2, "the input zero point", False),
+                              (3, "the output scale", True), (4, "the output zero point", False)):
+        t = tensor_arg(_REQ, types, i, what)
+        if floating != t.dtype.startswith("float") or (not floating and t.dtype not in _RANGES):
+            kind = "a floating-point" if floating else "an integer"
+            raise TypeInferenceError(f"{_REQ}: {what} must be {kind} tensor, got {t}")
+        _per_axis(t, data, axis, what)
+    if attrs.out_dtype not in _RANGES:
+        raise TypeInferenceError(f"{_REQ}: out_dtype must be one of {', '.join(_RANGES)}, got {attrs.out_dtype!r}")
+    if attrs.compute_dtype != "float32":
+        raise TypeInferenceError(f"{_REQ}: compute_dtype must be float32 (as onnxruntime computes), "
+                                 f"got {attrs.compute_dtype!r}")
+    if attrs.rounding not in _ROUNDING:
+        raise TypeInferenceError(f"{_REQ}: rounding must be one of {', '.join(_ROUNDING)}, got {attrs.rounding!r}")
+    return TensorType(data.shape, attrs.out_dtype)
+
+
+def _along(value: np.ndarray, ndim: int, axis: int) -> np.ndarray:
+    value = np.asarray(value)
+    if value.size <= 1 or ndim == 0:
+        return value.reshape(())
+    shape = [1] * ndim
+    shape[axis] = value.size
+    return value.reshape(shape)
+
+
+@kernel
+def _requantize(args: list, attrs) -> np.ndarray:
+    x, s_in, z_in, s_out, z_out = args
+    axis = attrs.axis % max(x.ndim, 1)
+    multiplier = (_along(s_in, x.ndim, axis).astype(np.float32) / _along(s_out, x.ndim, axis).astype(np.float32))
+    shifted = (x.astype(np.int64) - _along(z_in, x.ndim, axis).astype(np.int64)).astype(np.float32)
+    v = (shifted * multiplier.astype(np.float32)).astype(np.float32)
+    if attrs.rounding == "UPWARD":
+        v = np.floor(v + np.float32(0.5))
+    elif attrs.rounding == "TONEAREST":
+        v = np.sign(v) * np.floor(np.abs(v) + np.float32(0.5))
+    else:
+        v = np.rint(v)
+    lo, hi = _RANGES[attrs.out_dtype]
+    out = v.astype(np.float64) + _along(z_out, x.ndim, axis).astype(np.float64)
+    return np.clip(out, lo, hi).astype(attrs.out_dtype)
+
+
+reg(_REQ, 5, _requantize_rel, _requantize,
+    attrs=(("axis", -1), ("rounding", "TONEAREST_EVEN"), ("compute_dtype", "float32"), ("out_dtype", "int8")),
+    pattern=OpPattern.BROADCAST,
+    summary="Map an integer tensor to another scale and zero point, in float32 as onnxruntime does.")
+
+
+# -- qnn.quantize / qnn.dequantize -----------------------------------------------------------
+
+
+def _scale_and_zero(op: str, types: list, data: TensorType, axis: int) -> None:
+    scale, zero = tensor_arg(op, types, 1, "the scale"), tensor_arg(op, types, 2, "the zero point")
+    if not scale.dtype.startswith("float"):
+        raise TypeInferenceError(f"{op}: the scale must be a floating-point tensor, got {scale}")
+    if zero.dtype not in _RANGES:
+        raise TypeInferenceError(f"{op}: the zero point must be an integer tensor, got {zero}")
+    for t, what in ((scale, "the scale"), (zero, "the zero point")):
+        if t.ndim == 0 or t.shape == (1,):
+            continue
+        if t.ndim != 1 or t.shape[0] != data.shape[axis]:
+            raise TypeInferenceError(f"{op}: {what} must be a scalar or one value per slice of axis {axis} "
+                                     f"({data.shape[axis]}), got {t}")
+
+
+def _quantize_rel(types: list, attrs) -> TensorType:
+    data = tensor_arg("qnn.quantize", types, 0, "the data")
+    if not data.dtype.startswith("float"):
+        raise TypeInferenceError(f"qnn.quantize: the data must be a floating-point tensor, got {data}")
+    _scale_and_zero("qnn.quantize", types, data, norm_axis("qnn.quantize", attrs.axis, max(data.ndim, 1)))
+    if attrs.out_dtype not in _RANGES:
+        raise TypeInferenceError(f"qnn.quantize: out_dtype must be one of {', '.join(_RANGES)}, "
+                                 f"got {attrs.out_dtype!r}")
+    return TensorType(data.shape, attrs.out_dtype)
+
+
+@kernel
+def _quantize(args: list, attrs) -> np.ndarray:
+    x, scale, zero = args
+    axis = attrs.axis % max(x.ndim, 1)
+    v = np.rint(x.astype(np.float32) / _along(scale, x.ndim, axis).astype(np.float32))
+    lo, hi = _RANGES[attrs.out_dtype]
+    return np.clip(v.astype(np.float64) + _along(zero, x.ndim, axis), lo, hi).astype(attrs.out_dtype)
+
+
+def _dequantize_rel(types: list, attrs) -> TensorType:
+    data = tensor_arg("qnn.dequantize", types, 0, "the data")
+    if data.dtype not in _RANGES:
+        raise TypeInferenceError(f"qnn.dequantize: the data must be an integer tensor, got {data}")
+    _scale_and_zero("qnn.dequantize", types, data, norm_axis("qnn.dequantize", attrs.axis, max(data.ndim, 1)))
+    if not str(attrs.out_dtype).startswith("float"):
+        raise TypeInferenceError(f"qnn.dequantize: out_dtype must be a floating-point dtype, got {attrs.out_dtype!r}")
+    return TensorType(data.shape, attrs.out_dtype)
+
+
+@kernel
+def _dequantize(args: list, attrs) -> np.ndarray:
+    x, scale, zero = args
+    axis = attrs.axis % max(x.ndim, 1)
+    shifted = (x.astype(np.int64) - _along(zero, x.ndim, axis).astype(np.int64)).astype(np.float32)
+    return (shifted * _along(scale, x.ndim, axis).astype(np.float32)).astype(attrs.out_dtype)
+
+
+reg("qnn.quantize", 3, _quantize_rel, _quantize, attrs=(("axis", -1), ("out_dtype", "int8")),
+    pattern=OpPattern.BROADCAST,
+    summary="saturate(round(data / scale) + zero_point) to an integer type (ONNX QuantizeLinear).")
+reg("qnn.dequantize", 3, _dequantize_rel, _dequantize, attrs=(("axis", -1), ("out_dtype", "float32")),
+    pattern=OpPattern.BROADCAST, summary="(data - zero_point) * scale (ONNX DequantizeLinear).")

@@ -1,0 +1,128 @@
+"""Quantized operators (the "QOperator" format): integer products, then a requantization.
+
+``ConvInteger`` is TVM's ``qnn.conv2d``, exact in int32. ``MatMulInteger`` is a matmul of the
+zero-point-shifted tensors in int32 (ONNX's ``MatMul`` takes int32, so it exports as it
+is). ``QLinearConv`` and ``QLinearMatMul`` are those products, the int32 bias added, then
+requantized as onnxruntime does: the product in float32 times one multiplier per tensor
+(or per output channel), ``x_scale * w_scale / y_scale``, rounded half to even, plus the
+output zero point, saturated::
+
+    QLinearConv(x, xs, xz, w, ws, wz, ys, yz, B)
+    ->  cast(clip(add(round(multiply(cast(add(qnn.conv2d(x, w, xz, wz, xs, ws), B), float32),
+                                     divide(multiply(xs, ws), ys))), cast(yz, float32)), 0f, 255f), uint8)
+
+Integer products are exact, so the result equals onnxruntime's bit for bit.
+"""
+from __future__ import annotations
+
+from .build import call, const, reshape
+from .convert_nn import _auto_pads, _matmul
+from .node import Node
+from .table import converter
+
+_INTEGER_RANGE = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767)}
+
+
+def _zero_point(node, i: int, dtype: str):
+    """Zero point input ``i``, or a scalar 0 of ``dtype`` where it is omitted."""
+    v = node.input(i)
+    return v if v is not None else const(0, dtype)
+
+
+def _integer_conv(node, x: int, w: int, xz: int, wz: int, xs, ws):
+    """``qnn.conv2d`` of inputs ``x`` and ``w`` with zero points ``xz``, ``wz`` (indices)."""
+    if node.ndim(x) != 4:
+        raise node.error(f"{node.op_type} on {node.ndim(x) - 2}-D spatial data is not supported "
+                         "(passhost has the 2-D qnn.conv2d)")
+    w_shape = node.shape(w)
+    kernel = tuple(int(k) for k in node.attr("kernel_shape", w_shape[2:]))
+    strides = tuple(int(s) for s in node.attr("strides", (1, 1)))
+    dilations = tuple(int(d) for d in node.attr("dilations", (1, 1)))
+    pads = _auto_pads(node, node.shape(x)[2:], kernel, strides, dilations)
+    return call("qnn.conv2d", node.inputs[x], node.inputs[w], _zero_point(node, xz, node.dtype(x)),
+                _zero_point(node, wz, node.dtype(w)), xs, ws, strides=strides, padding=pads, dilation=dilations,
+                groups=int(node.attr("group", 1)), channels=int(w_shape[0]), kernel_size=kernel)
+
+
+@converter("ConvInteger", 10)
+def _conv_integer(node):
+    one = const(1.0, "float32")
+    return _integer_conv(node, 0, 1, 2, 3, one, one)
+
+
+def _shifted(node, i: int, zp: int, axis_of_vector: int):
+    """``int32(input i) - int32(zero point zp)``; a 1-D zero point of several values runs
+    along ``axis_of_vector`` of the input (-2: per row of A, -1: per column of B)."""
+    x = call("cast", node.inputs[i], dtype="int32")
+    z = node.input(zp)
+    if z is None:
+        return x
+    z = call("cast", z, dtype="int32")
+    if node.ndim(zp) == 1 and node.shape(zp)[0] > 1 and axis_of_vector == -2:
+        z = reshape(z, (node.shape(zp)[0], 1))
+    return call("subtract", x, z)
+
+
+def _integer_matmul(node, a: int, b: int, az: int, bz: int):
+    """MatMul of the shifted int32 tensors (numpy's matmul semantics, as ``MatMul``)."""
+    from passhost import ir
+
+    shifted = [ir.infer_type(_shifted(node, a, az, -2)), ir.infer_type(_shifted(node, b, bz, -1))]
+    inner = Node("MatMul", "", node.name, shifted, {}, node.outputs, node.opset)
+    return _matmul(inner)
+
+
+@converter("MatMulInteger", 10)
+def _matmul_integer(node):
+    return _integer_matmul(node, 0, 1, 2, 3)
+
+
+def _float(node, i: int, shape=None):
+    """Input ``i`` (a scale) as float32, reshaped to ``shape`` when it holds several values."""
+    x = node.inputs[i] if node.dtype(i) == "float32" else call("cast", node.inputs[i], dtype="float32")
+    if shape is not None and node.ndim(i) == 1 and node.shape(i)[0] > 1:
+        x = reshape(x, shape)
+    return x
+
+
+def _requantize(node, acc, a_scale, b_scale, y_scale: int, y_zero: int, axis: int):
+    """``acc`` (int32) requantized to ``y_zero``'s dtype with ``qnn.requantize``: the
+    multiplier ``(a_scale * b_scale) / y_scale`` in float32, in that order, as onnxruntime
+    computes it."""
+    out_dtype = node.dtype(y_zero) if node.input(y_zero) is not None else node.dtype(0)
+    if out_dtype not in _INTEGER_RANGE:
+        raise node.error(f"the output zero point has dtype {out_dtype}; QLinear operators give 8- or 16-bit integers")
+    zero = node.inputs[y_zero] if node.input(y_zero) is not None else const(0, out_dtype)
+    return call("qnn.requantize", acc, call("multiply", a_scale, b_scale), const(0, "int32"), _float(node, y_scale),
+                zero, axis=axis, out_dtype=out_dtype)
+
+
+def _requantize_rows(node, acc, a_scale, b_scale, y_scale: int, y_zero: int):
+    """The same, written out in float32 arithmetic: for a per-row scale of A beside a
+    per-column one of B, whose product is a matrix, not a scale along one axis."""
+    out_dtype = node.dtype(y_zero) if node.input(y_zero) is not None else node.dtype(0)
+    multiplier = call("divide", call("multiply", a_scale, b_scale), _float(node, y_scale))
+    y = call("round", call("multiply", call("cast", acc, dtype="float32"), multiplier))
+    if node.input(y_zero) is not None:
+        y = call("add", y, call("cast", node.inputs[y_zero], dtype="float32"))
+    lo, hi = _INTEGER_RANGE[out_dtype]
+    return call("cast", call("clip", y, a_min=float(lo), a_max=float(hi)), dtype=out_dtype)
+
+
+@converter("QLinearConv", 10)
+def _qlinear_conv(node):
+    channels = node.shape(3)[0]
+    xs, ws = _float(node, 1), _float(node, 4)
+    acc = _integer_conv(node, 0, 3, 2, 5, xs, ws)
+    if node.input(8) is not None:
+        acc = call("add", acc, reshape(call("cast", node.inputs[8], dtype="int32"), (channels, 1, 1)))
+    return _requantize(node, acc, xs, ws, 6, 7, axis=1)
+
+
+@converter("QLinearMatMul", 10)
+def _qlinear_matmul(node):
+    acc = _integer_matmul(node, 0, 3, 2, 5)
+    if node.ndim(1) == 1 and node.shape(1)[0] > 1:  # a scale per row of A
+        rows = node.shape(0)[-2] if node.ndim(0) >= 2 else 1
+        return _requantize_rows(node, acc, _float(node, 1, (rows, 1)), _float(node, 4), 6, 7)
+    return _requantize(node, acc, _float(node, 1), _float(node, 4), 6, 7, axis=-1)

@@ -1,0 +1,226 @@
+"""The quantized operators' ONNX: ``qnn.quantize``/``qnn.dequantize`` as ``QuantizeLinear``/
+``DequantizeLinear``, ``qnn.conv2d`` as ``ConvInteger``, ``qnn.requantize`` as ``Cast``,
+``Mul`` and ``QuantizeLinear``, and a convolution and its requantization joined back into
+``QLinearConv``.
+
+``qnn.requantize(acc, s_in, 0, s_out, zp)`` is written as::
+
+    QuantizeLinear(Mul(Cast(acc, float), s_in / s_out), 1.0, zp)
+
+exactly its numbers: ``QuantizeLinear`` divides by its scale of 1, rounds halves to even,
+adds the zero point and saturates. When ``acc`` is a ``qnn.conv2d`` (plus a bias) and
+``s_in`` is its two scales' product, :func:`join_qlinear_conv` makes the four nodes one
+``QLinearConv`` with the original scales: what an int8 model held before it was imported::
+
+    ConvInteger(x, w, xz, wz) -> Add(B) -> Cast -> Mul(m) -> QuantizeLinear(1.0, yz)
+    ->  QLinearConv(x, xs, xz, w, ws, wz, ys, yz, B)      when m == float32(xs * ws) / ys
+"""
+from __future__ import annotations
+
+import numpy as np
+from onnx import helper
+
+from passhost.errors import FormatError
+
+from .dtypes import to_onnx_type
+from .emit import _check_layout, _pads, _tensor, emitter
+
+__all__ = ["join_qlinear_conv"]
+
+#: output dtypes QuantizeLinear writes, by the first opset it writes them at
+_QUANTIZE_SINCE = {"uint8": 10, "int8": 10, "uint16": 21, "int16": 21}
+_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "uint16": (0, 65535),
+           "int32": (-2 ** 31, 2 ** 31 - 1)}
+
+
+@emitter("qnn.conv2d")
+def _qnn_conv(em, call, args):
+    """``ConvInteger(data, kernel, input_zero_point, kernel_zero_point)``: ONNX's integer
+    convolution takes 8-bit tensors; the scales take no part in it."""
+    data, kernel = _tensor(call, 0), _tensor(call, 1)
+    if data.dtype not in ("uint8", "int8") or kernel.dtype not in ("uint8", "int8"):
+        raise FormatError(f"qnn.conv2d of {data.dtype} data and a {kernel.dtype} kernel has no ONNX export: "
+                          "ConvInteger takes 8-bit tensors")
+    _check_layout(call, data_layout="NCHW", kernel_layout="OIHW", out_layout="NCHW")
+    a = call.attrs
+    out = em.one("ConvInteger", list(args[:4]), kernel_shape=list(kernel.shape[2:]), strides=list(a.strides),
+                 pads=_pads(a.padding, 2), dilations=list(a.dilation), group=int(a.groups))
+    if call.checked_type.dtype != "int32":
+        return em.one("Cast", [out], to=to_onnx_type(call.checked_type.dtype))
+    em.quantized[out] = ("conv", args[4], args[5])
+    return out
+
+
+def _along(em, name: str, ndim: int, axis: int) -> str:
+    """A per-axis scale or zero point ``name`` shaped to broadcast along ``axis``."""
+    value = em.values.get(name)
+    if value is not None:
+        if value.size <= 1:
+            return name if value.ndim == 0 else em.const(value.reshape(()))
+        return em.const(value.reshape((-1,) + (1,) * (ndim - axis - 1)))
+    return em.one("Reshape", [name, em.ints([-1] + [1] * (ndim - axis - 1))])
+
+
+@emitter("qnn.requantize")
+def _requantize(em, call, args):
+    data, s_in, z_in, s_out, z_out = args
+    a = call.attrs
+    if a.rounding != "TONEAREST_EVEN":
+        raise FormatError(f"qnn.requantize with rounding={a.rounding!r} has no ONNX export: ONNX rounds halves to "
+                          "even (rounding=\"TONEAREST_EVEN\")")
+    x = _tensor(call, 0)
+    nd = len(x.shape)
+    axis = a.axis % max(nd, 1)
+    v = data
+    zero_in = em.values.get(z_in)
+    if zero_in is None or np.any(zero_in):
+        if x.dtype != "int32":
+            v = em.one("Cast", [v], to=to_onnx_type("int32"))
+        z = em.one("Cast", [_along(em, z_in, nd, axis)], to=to_onnx_type("int32"))
+        v = em.one("Sub", [v, z])
+    f = em.one("Cast", [v], to=to_onnx_type("float32"))
+    si, so = em.values.get(s_in), em.values.get(s_out)
+    if si is not None and so is not None:
+        ax = lambda arr: arr.reshape(()) if arr.size <= 1 else arr.reshape((-1,) + (1,) * (nd - axis - 1))  # noqa: E731
+        mult = em.const((ax(si).astype(np.float32) / ax(so).astype(np.float32)).astype(np.float32))
+    else:
+        mult = em.one("Div", [em.one("Cast", [_along(em, s_in, nd, axis)], to=to_onnx_type("float32")),
+                              em.one("Cast", [_along(em, s_out, nd, axis)], to=to_onnx_type("float32"))])
+    y = em.one("Mul", [f, mult])
+    out_dtype = a.out_dtype
+    zt = _tensor(call, 4)
+    if em.opset >= _QUANTIZE_SINCE.get(out_dtype, 99) and tuple(zt.shape) in ((), (1,)):
+        zp = z_out if zt.dtype == out_dtype else em.one("Cast", [z_out], to=to_onnx_type(out_dtype))
+        if len(zt.shape):
+            zp = em.one("Reshape", [zp, em.ints([])])
+        out = em.one("QuantizeLinear", [y, em.const(np.float32(1.0)), zp])
+        if zero_in is not None and not np.any(zero_in):
+            em.quantized[out] = ("requantize", data, s_in, s_out, zp)
+        return out
+    lo, hi = _RANGES[out_dtype]
+    y = em.one("Round", [y])
+    y = em.one("Add", [y, em.one("Cast", [_along(em, z_out, nd, axis)], to=to_onnx_type("float32"))])
+    y = em.one("Clip", [y, em.const(np.float32(lo)), em.const(np.float32(hi))])
+    return em.one("Cast", [y], to=to_onnx_type(out_dtype))
+
+
+def join_qlinear_conv(em, uses: dict, producer: dict) -> set:
+    """The ids of the nodes a ``QLinearConv`` replaces (see the module); each
+    ``QuantizeLinear`` it joins becomes that ``QLinearConv`` in place."""
+    drop: set = set()
+    nodes = em.nodes
+    for n in nodes:
+        rec = em.quantized.get(n.output[0]) if n.op_type == "QuantizeLinear" else None
+        if rec is None:
+            continue
+        _, acc, s_in, s_out, zp = rec
+        mul = _single(nodes, uses, producer, n.input[0], "Mul")
+        cast = _single(nodes, uses, producer, mul.input[0], "Cast") if mul is not None else None
+        if cast is None or cast.input[0] != acc:
+            continue
+        bias, conv = None, _single(nodes, uses, producer, acc, "ConvInteger")
+        add = _single(nodes, uses, producer, acc, "Add") if conv is None else None
+        if add is not None:
+            for c, b in ((add.input[0], add.input[1]), (add.input[1], add.input[0])):
+                conv = _single(nodes, uses, producer, c, "ConvInteger")
+                if conv is not None:
+                    bias = b
+                    break
+        crec = em.quantized.get(conv.output[0]) if conv is not None else None
+        if crec is None or not _scales_match(em, crec[1], crec[2], s_in, s_out, conv):
+            continue
+        inputs = [conv.input[0], crec[1], conv.input[2], conv.input[1], crec[2], conv.input[3], s_out, zp]
+        if bias is not None:
+            b = em.values.get(bias)
+            channels = em.values[conv.input[1]].shape[0] if conv.input[1] in em.values else None
+            if b is None or b.dtype != np.int32 or b.size != channels:
+                continue
+            inputs.append(em.const(b.reshape(-1)))
+        n.CopyFrom(helper.make_node("QLinearConv", inputs, list(n.output),
+                                    **{x.name: helper.get_attribute_value(x) for x in conv.attribute}))
+        drop.update(id(x) for x in (conv, add, cast, mul) if x is not None)
+    return drop
+
+
+def _single(nodes: list, uses: dict, producer: dict, name: str, op_type: str):
+    """The node of ``op_type`` that produces ``name``, read only once; else None."""
+    j = producer.get(name)
+    if j is None or uses.get(name) != 1 or nodes[j].op_type != op_type:
+        return None
+    return nodes[j]
+
+
+def _scales_match(em, xs: str, ws: str, s_in: str, s_out: str, conv) -> bool:
+    """``s_in`` is float32 ``xs * ws`` and the scales are what QLinearConv takes: a scalar
+    input and output scale, a scalar or per-output-channel kernel scale."""
+    v = [em.values.get(x) for x in (xs, ws, s_in, s_out)]
+    if any(x is None or x.dtype != np.float32 for x in v) or v[0].size != 1 or v[3].size != 1:
+        return False
+    if v[1].ndim > 1 or v[2].ndim > 1 or em.values.get(conv.input[3]) is None:
+        return False
+    product = (v[0].reshape(()) * v[1]).astype(np.float32)
+    return product.shape == v[2].shape and bool(np.array_equal(product, v[2]))
+
+
+# -- qnn.quantize / qnn.dequantize: QuantizeLinear / DequantizeLinear ----------------------
+
+
+def _q_params(em, call, args, dtype: str):
+    """``(scale, zero point, {"axis": a} or {})`` for Q/DQ: a float32 scale and a zero point
+    of ``dtype``, both one value or one per slice of the axis (a scalar zero point beside a
+    per-axis scale is repeated: ONNX wants them of one shape)."""
+    data = _tensor(call, 0)
+    nd = len(data.shape)
+    axis = call.attrs.axis % max(nd, 1)
+    scale_t, zero_t = _tensor(call, 1), _tensor(call, 2)
+    per_axis = [t.ndim == 1 and t.shape[0] > 1 for t in (scale_t, zero_t)]
+    count = data.shape[axis] if any(per_axis) else None
+    names = []
+    for name, t, want in ((args[1], scale_t, "float32"), (args[2], zero_t, dtype)):
+        value = em.values.get(name)
+        if value is not None:
+            value = value.astype(want).reshape(-1 if value.size > 1 else ())
+            if count is not None and value.ndim == 0:
+                value = np.full(count, value, dtype=want)
+            names.append(em.const(value))
+            continue
+        if t.dtype != want:
+            name = em.one("Cast", [name], to=to_onnx_type(want))
+        if count is not None and not (t.ndim == 1 and t.shape[0] == count):
+            name = em.one("Expand", [em.one("Reshape", [name, em.ints([1])]), em.ints([count])])
+        elif count is None and t.ndim == 1:
+            name = em.one("Reshape", [name, em.ints([])])
+        names.append(name)
+    return names[0], names[1], ({"axis": axis} if count is not None else {})
+
+
+@emitter("qnn.quantize")
+def _quantize(em, call, args):
+    dtype = call.attrs.out_dtype
+    x = args[0] if _tensor(call, 0).dtype == "float32" else em.one("Cast", [args[0]], to=to_onnx_type("float32"))
+    scale, zero, axis = _q_params(em, call, args, dtype)
+    if em.opset >= _QUANTIZE_SINCE.get(dtype, 99):
+        return em.one("QuantizeLinear", [x, scale, zero], **axis)
+    # (a dtype QuantizeLinear writes only at a later opset: its arithmetic)
+    if axis:
+        shape = [-1] + [1] * (len(_tensor(call, 0).shape) - axis["axis"] - 1)
+        scale = em.one("Reshape", [scale, em.ints(shape)])
+        zero = em.one("Reshape", [zero, em.ints(shape)])
+    lo, hi = _RANGES[dtype]
+    y = em.one("Add", [em.one("Round", [em.one("Div", [x, scale])]),
+                       em.one("Cast", [zero], to=to_onnx_type("float32"))])
+    y = em.one("Clip", [y, em.const(np.float32(lo)), em.const(np.float32(hi))])
+    return em.one("Cast", [y], to=to_onnx_type(dtype))
+
+
+@emitter("qnn.dequantize")
+def _dequantize(em, call, args):
+    dtype = _tensor(call, 0).dtype
+    if dtype in ("uint16", "int16") and em.opset < 21:
+        raise FormatError(f"qnn.dequantize of {dtype} data needs ONNX opset 21 (DequantizeLinear of 16-bit "
+                          f"integers); export with --opset 21")
+    scale, zero, axis = _q_params(em, call, args, dtype)
+    out = em.one("DequantizeLinear", [args[0], scale, zero], **axis)
+    if call.attrs.out_dtype != "float32":
+        out = em.one("Cast", [out], to=to_onnx_type(call.attrs.out_dtype))
+    return out

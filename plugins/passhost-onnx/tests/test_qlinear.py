@@ -1,0 +1,180 @@
+"""Quantized operators (QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger): onnxruntime's
+numbers bit for bit, through -O3, and an export that keeps the model's own operators."""
+from __future__ import annotations
+
+import collections
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import passhost
+from passhost import ir, transform
+
+
+def _o3_and_save(mod, path):
+    with transform.PassContext(opt_level=3):
+        mod = passhost.default_pipeline(3)(mod)
+    ir.save(mod, str(path))
+    return collections.Counter(n.op_type for n in onnx.load(str(path)).graph.node)
+
+
+def _qoperator_model(per_channel: bool, with_bias: bool):
+    """float x -> QuantizeLinear -> QLinearConv -> QLinearConv -> DequantizeLinear, and a
+    QLinearMatMul of the flattened result: the shape ORT's QOperator quantizer writes."""
+    rng = np.random.default_rng(3)
+    c, m = 3, 4
+    w1 = rng.integers(-127, 128, (m, c, 3, 3)).astype(np.int8)
+    w2 = rng.integers(-127, 128, (m, m, 1, 1)).astype(np.int8)
+    ws1 = (rng.uniform(0.002, 0.01, m) if per_channel else np.array(0.004)).astype(np.float32)
+    inits = [
+        numpy_helper.from_array(np.array(0.02, np.float32), "xs"), numpy_helper.from_array(np.uint8(128), "xz"),
+        numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(ws1, "ws1"),
+        numpy_helper.from_array(np.zeros(ws1.shape, np.int8), "wz1"),
+        numpy_helper.from_array(np.array(0.05, np.float32), "ys1"), numpy_helper.from_array(np.uint8(120), "yz1"),
+        numpy_helper.from_array(w2, "w2"), numpy_helper.from_array(np.array(0.003, np.float32), "ws2"),
+        numpy_helper.from_array(np.int8(0), "wz2"),
+        numpy_helper.from_array(np.array(0.07, np.float32), "ys2"), numpy_helper.from_array(np.uint8(131), "yz2"),
+        numpy_helper.from_array(rng.integers(-300, 300, m).astype(np.int32), "b1"),
+        numpy_helper.from_array(rng.integers(0, 256, (m, 5)).astype(np.uint8), "mw"),
+        numpy_helper.from_array(np.array(0.01, np.float32), "mws"), numpy_helper.from_array(np.uint8(127), "mwz"),
+        numpy_helper.from_array(np.array(0.2, np.float32), "mys"), numpy_helper.from_array(np.uint8(100), "myz"),
+        numpy_helper.from_array(np.array([1, m], np.int64), "flat"),
+    ]
+    bias = ["b1"] if with_bias else []
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+        helper.make_node("QLinearConv", ["q", "xs", "xz", "w1", "ws1", "wz1", "ys1", "yz1"] + bias, ["c1"],
+                         pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("QLinearConv", ["c1", "ys1", "yz1", "w2", "ws2", "wz2", "ys2", "yz2"], ["c2"]),
+        helper.make_node("DequantizeLinear", ["c2", "ys2", "yz2"], ["y"]),
+        helper.make_node("ReduceMax", ["c2"], ["r"], axes=[2, 3], keepdims=1),
+        helper.make_node("Reshape", ["r", "flat"], ["rf"]),
+        helper.make_node("QLinearMatMul", ["rf", "ys2", "yz2", "mw", "mws", "mwz", "mys", "myz"], ["mm"]),
+    ]
+    graph = helper.make_graph(nodes, "q", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, m, 4, 4]),
+                               helper.make_tensor_value_info("mm", TensorProto.UINT8, [1, 5])], initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_qlinear_operators_give_onnxruntimes_numbers_and_export_as_themselves(per_channel, with_bias, tmp_path,
+                                                                               ort_run):
+    src = tmp_path / "q.onnx"
+    onnx.save(_qoperator_model(per_channel, with_bias), str(src))
+    x = np.random.default_rng(0).uniform(-2.5, 2.5, (1, 3, 8, 8)).astype(np.float32)
+    want_y, want_mm = ort_run(str(src), {"x": x})
+    mod = ir.load(str(src))
+    assert {"qnn.conv2d", "qnn.requantize"} <= set(ir.count_ops(mod["main"]))
+    got_y, got_mm = ir.evaluate(mod, x)
+    np.testing.assert_array_equal(got_mm, want_mm)
+    np.testing.assert_array_equal(got_y, want_y)
+    ops = _o3_and_save(mod, tmp_path / "out.onnx")
+    out_y, out_mm = ort_run(str(tmp_path / "out.onnx"), {"x": x})
+    np.testing.assert_array_equal(out_mm, want_mm)
+    np.testing.assert_array_equal(out_y, want_y)
+    # the convolutions come back as the model's own QLinearConv, the quantization as Q/DQ
+    assert ops["QLinearConv"] == 2 and ops["QuantizeLinear"] >= 1 and ops["DequantizeLinear"] == 1
+    assert not {"ConvInteger", "Round", "Clip", "Div"} & set(ops)
+
+
+def test_an_ort_quantized_squeezenet_runs_the_same_and_keeps_its_shape(zoo, tmp_path, ort_run):
+    """onnxruntime's own quantizer (QOperator format, its convolutions): passhost's import,
+    interpreter, -O3 and export give onnxruntime's outputs exactly, in a model with the
+    original's quantized operators."""
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    model = onnx.load(zoo["squeezenet"])
+    inits = {t.name for t in model.graph.initializer}
+    keep = [i for i in model.graph.input if i.name not in inits]
+    del model.graph.input[:]
+    model.graph.input.extend(keep)
+    model.ir_version = max(model.ir_version, 4)
+    onnx.save(model, str(tmp_path / "f.onnx"))
+    rng = np.random.default_rng(0)
+    name = keep[0].name
+
+    class Reader(quantization.CalibrationDataReader):
+        def __init__(self):
+            self.left = 2
+
+        def get_next(self):
+            self.left -= 1
+            return {name: rng.uniform(-1, 1, (1, 3, 224, 224)).astype(np.float32)} if self.left >= 0 else None
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantization.quantize_static(str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx"), Reader(),
+                                     quant_format=quantization.QuantFormat.QOperator, op_types_to_quantize=["Conv"],
+                                     per_channel=True)
+    original = collections.Counter(n.op_type for n in onnx.load(str(tmp_path / "q.onnx")).graph.node)
+    assert original["QLinearConv"] == 26
+    x = rng.uniform(-1, 1, (1, 3, 224, 224)).astype(np.float32)
+    want = ort_run(str(tmp_path / "q.onnx"), {name: x})[0]
+    mod = ir.load(str(tmp_path / "q.onnx"))
+    np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=0, atol=1e-6)  # (a float softmax at the end)
+    ops = _o3_and_save(mod, tmp_path / "out.onnx")
+    np.testing.assert_array_equal(ort_run(str(tmp_path / "out.onnx"), {name: x})[0], want)
+    for op in ("QLinearConv", "QuantizeLinear", "DequantizeLinear"):
+        assert ops[op] == original[op], (op, ops, original)
+
+
+def test_a_requantize_that_is_not_a_qlinear_conv_exports_as_its_arithmetic(tmp_path, ort_run):
+    """``qnn.requantize`` of an integer value that no convolution made: Cast, Mul and a
+    QuantizeLinear of scale 1, with the same numbers (halves to even, saturation)."""
+    x = ir.var("x", shape=(2, 6), dtype="int32")
+    y = ir.Call(ir.Op.get("qnn.requantize"),
+                [x, ir.const(np.float32(0.5)), ir.const(np.int32(0)), ir.const(np.float32(1.0)),
+                 ir.const(np.int8(3))], {"out_dtype": "int8"})
+    mod = ir.IRModule.from_expr(ir.Function([x], y))
+    data = np.array([[1, 3, 5, -1, -3, -5], [400, -400, 0, 7, 250, -250]], np.int32)  # halves, saturation
+    got = ir.evaluate(mod, data)
+    np.testing.assert_array_equal(got, np.array([[3, 5, 5, 3, 1, 1], [127, -128, 3, 7, 127, -122]], np.int8))
+    ir.save(mod, str(tmp_path / "r.onnx"))
+    ops = [n.op_type for n in onnx.load(str(tmp_path / "r.onnx")).graph.node]
+    assert ops == ["Cast", "Mul", "QuantizeLinear"]
+    np.testing.assert_array_equal(ort_run(str(tmp_path / "r.onnx"), {"x": data})[0], got)
+
+
+@pytest.mark.parametrize("rounding, want", [("TONEAREST_EVEN", [0, 2, -2, 2, -2]), ("UPWARD", [1, 2, -1, 3, -2]),
+                                             ("TONEAREST", [1, 2, -2, 3, -3])])
+def test_requantize_rounds_halves_as_its_rounding_says(rounding, want):
+    x = ir.var("x", shape=(5,), dtype="int32")
+    y = ir.Call(ir.Op.get("qnn.requantize"),
+                [x, ir.const(np.float32(0.5)), ir.const(np.int32(0)), ir.const(np.float32(1.0)),
+                 ir.const(np.int32(0))], {"rounding": rounding, "out_dtype": "int32"})
+    got = ir.evaluate(ir.Function([x], y), np.array([1, 3, -3, 5, -5], np.int32))
+    np.testing.assert_array_equal(got, np.array(want, np.int32))
+
+
+def test_the_quantized_operators_print_and_parse_back():
+    x = ir.var("x", shape=(1, 2, 5, 5), dtype="uint8")
+    conv = ir.Call(ir.Op.get("qnn.conv2d"),
+                   [x, ir.const(np.ones((3, 2, 3, 3), np.int8)), ir.const(np.uint8(128)),
+                    ir.const(np.zeros(3, np.int8)), ir.const(np.float32(0.02)), ir.const(np.full(3, 0.01, np.float32))],
+                   {"padding": (1, 1, 1, 1), "channels": 3, "kernel_size": (3, 3)})
+    req = ir.Call(ir.Op.get("qnn.requantize"),
+                  [conv, ir.const(np.full(3, 2e-4, np.float32)), ir.const(np.int32(0)), ir.const(np.float32(0.05)),
+                   ir.const(np.uint8(7))], {"axis": 1, "out_dtype": "uint8"})
+    mod = ir.IRModule.from_expr(ir.Function([x], req))
+    back = ir.parse(ir.astext(mod))
+    assert ir.structural_equal(ir.infer_type(back)["main"], ir.infer_type(mod)["main"])
+    data = np.random.default_rng(1).integers(0, 256, (1, 2, 5, 5)).astype(np.uint8)
+    np.testing.assert_array_equal(ir.evaluate(back, data), ir.evaluate(mod, data))
+
+
+@pytest.mark.parametrize("args, message", [
+    (("float32", "int8", "uint8", "int8"), "the data must be an integer tensor"),
+    (("uint8", "int8", "int8", "int8"), "each zero point must have its tensor's dtype"),
+])
+def test_qnn_conv2d_names_what_is_wrong_with_its_operands(args, message):
+    data, kernel, izp, kzp = args
+    x = ir.var("x", shape=(1, 2, 5, 5), dtype=data)
+    conv = ir.Call(ir.Op.get("qnn.conv2d"),
+                   [x, ir.const(np.ones((3, 2, 3, 3), kernel)), ir.const(np.zeros((), izp)),
+                    ir.const(np.zeros((), kzp)), ir.const(np.float32(1)), ir.const(np.float32(1))])
+    with pytest.raises(passhost.errors.TypeInferenceError, match=message):
+        ir.infer_type(ir.Function([x], conv))
