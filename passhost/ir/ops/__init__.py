@@ -8,7 +8,7 @@ broadcast_to tile repeat``), :mod:`.init` (``full zeros ones full_like zeros_lik
 ones_like``), :mod:`.reduce` (``sum mean max min prod variance argmax argmin``),
 :mod:`.einsum` (``einsum``), :mod:`.signal` (``dft``), :mod:`.unpool` (``nn.max_pool2d_with_argmax nn.max_unpool2d``), :mod:`.scatter` (``gather_nd scatter_nd scatter_elements reverse_sequence``), :mod:`.nn` (``nn.conv2d nn.dense nn.bias_add nn.prelu nn.softmax nn.batch_norm nn.dropout
 nn.layer_norm nn.instance_norm``), :mod:`.matmul` (``nn.matmul nn.batch_matmul``),
-:mod:`.pad` (``nn.pad``), :mod:`.qnn` (``qnn.conv2d``), :mod:`.conv_transpose` (``nn.conv2d_transpose``), :mod:`.conv3d_transpose`, :mod:`.deformable` (``nn.deformable_conv2d nn.modulated_deformable_conv2d``),
+:mod:`.pad` (``nn.pad``), :mod:`.qnn` (``qnn.quantize qnn.dequantize qnn.conv2d qnn.dense qnn.requantize``), :mod:`.conv_transpose` (``nn.conv2d_transpose``), :mod:`.conv3d_transpose`, :mod:`.deformable` (``nn.deformable_conv2d nn.modulated_deformable_conv2d``),
 :mod:`.image` (``image.resize2d``), :mod:`.grid_sample` (``image.grid_sample``), :mod:`.pool` (pooling), :mod:`.sequence` (``arange
 cumsum topk one_hot ndarray_size``) and :mod:`.layout`
 (``layout_transform`` and the layout helpers ``parse_layout``/``layout_axes``).

@@ -1,5 +1,5 @@
 """Quantized operators, with TVM's names: ``qnn.quantize``, ``qnn.dequantize``,
-``qnn.conv2d`` and ``qnn.requantize``.
+``qnn.conv2d``, ``qnn.dense`` and ``qnn.requantize``.
 
 ``qnn.quantize(data, output_scale, output_zero_point)`` is ONNX's ``QuantizeLinear``:
 ``saturate(round(data / scale) + zero_point)`` in float32, halves rounded to even, to
@@ -21,6 +21,10 @@ channel. This is ONNX's ``ConvInteger``, and the core of its ``QLinearConv``::
 
     %0 = qnn.conv2d(%x /* uint8 */, %w /* int8 */, 3u8, 0i8, 0.02f, 0.01f, channels=8, kernel_size=[3, 3])
     /* Tensor[(1, 8, 30, 30), int32] */
+
+``qnn.dense(data, weight, input_zero_point, kernel_zero_point, input_scale, kernel_scale)``
+is the same for ``nn.dense`` (weight ``(units, in)``, a kernel zero point per unit or
+one); it is ONNX's ``MatMulInteger`` with a 2-D right operand.
 
 An int8 convolution cannot be written in ``nn.conv2d``: ONNX's ``Conv`` has no integer
 kernel, and the exporter writes ``qnn.conv2d`` back as ``ConvInteger``.
@@ -245,3 +249,48 @@ reg("qnn.quantize", 3, _quantize_rel, _quantize, attrs=(("axis", -1), ("out_dtyp
     summary="saturate(round(data / scale) + zero_point) to an integer type (ONNX QuantizeLinear).")
 reg("qnn.dequantize", 3, _dequantize_rel, _dequantize, attrs=(("axis", -1), ("out_dtype", "float32")),
     pattern=OpPattern.BROADCAST, summary="(data - zero_point) * scale (ONNX DequantizeLinear).")
+
+
+# -- qnn.dense ------------------------------------------------------------------------------
+_DENSE = "qnn.dense"
+
+
+def _qnn_dense_rel(types: list, attrs) -> TensorType:
+    data = tensor_arg(_DENSE, types, 0, "the data")
+    weight = tensor_arg(_DENSE, types, 1, "the weight")
+    for t, what in ((data, "the data"), (weight, "the weight")):
+        if t.dtype not in INTEGER:
+            raise TypeInferenceError(f"{_DENSE}: {what} must be an integer tensor, got {t}")
+    if weight.ndim != 2 or data.ndim < 1 or data.shape[-1] != weight.shape[1]:
+        raise TypeInferenceError(f"{_DENSE}: the weight must be (units, {data.shape[-1] if data.ndim else '?'}) "
+                                 f"for data {data}, got {weight}")
+    units = weight.shape[0]
+    if attrs.units is not None and attrs.units != units:
+        raise TypeInferenceError(f"{_DENSE}: units={attrs.units} but the weight {weight} has {units}")
+    for i, what, size, floating, dtype in ((2, "the input zero point", 1, False, data.dtype),
+                                           (3, "the kernel zero point", units, False, weight.dtype),
+                                           (4, "the input scale", 1, True, None), (5, "the kernel scale", units, True, None)):
+        t = tensor_arg(_DENSE, types, i, what)
+        if floating != t.dtype.startswith("float") or (dtype is not None and t.dtype != dtype):
+            kind = "a floating-point tensor" if floating else f"a {dtype} tensor (its operand's dtype)"
+            raise TypeInferenceError(f"{_DENSE}: {what} must be {kind}, got {t}")
+        if t.ndim > 1 or (t.ndim == 1 and t.shape[0] not in (1, size)):
+            raise TypeInferenceError(f"{_DENSE}: {what} must be a scalar or {size} values, got {t}")
+    if attrs.out_dtype not in ("int32", "int64"):
+        raise TypeInferenceError(f"{_DENSE}: out_dtype must be int32 or int64, got {attrs.out_dtype!r}")
+    return TensorType(tuple(data.shape[:-1]) + (units,), attrs.out_dtype)
+
+
+@kernel
+def _qnn_dense(args: list, attrs) -> np.ndarray:
+    # float64 is exact, as for qnn.conv2d (BLAS does the products)
+    x, w, izp, kzp = args[:4]
+    x = x.astype(np.float64) - np.float64(np.reshape(izp, (-1,))[0])
+    shift = np.reshape(kzp, (-1,)).astype(np.float64)
+    w = w.astype(np.float64) - (shift.reshape(-1, 1) if shift.size > 1 else shift[0])
+    return np.rint(np.matmul(x, w.T)).astype(attrs.out_dtype)
+
+
+reg(_DENSE, 6, _qnn_dense_rel, _qnn_dense, attrs=(("units", None), ("out_dtype", "int32")),
+    pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    summary="Dense product of zero-point-shifted integer tensors, exact in int32 (ONNX MatMulInteger).")

@@ -8,8 +8,9 @@ operators they stand for, so passes see through them and the export is plain ONN
 Covered: ``Gelu``, ``FastGelu``, ``BiasGelu``, ``QuickGelu``, ``BiasAdd``,
 ``SkipLayerNormalization``, ``FusedMatMul``, ``Attention`` and ``EmbedLayerNormalization``
 (with the default-domain ``LayerNormalization`` the optimizer writes below opset 17, a BERT
-optimized by onnxruntime imports). Another contrib operator stays opaque (see
-docs/onnx.md, custom operators).
+optimized by onnxruntime imports). The quantized ones (``QLinearAdd``, ``QGemm`` ...) are in
+:mod:`.convert_qcontrib`. Another contrib operator stays opaque (see docs/onnx.md, custom
+operators).
 """
 from __future__ import annotations
 

@@ -63,10 +63,28 @@ def _shifted(node, i: int, zp: int, axis_of_vector: int):
     return call("subtract", x, z)
 
 
+def _dense_form(node, a: int, b: int, az: int) -> bool:
+    """Whether ``qnn.dense`` computes the product: a 2-D right operand (its int8 values stay
+    int8 behind the operator), a left one of rank 2 or more with one zero point."""
+    return (node.ndim(b) == 2 and node.ndim(a) >= 2
+            and (node.input(az) is None or node.ndim(az) == 0 or node.shape(az) == (1,)))
+
+
+def _integer_dense(node, a: int, b: int, az: int, bz: int, a_scale, b_scale, transposed: bool = False):
+    """``qnn.dense`` of input ``a`` and input ``b`` as (units, K) (``b`` transposed unless it
+    is already, as QGemm's ``transB`` says)."""
+    weight = node.inputs[b] if transposed else call("transpose", node.inputs[b], axes=(1, 0))
+    return call("qnn.dense", node.inputs[a], weight, _zero_point(node, az, node.dtype(a)),
+                _zero_point(node, bz, node.dtype(b)), a_scale, b_scale)
+
+
 def _integer_matmul(node, a: int, b: int, az: int, bz: int):
     """MatMul of the shifted int32 tensors (numpy's matmul semantics, as ``MatMul``)."""
     from passhost import ir
 
+    if _dense_form(node, a, b, az):
+        one = const(1.0, "float32")
+        return _integer_dense(node, a, b, az, bz, one, one)
     shifted = [ir.infer_type(_shifted(node, a, az, -2)), ir.infer_type(_shifted(node, b, bz, -1))]
     inner = Node("MatMul", "", node.name, shifted, {}, node.outputs, node.opset)
     return _matmul(inner)
@@ -121,6 +139,10 @@ def _qlinear_conv(node):
 
 @converter("QLinearMatMul", 10)
 def _qlinear_matmul(node):
+    if _dense_form(node, 0, 3, 2) and (node.ndim(1) == 0 or node.shape(1) == (1,)):
+        a_scale, b_scale = _float(node, 1), _float(node, 4)
+        acc = _integer_dense(node, 0, 3, 2, 5, a_scale, b_scale)
+        return _requantize(node, acc, a_scale, b_scale, 6, 7, axis=-1)
     acc = _integer_matmul(node, 0, 3, 2, 5)
     if node.ndim(1) == 1 and node.shape(1)[0] > 1:  # a scale per row of A
         rows = node.shape(0)[-2] if node.ndim(0) >= 2 else 1

@@ -1,7 +1,7 @@
 """The quantized operators' ONNX: ``qnn.quantize``/``qnn.dequantize`` as ``QuantizeLinear``/
-``DequantizeLinear``, ``qnn.conv2d`` as ``ConvInteger``, ``qnn.requantize`` as ``Cast``,
-``Mul`` and ``QuantizeLinear``, and a convolution and its requantization joined back into
-``QLinearConv``.
+``DequantizeLinear``, ``qnn.conv2d`` as ``ConvInteger``, ``qnn.dense`` as ``MatMulInteger``,
+``qnn.requantize`` as ``Cast``, ``Mul`` and ``QuantizeLinear``, and a product and its
+requantization joined back into ``QLinearConv`` or ``QLinearMatMul``.
 
 ``qnn.requantize(acc, s_in, 0, s_out, zp)`` is written as::
 
@@ -48,6 +48,22 @@ def _qnn_conv(em, call, args):
     if call.checked_type.dtype != "int32":
         return em.one("Cast", [out], to=to_onnx_type(call.checked_type.dtype))
     em.quantized[out] = ("conv", args[4], args[5])
+    return out
+
+
+@emitter("qnn.dense")
+def _qnn_dense(em, call, args):
+    """``MatMulInteger(data, transpose(weight), input_zero_point, kernel_zero_point)``."""
+    data, weight = _tensor(call, 0), _tensor(call, 1)
+    if data.dtype not in ("uint8", "int8") or weight.dtype not in ("uint8", "int8"):
+        raise FormatError(f"qnn.dense of {data.dtype} data and a {weight.dtype} weight has no ONNX export: "
+                          "MatMulInteger takes 8-bit tensors")
+    w = em.values.get(args[1])
+    wt = em.const(np.ascontiguousarray(w.T)) if w is not None else em.one("Transpose", [args[1]], perm=[1, 0])
+    out = em.one("MatMulInteger", [args[0], wt, args[2], args[3]])
+    if call.checked_type.dtype != "int32":
+        return em.one("Cast", [out], to=to_onnx_type(call.checked_type.dtype))
+    em.quantized[out] = ("dense", args[4], args[5])
     return out
 
 
@@ -105,8 +121,8 @@ def _requantize(em, call, args):
 
 
 def join_qlinear_conv(em, uses: dict, producer: dict) -> set:
-    """The ids of the nodes a ``QLinearConv`` replaces (see the module); each
-    ``QuantizeLinear`` it joins becomes that ``QLinearConv`` in place."""
+    """The ids of the nodes a ``QLinearConv`` or ``QLinearMatMul`` replaces (see the
+    module); each ``QuantizeLinear`` it joins becomes that node in place."""
     drop: set = set()
     nodes = em.nodes
     for n in nodes:
@@ -118,27 +134,29 @@ def join_qlinear_conv(em, uses: dict, producer: dict) -> set:
         cast = _single(nodes, uses, producer, mul.input[0], "Cast") if mul is not None else None
         if cast is None or cast.input[0] != acc:
             continue
-        bias, conv = None, _single(nodes, uses, producer, acc, "ConvInteger")
-        add = _single(nodes, uses, producer, acc, "Add") if conv is None else None
-        if add is not None:
+        bias, prod = None, _single(nodes, uses, producer, acc, "ConvInteger") or \
+            _single(nodes, uses, producer, acc, "MatMulInteger")
+        add = _single(nodes, uses, producer, acc, "Add") if prod is None else None
+        if add is not None:  # (QLinearConv's bias: QLinearMatMul has none)
             for c, b in ((add.input[0], add.input[1]), (add.input[1], add.input[0])):
-                conv = _single(nodes, uses, producer, c, "ConvInteger")
-                if conv is not None:
+                prod = _single(nodes, uses, producer, c, "ConvInteger")
+                if prod is not None:
                     bias = b
                     break
-        crec = em.quantized.get(conv.output[0]) if conv is not None else None
-        if crec is None or not _scales_match(em, crec[1], crec[2], s_in, s_out, conv):
+        prec = em.quantized.get(prod.output[0]) if prod is not None else None
+        if prec is None or not _scales_match(em, prec[1], prec[2], s_in, s_out, prod):
             continue
-        inputs = [conv.input[0], crec[1], conv.input[2], conv.input[1], crec[2], conv.input[3], s_out, zp]
+        inputs = [prod.input[0], prec[1], prod.input[2], prod.input[1], prec[2], prod.input[3], s_out, zp]
         if bias is not None:
             b = em.values.get(bias)
-            channels = em.values[conv.input[1]].shape[0] if conv.input[1] in em.values else None
+            channels = em.values[prod.input[1]].shape[0] if prod.input[1] in em.values else None
             if b is None or b.dtype != np.int32 or b.size != channels:
                 continue
             inputs.append(em.const(b.reshape(-1)))
-        n.CopyFrom(helper.make_node("QLinearConv", inputs, list(n.output),
-                                    **{x.name: helper.get_attribute_value(x) for x in conv.attribute}))
-        drop.update(id(x) for x in (conv, add, cast, mul) if x is not None)
+        op_type = "QLinearConv" if prod.op_type == "ConvInteger" else "QLinearMatMul"
+        n.CopyFrom(helper.make_node(op_type, inputs, list(n.output),
+                                    **{x.name: helper.get_attribute_value(x) for x in prod.attribute}))
+        drop.update(id(x) for x in (prod, add, cast, mul) if x is not None)
     return drop
 
 
@@ -151,8 +169,8 @@ def _single(nodes: list, uses: dict, producer: dict, name: str, op_type: str):
 
 
 def _scales_match(em, xs: str, ws: str, s_in: str, s_out: str, conv) -> bool:
-    """``s_in`` is float32 ``xs * ws`` and the scales are what QLinearConv takes: a scalar
-    input and output scale, a scalar or per-output-channel kernel scale."""
+    """``s_in`` is float32 ``xs * ws`` and the scales are what QLinearConv and QLinearMatMul
+    take: a scalar input and output scale, a scalar or per-output-channel kernel scale."""
     v = [em.values.get(x) for x in (xs, ws, s_in, s_out)]
     if any(x is None or x.dtype != np.float32 for x in v) or v[0].size != 1 or v[3].size != 1:
         return False

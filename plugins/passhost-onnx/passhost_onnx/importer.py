@@ -26,7 +26,7 @@ from passhost.errors import FormatError, PasshostError
 
 from . import convert_composite, convert_image, convert_index, convert_math, convert_nn, convert_tensor  # noqa: F401
 from . import convert_data_shaped, convert_quant, convert_rnn, convert_scatter, convert_sequence  # noqa: F401
-from . import convert_contrib, convert_qlinear, convert_signal, convert_unary  # noqa: F401
+from . import convert_contrib, convert_qcontrib, convert_qlinear, convert_signal, convert_unary  # noqa: F401
 from . import convert_lift  # noqa: F401,I001  (last: wraps the converters above for 1-D data)
 from .control import SUBGRAPH_OPS, Join, all_nodes, branches, condition_value, defined_names, rename_branch
 from .dtypes import tensor_array, to_dtype

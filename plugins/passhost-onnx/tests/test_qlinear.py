@@ -178,3 +178,145 @@ def test_qnn_conv2d_names_what_is_wrong_with_its_operands(args, message):
                     ir.const(np.zeros((), kzp)), ir.const(np.float32(1)), ir.const(np.float32(1))])
     with pytest.raises(passhost.errors.TypeInferenceError, match=message):
         ir.infer_type(ir.Function([x], conv))
+
+
+# -- onnxruntime's com.microsoft quantized operators -----------------------------------------
+
+_MS = "com.microsoft"
+
+
+def _contrib_model():
+    """Each com.microsoft quantized operator the QOperator quantizer writes, chained."""
+    rng = np.random.default_rng(5)
+
+    def c(name, value):
+        return numpy_helper.from_array(value, name)
+
+    inits = [c("xs", np.array(0.03, np.float32)), c("xz", np.uint8(120)),
+             c("as", np.array(0.05, np.float32)), c("az", np.uint8(128)),
+             c("ms", np.array(0.08, np.float32)), c("mz", np.uint8(110)),
+             c("ss", np.array(1 / 256, np.float32)), c("sz", np.uint8(0)),
+             c("ls", np.array(0.04, np.float32)), c("lz", np.uint8(100)),
+             c("ps", np.array(0.035, np.float32)), c("pz", np.uint8(125)),
+             c("gw", rng.integers(-127, 128, (6, 4)).astype(np.int8)),
+             c("gws", rng.uniform(0.005, 0.02, 6).astype(np.float32)), c("gwz", np.zeros(6, np.int8)),
+             c("gb", rng.integers(-500, 500, 6).astype(np.int32)),
+             c("gs", np.array(0.1, np.float32)), c("gz", np.uint8(130)),
+             c("cs", np.array(0.05, np.float32)), c("cz", np.uint8(127))]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+        helper.make_node("QuantizeLinear", ["y", "xs", "xz"], ["r"]),
+        helper.make_node("QLinearAdd", ["q", "xs", "xz", "r", "xs", "xz", "as", "az"], ["a"], domain=_MS),
+        helper.make_node("QLinearMul", ["a", "as", "az", "r", "xs", "xz", "ms", "mz"], ["m"], domain=_MS),
+        helper.make_node("QLinearSigmoid", ["m", "ms", "mz", "ss", "sz"], ["s"], domain=_MS),
+        helper.make_node("QLinearLeakyRelu", ["a", "as", "az", "ls", "lz"], ["l"], domain=_MS, alpha=0.1),
+        helper.make_node("QLinearConcat", ["cs", "cz", "s", "ss", "sz", "l", "ls", "lz"], ["cat"], domain=_MS,
+                         axis=1),
+        helper.make_node("QLinearAveragePool", ["cat", "cs", "cz", "ps", "pz"], ["p"], domain=_MS,
+                         kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("QLinearGlobalAveragePool", ["p", "ps", "pz", "ps", "pz"], ["g"], domain=_MS,
+                         channels_last=0),
+        helper.make_node("Flatten", ["g"], ["gf"]),
+        helper.make_node("QGemm", ["gf", "ps", "pz", "gw", "gws", "gwz", "gb", "gs", "gz"], ["out"], domain=_MS,
+                         transB=1),
+        helper.make_node("QGemm", ["gf", "ps", "pz", "gw", "gws", "gwz"], ["f"], domain=_MS, transB=1,
+                         alpha=0.5),
+    ]
+    graph = helper.make_graph(nodes, "contrib", [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 2, 6, 6])
+                                                 for n in ("x", "y")],
+                              [helper.make_tensor_value_info("out", TensorProto.UINT8, [1, 6]),
+                               helper.make_tensor_value_info("f", TensorProto.FLOAT, [1, 6]),
+                               helper.make_tensor_value_info("cat", TensorProto.UINT8, [1, 4, 6, 6])],
+                              initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(_MS, 1)])
+
+
+def _within_a_step(got, want, step_of_float=None):
+    if got.dtype == np.uint8:
+        assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=step_of_float)
+
+
+def test_onnxruntimes_quantized_contrib_operators_import_within_a_quantization_step(tmp_path, ort_run):
+    """com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
+    QLinearConcat, QLinearAveragePool, QLinearGlobalAveragePool and QGemm (requantized, and
+    with a float output): each its float operator between a dequantize and a quantize,
+    within one quantization step of onnxruntime (which computes some in fixed point or
+    with tables); the export is standard ONNX with the same numbers."""
+    src = tmp_path / "contrib.onnx"
+    onnx.save(_contrib_model(), str(src))
+    rng = np.random.default_rng(2)
+    feeds = {"x": rng.uniform(-3, 3, (1, 2, 6, 6)).astype(np.float32),
+             "y": rng.uniform(-3, 3, (1, 2, 6, 6)).astype(np.float32)}
+    want = ort_run(str(src), feeds)
+    mod = ir.load(str(src))
+    got = ir.evaluate(mod, *feeds.values())
+    step = 0.1 * 0.5  # QGemm's float output: within a step of its input scale product
+    for g, w in zip(got, want):
+        _within_a_step(g, w, step)
+    ops = _o3_and_save(mod, tmp_path / "out.onnx")
+    assert not any(n.domain for n in onnx.load(str(tmp_path / "out.onnx")).graph.node)
+    # (the two QGemm share one integer product: EliminateCommonSubexpr merged them)
+    assert ops["MatMulInteger"] == 1 and "Sigmoid" in ops and "Concat" in ops
+    for g, w in zip(ort_run(str(tmp_path / "out.onnx"), feeds), got):
+        _within_a_step(g, w, step)
+
+
+def test_a_fully_quantized_squeezenet_imports_and_runs_as_onnxruntime_does(zoo, tmp_path, ort_run):
+    """onnxruntime's QOperator quantizer on every operator type: QLinearConv, and the
+    com.microsoft QLinearConcat, QLinearGlobalAveragePool and QLinearSoftmax."""
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    model = onnx.load(zoo["squeezenet"])
+    inits = {t.name for t in model.graph.initializer}
+    keep = [i for i in model.graph.input if i.name not in inits]
+    del model.graph.input[:]
+    model.graph.input.extend(keep)
+    model.ir_version = max(model.ir_version, 4)
+    onnx.save(model, str(tmp_path / "f.onnx"))
+    rng = np.random.default_rng(1)
+    name = keep[0].name
+
+    class Reader(quantization.CalibrationDataReader):
+        def __init__(self):
+            self.left = 2
+
+        def get_next(self):
+            self.left -= 1
+            return {name: rng.uniform(-1, 1, (1, 3, 224, 224)).astype(np.float32)} if self.left >= 0 else None
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantization.quantize_static(str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx"), Reader(),
+                                     quant_format=quantization.QuantFormat.QOperator)
+    original = collections.Counter((n.domain, n.op_type) for n in onnx.load(str(tmp_path / "q.onnx")).graph.node)
+    assert original[(_MS, "QLinearConcat")] == 8 and original[(_MS, "QLinearGlobalAveragePool")] == 1
+    x = rng.uniform(-1, 1, (1, 3, 224, 224)).astype(np.float32)
+    want = ort_run(str(tmp_path / "q.onnx"), {name: x})[0]
+    mod = ir.load(str(tmp_path / "q.onnx"))
+    # the softmax output has scale 1/256; onnxruntime's QLinearSoftmax works from a table of
+    # exponentials, so allow a few of its steps
+    np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=0, atol=4 / 256)
+    ops = _o3_and_save(mod, tmp_path / "out.onnx")
+    assert ops["QLinearConv"] == 26 and ops["Concat"] == 8
+    np.testing.assert_allclose(ort_run(str(tmp_path / "out.onnx"), {name: x})[0], want, rtol=0, atol=4 / 256)
+
+
+@pytest.mark.parametrize("op, attrs", [("QLinearGlobalAveragePool", {}),
+                                       ("QLinearAveragePool", {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]})])
+def test_channels_last_quantized_pooling_matches_onnxruntime(op, attrs, tmp_path, ort_run):
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "s"), numpy_helper.from_array(np.uint8(7), "z"),
+             numpy_helper.from_array(np.array(0.04, np.float32), "ys"), numpy_helper.from_array(np.uint8(3), "yz")]
+    out_shape = [1, 1, 1, 3] if op == "QLinearGlobalAveragePool" else [1, 5, 4, 3]
+    graph = helper.make_graph(
+        [helper.make_node(op, ["x", "s", "z", "ys", "yz"], ["y"], domain=_MS, channels_last=1, **attrs)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 5, 4, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, out_shape)], initializer=inits)
+    src = tmp_path / "pool.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(_MS, 1)]),
+              str(src))
+    x = np.random.default_rng(4).integers(0, 256, (1, 5, 4, 3)).astype(np.uint8)
+    want = ort_run(str(src), {"x": x})[0]
+    got = ir.evaluate(ir.load(str(src)), x)
+    assert got.shape == want.shape
+    _within_a_step(got, want)
