@@ -285,3 +285,33 @@ def test_verify_is_called_once_for_every_kind_of_target(tmp_path, capsysbinary, 
             f.write(b"x")
     assert calls == [str(tmp_path / "new.bin"), "-", os.devnull]
     assert capsysbinary.readouterr().out == b"x"
+
+
+def test_a_file_that_will_be_fsynced_is_handed_to_writeback_as_it_is_written(tmp_path, monkeypatch):
+    """Inside an fsyncing atomic_writer, write_buffers asks the kernel to start writing back
+    each megabyte or so as soon as it is written (the fsync then waits for less); the ranges
+    asked for cover what was written, in order. Without fsync nothing is asked."""
+    import numpy as np
+
+    import passhost.io as pio
+    from passhost.io import atomic_writer, write_buffers
+
+    asked = []
+    monkeypatch.setattr(os, "posix_fadvise", lambda fd, off, n, advice: asked.append((off, n, advice)), raising=False)
+    big = [np.full(3 << 19, i, np.uint8) for i in range(3)]  # three 1.5 MB buffers
+    path = tmp_path / "w.bin"
+    with atomic_writer(str(path)) as f:
+        f.write(b"head")
+        write_buffers(f, [b"x" * 10] + big)
+    data = path.read_bytes()
+    assert data == b"head" + b"x" * 10 + b"".join(b.tobytes() for b in big)
+    if not pio._FADVISE:  # (not Linux: no hint, the same file)
+        assert asked == []
+        return
+    assert asked and all(a == os.POSIX_FADV_DONTNEED for _, _, a in asked)
+    assert asked[0][0] == 4 and all(o + n == asked[k + 1][0] for k, (o, n, _) in enumerate(asked[:-1]))
+    assert asked[-1][0] + asked[-1][1] == len(data)
+    asked.clear()
+    with atomic_writer(str(path), fsync=False) as f:
+        write_buffers(f, big)
+    assert asked == [] and path.read_bytes() == b"".join(b.tobytes() for b in big)
