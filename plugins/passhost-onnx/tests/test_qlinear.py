@@ -320,3 +320,41 @@ def test_channels_last_quantized_pooling_matches_onnxruntime(op, attrs, tmp_path
     got = ir.evaluate(ir.load(str(src)), x)
     assert got.shape == want.shape
     _within_a_step(got, want)
+
+
+def test_a_dynamically_quantized_bert_keeps_its_integer_products(tmp_path, ort_run):
+    """``onnxruntime.quantization.quantize_dynamic``, the usual int8 path for transformers:
+    DynamicQuantizeLinear (its ONNX function body), MatMulInteger with int8 weights. The
+    import, -O3 and export give onnxruntime's outputs, and every MatMulInteger survives
+    with its int8 weight."""
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    from passhost_onnx.bert import make_bert
+
+    model = make_bert(layers=2, hidden=64, heads=4, ffn=128)
+    for vi in model.graph.input:
+        for i, d in enumerate(vi.type.tensor_type.shape.dim):
+            if not d.dim_value:
+                d.dim_value = 1 if i == 0 else 16
+    onnx.save(model, str(tmp_path / "bert.onnx"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantization.quantize_dynamic(str(tmp_path / "bert.onnx"), str(tmp_path / "q.onnx"),
+                                      weight_type=quantization.QuantType.QInt8)
+    q = onnx.load(str(tmp_path / "q.onnx"))
+    integer = sum(n.op_type == "MatMulInteger" for n in q.graph.node)
+    assert integer == 12
+    rng = np.random.default_rng(0)
+    feeds = {vi.name: rng.integers(0, 100, [d.dim_value for d in vi.type.tensor_type.shape.dim]).astype(np.int64)
+             for vi in q.graph.input}
+    want = ort_run(str(tmp_path / "q.onnx"), feeds)
+    mod = ir.load(str(tmp_path / "q.onnx"))
+    got = ir.evaluate(mod, *feeds.values())
+    for g, w in zip([got] if isinstance(got, np.ndarray) else got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    ops = _o3_and_save(mod, tmp_path / "out.onnx")
+    assert ops["MatMulInteger"] == integer
+    out = onnx.load(str(tmp_path / "out.onnx"))
+    int8_weights = [t for t in out.graph.initializer if t.data_type == TensorProto.INT8 and len(t.dims) == 2]
+    assert len(int8_weights) == integer
+    for g, w in zip(ort_run(str(tmp_path / "out.onnx"), feeds), want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
