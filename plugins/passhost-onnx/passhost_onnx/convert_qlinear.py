@@ -23,6 +23,17 @@ from .table import converter
 _INTEGER_RANGE = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767)}
 
 
+def _per_slice(node, inputs: tuple, count: int, what: str) -> None:
+    """Each of ``inputs`` (scales or zero points, where present) is one value or ``count``."""
+    for i in inputs:
+        if node.input(i) is None:
+            continue
+        shape = node.shape(i)
+        if len(shape) > 1 or (len(shape) == 1 and shape[0] not in (1, count)):
+            raise node.error(f"input {i} (a scale or zero point) must be a scalar or {count} values, one per "
+                             f"{what}; got shape {shape}")
+
+
 def _zero_point(node, i: int, dtype: str):
     """Zero point input ``i``, or a scalar 0 of ``dtype`` where it is omitted."""
     v = node.input(i)
@@ -35,6 +46,9 @@ def _integer_conv(node, x: int, w: int, xz: int, wz: int, xs, ws):
         raise node.error(f"{node.op_type} on {node.ndim(x) - 2}-D spatial data is not supported "
                          "(passhost has the 2-D qnn.conv2d)")
     w_shape = node.shape(w)
+    if len(w_shape) != 4:
+        raise node.error(f"its weight (input {w}) must be 4-D (M, C/group, kH, kW) like its data, got shape {w_shape}")
+    _per_slice(node, (wz,), w_shape[0], "output channel")
     kernel = tuple(int(k) for k in node.attr("kernel_shape", w_shape[2:]))
     strides = tuple(int(s) for s in node.attr("strides", (1, 1)))
     dilations = tuple(int(d) for d in node.attr("dilations", (1, 1)))
@@ -92,6 +106,10 @@ def _integer_matmul(node, a: int, b: int, az: int, bz: int):
 
 @converter("MatMulInteger", 10)
 def _matmul_integer(node):
+    if node.ndim(0) < 1 or node.ndim(1) < 1:
+        raise node.error(f"its operands must have a rank of 1 or more, got shapes {node.shape(0)} and {node.shape(1)}")
+    _per_slice(node, (2,), node.shape(0)[-2] if node.ndim(0) >= 2 else 1, "row of A")
+    _per_slice(node, (3,), node.shape(1)[-1], "column of B")
     return _integer_matmul(node, 0, 1, 2, 3)
 
 
@@ -129,7 +147,8 @@ def _requantize_rows(node, acc, a_scale, b_scale, y_scale: int, y_zero: int):
 
 @converter("QLinearConv", 10)
 def _qlinear_conv(node):
-    channels = node.shape(3)[0]
+    channels = node.shape(3)[0] if node.ndim(3) == 4 else 0
+    _per_slice(node, (4,), channels, "output channel")
     xs, ws = _float(node, 1), _float(node, 4)
     acc = _integer_conv(node, 0, 3, 2, 5, xs, ws)
     if node.input(8) is not None:
@@ -139,6 +158,11 @@ def _qlinear_conv(node):
 
 @converter("QLinearMatMul", 10)
 def _qlinear_matmul(node):
+    if node.ndim(0) < 1 or node.ndim(3) < 1:
+        raise node.error(f"its operands must have a rank of 1 or more, got shapes {node.shape(0)} and {node.shape(3)}")
+    rows = node.shape(0)[-2] if node.ndim(0) >= 2 else 1
+    _per_slice(node, (1, 2), rows, "row of A")
+    _per_slice(node, (4, 5), node.shape(3)[-1], "column of B")
     if _dense_form(node, 0, 3, 2) and (node.ndim(1) == 0 or node.shape(1) == (1,)):
         a_scale, b_scale = _float(node, 1), _float(node, 4)
         acc = _integer_dense(node, 0, 3, 2, 5, a_scale, b_scale)

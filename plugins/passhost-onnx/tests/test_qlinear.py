@@ -358,3 +358,20 @@ def test_a_dynamically_quantized_bert_keeps_its_integer_products(tmp_path, ort_r
     assert len(int8_weights) == integer
     for g, w in zip(ort_run(str(tmp_path / "out.onnx"), feeds), want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("inputs, shapes, message", [
+    (["x", "w"], {"x": [1, 2, 5, 5], "w": []}, r"its weight \(input 1\) must be 4-D"),
+    (["x", "w", "", "wz"], {"x": [1, 2, 5, 5], "w": [3, 2, 3, 3], "wz": [2]},
+     r"input 3 \(a scale or zero point\) must be a scalar or 3 values, one per output channel"),
+])
+def test_a_malformed_conv_integer_is_named_with_what_is_wrong(inputs, shapes, message):
+    from passhost.errors import FormatError
+    from passhost_onnx import from_onnx
+
+    elem = {"x": TensorProto.UINT8, "w": TensorProto.INT8, "wz": TensorProto.INT8}
+    graph = helper.make_graph([helper.make_node("ConvInteger", inputs, ["y"])], "g",
+                              [helper.make_tensor_value_info(n, elem[n], s) for n, s in shapes.items()],
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, None)])
+    with pytest.raises(FormatError, match=message):
+        from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)]))
