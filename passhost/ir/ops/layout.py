@@ -52,15 +52,26 @@ def layout_axes(src: str, dst: str) -> tuple:
 def layout_index(layout: str, letters: str, op: str = "") -> tuple:
     """Positions of each of ``letters`` in ``layout`` (e.g. N, C, H, W in ``"NHWC"``).
 
+    A type relation asks this of every convolution it types, so the answers are remembered
+    (only valid ones: at most the permutations of ``letters``).
+
     :raises TypeInferenceError: if the layout lacks one of them or has extra axes
     """
+    key = (layout, letters)
+    known = _INDEX.get(key)
+    if known is not None:
+        return known
     try:
         axes = parse_layout(layout)
     except IRError as err:
         raise TypeInferenceError(f"{op}: {err}") from None
     if sorted(axes) != sorted(letters):
         raise TypeInferenceError(f"{op}: layout {layout!r} must be a permutation of {letters!r}")
-    return tuple(axes.index(c) for c in letters)
+    known = _INDEX[key] = tuple(axes.index(c) for c in letters)
+    return known
+
+
+_INDEX: dict = {}
 
 
 def transform_shape(shape: tuple, src: str, dst: str) -> tuple:

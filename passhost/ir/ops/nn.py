@@ -29,54 +29,58 @@ def conv_out_dim(size: int, pad_lo: int, pad_hi: int, k: int, stride: int, dilat
 def _conv2d_rel(types: list, attrs) -> TensorType:
     op = "nn.conv2d"
     data = tensor_arg(op, types, 0, "data")
-    n_, c_, h_, w_ = layout_index(attrs.data_layout, "NCHW", op)
-    o_, i_, kh_, kw_ = layout_index(attrs.kernel_layout, "OIHW", op)
-    out_layout = attrs.out_layout or attrs.data_layout
-    layout_index(out_layout, "NCHW", op)
+    get = attrs.__getitem__  # (attrs is a dict: item reads skip its attribute fallback)
+    data_layout, kernel_layout = get("data_layout"), get("kernel_layout")
+    n_, c_, h_, w_ = layout_index(data_layout, "NCHW", op)
+    o_, i_, kh_, kw_ = layout_index(kernel_layout, "OIHW", op)
+    out_layout = get("out_layout") or data_layout
+    if out_layout != "NCHW":
+        layout_index(out_layout, "NCHW", op)
     if data.ndim != 4:
-        raise TypeInferenceError(f"{op}: data must be 4-D ({attrs.data_layout}), got {data}")
-    groups = attrs.groups
+        raise TypeInferenceError(f"{op}: data must be 4-D ({data_layout}), got {data}")
+    groups = get("groups")
     in_ch = data.shape[c_]
     if in_ch % groups:
         raise TypeInferenceError(f"{op}: data has {in_ch} input channels, not divisible by groups={groups}")
     weight = types[1]
+    channels, kernel_size = get("channels"), get("kernel_size")
     if weight is None:
-        if attrs.channels is None or attrs.kernel_size is None:
+        if channels is None or kernel_size is None:
             raise TypeInferenceError(
                 f"{op}: the weight's type is unknown and cannot be derived; give the weight a type "
                 "annotation or set channels and kernel_size")
         dims = [0, 0, 0, 0]
-        dims[o_], dims[i_] = attrs.channels, in_ch // groups
-        dims[kh_], dims[kw_] = attrs.kernel_size
+        dims[o_], dims[i_] = channels, in_ch // groups
+        dims[kh_], dims[kw_] = kernel_size
         weight = types[1] = TensorType(dims, data.dtype)
     weight = tensor_arg(op, types, 1, "the weight")
     if weight.ndim != 4:
-        raise TypeInferenceError(f"{op}: the weight must be 4-D ({attrs.kernel_layout}), got {weight}")
+        raise TypeInferenceError(f"{op}: the weight must be 4-D ({kernel_layout}), got {weight}")
     if weight.dtype != data.dtype:
         raise TypeInferenceError(f"{op}: dtype mismatch between the data {data} and the weight {weight}")
     ws = weight.shape
     if ws[i_] * groups != in_ch:
         raise TypeInferenceError(
             f"{op}: data has {in_ch} input channels but the weight expects {ws[i_] * groups} "
-            f"(weight {weight} in layout {attrs.kernel_layout}, groups={groups})")
+            f"(weight {weight} in layout {kernel_layout}, groups={groups})")
     out_ch = ws[o_]
     if out_ch % groups:
         raise TypeInferenceError(f"{op}: the weight's {out_ch} output channels are not divisible by groups={groups}")
-    if attrs.channels is not None and attrs.channels != out_ch:
-        raise TypeInferenceError(f"{op}: channels={attrs.channels} but the weight {weight} has {out_ch} output channels")
+    if channels is not None and channels != out_ch:
+        raise TypeInferenceError(f"{op}: channels={channels} but the weight {weight} has {out_ch} output channels")
     kh, kw = ws[kh_], ws[kw_]
-    if attrs.kernel_size is not None and tuple(attrs.kernel_size) != (kh, kw):
-        raise TypeInferenceError(f"{op}: kernel_size={list(attrs.kernel_size)} but the weight {weight} is {kh}x{kw}")
-    pt, pl, pb, pr = pad4(attrs.padding)
-    sh, sw = attrs.strides
-    dh, dw = attrs.dilation
+    if kernel_size is not None and tuple(kernel_size) != (kh, kw):
+        raise TypeInferenceError(f"{op}: kernel_size={list(kernel_size)} but the weight {weight} is {kh}x{kw}")
+    pt, pl, pb, pr = pad4(get("padding"))
+    sh, sw = get("strides")
+    dh, dw = get("dilation")
     oh = conv_out_dim(data.shape[h_], pt, pb, kh, sh, dh)
     ow = conv_out_dim(data.shape[w_], pl, pr, kw, sw, dw)
     if oh <= 0 or ow <= 0:
         raise TypeInferenceError(f"{op}: the {kh}x{kw} kernel (dilation {dh}x{dw}) does not fit the padded input {data}")
     nchw = (data.shape[n_], out_ch, oh, ow)
-    shape = tuple(nchw["NCHW".index(c)] for c in parse_layout(out_layout))
-    return TensorType(shape, attrs.out_dtype or data.dtype)
+    shape = nchw if out_layout == "NCHW" else tuple(nchw["NCHW".index(c)] for c in parse_layout(out_layout))
+    return TensorType(shape, get("out_dtype") or data.dtype)
 
 
 def _windows(x: np.ndarray, kernel: tuple, strides: tuple, dilation: tuple, out: tuple) -> np.ndarray:
