@@ -126,11 +126,12 @@ _RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "ui
 _ROUNDING = ("TONEAREST_EVEN", "UPWARD", "TONEAREST")
 
 
-def _per_axis(t: TensorType, data: TensorType, axis: int, what: str) -> None:
+def _per_axis(op: str, t: TensorType, data: TensorType, axis: int, what: str) -> None:
+    """``t`` (a scale or zero point) is one value, or one per slice of ``axis`` of ``data``."""
     if t.ndim == 0 or t.shape == (1,):
         return
     if t.ndim != 1 or t.shape[0] != data.shape[axis]:
-        raise TypeInferenceError(f"{_REQ}: {what} must be a scalar or one value per slice of axis {axis} "
+        raise TypeInferenceError(f"{op}: {what} must be a scalar or one value per slice of axis {axis} "
                                  f"({data.shape[axis]}), got {t}")
 
 
@@ -145,7 +146,7 @@ def _requantize_rel(types: list, attrs) -> TensorType:
         if floating != t.dtype.startswith("float") or (not floating and t.dtype not in _RANGES):
             kind = "a floating-point" if floating else "an integer"
             raise TypeInferenceError(f"{_REQ}: {what} must be {kind} tensor, got {t}")
-        _per_axis(t, data, axis, what)
+        _per_axis(_REQ, t, data, axis, what)
     if attrs.out_dtype not in _RANGES:
         raise TypeInferenceError(f"{_REQ}: out_dtype must be one of {', '.join(_RANGES)}, got {attrs.out_dtype!r}")
     if attrs.compute_dtype != "float32":
@@ -198,12 +199,8 @@ def _scale_and_zero(op: str, types: list, data: TensorType, axis: int) -> None:
         raise TypeInferenceError(f"{op}: the scale must be a floating-point tensor, got {scale}")
     if zero.dtype not in _RANGES:
         raise TypeInferenceError(f"{op}: the zero point must be an integer tensor, got {zero}")
-    for t, what in ((scale, "the scale"), (zero, "the zero point")):
-        if t.ndim == 0 or t.shape == (1,):
-            continue
-        if t.ndim != 1 or t.shape[0] != data.shape[axis]:
-            raise TypeInferenceError(f"{op}: {what} must be a scalar or one value per slice of axis {axis} "
-                                     f"({data.shape[axis]}), got {t}")
+    _per_axis(op, scale, data, axis, "the scale")
+    _per_axis(op, zero, data, axis, "the zero point")
 
 
 def _quantize_rel(types: list, attrs) -> TensorType:

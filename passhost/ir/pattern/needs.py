@@ -17,9 +17,9 @@ sides imply (each clause of one side joined with each of the other's, at most
 """
 from __future__ import annotations
 
-from .nodes import (AltPattern, CallPattern, DFPattern, DominatorPattern, ExprPattern, IfPattern, LetPattern,
-                    TupleGetItemPattern, TuplePattern, _Refine)
-from ..op import Op
+from .match import _op_names
+from .nodes import (AltPattern, CallPattern, DFPattern, DominatorPattern, IfPattern, LetPattern, TupleGetItemPattern,
+                    TuplePattern, _Refine)
 
 __all__ = ["needed_ops", "MAX_CLAUSES"]
 
@@ -51,7 +51,7 @@ def _compute(p: DFPattern, memo: dict) -> frozenset:
     t = type(p)
     if t is CallPattern:
         out = set()
-        names = _callee_names(p.op)
+        names = _op_names(p.op)
         if names is not None:
             out.add(names)
         for a in p.args or ():
@@ -71,15 +71,6 @@ def _compute(p: DFPattern, memo: dict) -> frozenset:
         parts = (getattr(p, slot) for slot in t.__slots__)
         return frozenset().union(*(_needs(q, memo) for q in parts if isinstance(q, DFPattern)))
     return frozenset()  # wildcards, variables, constants, given expressions, functions
-
-
-def _callee_names(p: DFPattern):
-    if type(p) is ExprPattern and isinstance(p.expr, Op):
-        return frozenset({p.expr.name})
-    if type(p) is AltPattern:
-        left, right = _callee_names(p.left), _callee_names(p.right)
-        return None if left is None or right is None else left | right
-    return None
 
 
 def _shortest_first(clause: frozenset) -> tuple:

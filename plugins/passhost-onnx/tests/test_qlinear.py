@@ -82,10 +82,9 @@ def test_qlinear_operators_give_onnxruntimes_numbers_and_export_as_themselves(pe
     assert not {"ConvInteger", "Round", "Clip", "Div"} & set(ops)
 
 
-def test_an_ort_quantized_squeezenet_runs_the_same_and_keeps_its_shape(zoo, tmp_path, ort_run):
-    """onnxruntime's own quantizer (QOperator format, its convolutions): passhost's import,
-    interpreter, -O3 and export give onnxruntime's outputs exactly, in a model with the
-    original's quantized operators."""
+def _ort_quantized_squeezenet(zoo, tmp_path, **options):
+    """The model zoo's SqueezeNet quantized by onnxruntime (QOperator format, ``options``
+    for ``quantize_static``): ``(path, input name, rng)``."""
     quantization = pytest.importorskip("onnxruntime.quantization")
     model = onnx.load(zoo["squeezenet"])
     inits = {t.name for t in model.graph.initializer}
@@ -108,13 +107,20 @@ def test_an_ort_quantized_squeezenet_runs_the_same_and_keeps_its_shape(zoo, tmp_
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         quantization.quantize_static(str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx"), Reader(),
-                                     quant_format=quantization.QuantFormat.QOperator, op_types_to_quantize=["Conv"],
-                                     per_channel=True)
-    original = collections.Counter(n.op_type for n in onnx.load(str(tmp_path / "q.onnx")).graph.node)
+                                     quant_format=quantization.QuantFormat.QOperator, **options)
+    return tmp_path / "q.onnx", name, rng
+
+
+def test_an_ort_quantized_squeezenet_runs_the_same_and_keeps_its_shape(zoo, tmp_path, ort_run):
+    """onnxruntime's own quantizer (QOperator format, its convolutions): passhost's import,
+    interpreter, -O3 and export give onnxruntime's outputs exactly, in a model with the
+    original's quantized operators."""
+    q, name, rng = _ort_quantized_squeezenet(zoo, tmp_path, op_types_to_quantize=["Conv"], per_channel=True)
+    original = collections.Counter(n.op_type for n in onnx.load(str(q)).graph.node)
     assert original["QLinearConv"] == 26
     x = rng.uniform(-1, 1, (1, 3, 224, 224)).astype(np.float32)
-    want = ort_run(str(tmp_path / "q.onnx"), {name: x})[0]
-    mod = ir.load(str(tmp_path / "q.onnx"))
+    want = ort_run(str(q), {name: x})[0]
+    mod = ir.load(str(q))
     np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=0, atol=1e-6)  # (a float softmax at the end)
     ops = _o3_and_save(mod, tmp_path / "out.onnx")
     np.testing.assert_array_equal(ort_run(str(tmp_path / "out.onnx"), {name: x})[0], want)
@@ -266,34 +272,12 @@ def test_onnxruntimes_quantized_contrib_operators_import_within_a_quantization_s
 def test_a_fully_quantized_squeezenet_imports_and_runs_as_onnxruntime_does(zoo, tmp_path, ort_run):
     """onnxruntime's QOperator quantizer on every operator type: QLinearConv, and the
     com.microsoft QLinearConcat, QLinearGlobalAveragePool and QLinearSoftmax."""
-    quantization = pytest.importorskip("onnxruntime.quantization")
-    model = onnx.load(zoo["squeezenet"])
-    inits = {t.name for t in model.graph.initializer}
-    keep = [i for i in model.graph.input if i.name not in inits]
-    del model.graph.input[:]
-    model.graph.input.extend(keep)
-    model.ir_version = max(model.ir_version, 4)
-    onnx.save(model, str(tmp_path / "f.onnx"))
-    rng = np.random.default_rng(1)
-    name = keep[0].name
-
-    class Reader(quantization.CalibrationDataReader):
-        def __init__(self):
-            self.left = 2
-
-        def get_next(self):
-            self.left -= 1
-            return {name: rng.uniform(-1, 1, (1, 3, 224, 224)).astype(np.float32)} if self.left >= 0 else None
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        quantization.quantize_static(str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx"), Reader(),
-                                     quant_format=quantization.QuantFormat.QOperator)
-    original = collections.Counter((n.domain, n.op_type) for n in onnx.load(str(tmp_path / "q.onnx")).graph.node)
+    q, name, rng = _ort_quantized_squeezenet(zoo, tmp_path)
+    original = collections.Counter((n.domain, n.op_type) for n in onnx.load(str(q)).graph.node)
     assert original[(_MS, "QLinearConcat")] == 8 and original[(_MS, "QLinearGlobalAveragePool")] == 1
     x = rng.uniform(-1, 1, (1, 3, 224, 224)).astype(np.float32)
-    want = ort_run(str(tmp_path / "q.onnx"), {name: x})[0]
-    mod = ir.load(str(tmp_path / "q.onnx"))
+    want = ort_run(str(q), {name: x})[0]
+    mod = ir.load(str(q))
     # the softmax output has scale 1/256; onnxruntime's QLinearSoftmax works from a table of
     # exponentials, so allow a few of its steps
     np.testing.assert_allclose(ir.evaluate(mod, x), want, rtol=0, atol=4 / 256)
