@@ -166,6 +166,9 @@ def _reduce(name: str, axes_input: bool):
         else:
             axis = tuple(int(a) for a in np.asarray(axes).reshape(-1))
         shape = node.shape(0)
+        if axis is not None and any(not -len(shape) <= a < len(shape) for a in axis):
+            raise node.error(f"axes {list(axis)} are out of range for its rank-{len(shape)} input "
+                             f"(valid: {-len(shape)}..{len(shape) - 1})")
         reduced = range(len(shape)) if axis is None else axis
         if any(shape[a] == 0 for a in reduced):
             return _empty_reduce(node, name, axis, keepdims)

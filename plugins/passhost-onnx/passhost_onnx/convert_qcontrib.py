@@ -29,6 +29,23 @@ MS = "com.microsoft"
 _OPSET = 13
 
 
+def _int_attr(node, name: str, default=None) -> int:
+    """Attribute ``name`` as an int; a missing required one, or one of another type, is named."""
+    value = node.attr(name, default)
+    if isinstance(value, (bool, float, str, bytes, list, tuple)) or value is None:
+        if value is None:
+            raise node.error(f"has no {name} attribute, which {node.op_type} needs")
+        raise node.error(f"its {name} attribute must be an int, got {value!r}")
+    return int(value)
+
+
+def _float_attr(node, name: str, default: float) -> float:
+    value = node.attr(name, default)
+    if isinstance(value, (bool, str, bytes, list, tuple)):
+        raise node.error(f"its {name} attribute must be a float, got {value!r}")
+    return float(value)
+
+
 def _dequantized(node, x: int, scale: int, zero: int):
     """Input ``x`` dequantized with inputs ``scale`` and ``zero`` (a missing zero point is 0)."""
     s = node.inputs[scale] if node.dtype(scale) == "float32" else call("cast", node.inputs[scale], dtype="float32")
@@ -74,16 +91,16 @@ converter("QLinearAdd", 1, domain=MS)(_between("Add", _binary, (6, 7)))
 converter("QLinearMul", 1, domain=MS)(_between("Mul", _binary, (6, 7)))
 converter("QLinearSigmoid", 1, domain=MS)(_between("Sigmoid", _unary, (3, 4)))
 converter("QLinearLeakyRelu", 1, domain=MS)(
-    _between("LeakyRelu", _unary, (3, 4), lambda node: {"alpha": float(node.attr("alpha", 0.01))}))
+    _between("LeakyRelu", _unary, (3, 4), lambda node: {"alpha": _float_attr(node, "alpha", 0.01)}))
 converter("QLinearSoftmax", 1, domain=MS)(
-    _between("Softmax", _unary, (3, 4), lambda node: {"axis": int(node.attr("axis", -1))}))
+    _between("Softmax", _unary, (3, 4), lambda node: {"axis": _int_attr(node, "axis", -1)}))
 
 
 def _channels_first(pool):
     """A pooling converter of NCHW data; ``channels_last=1`` data is transposed around it."""
 
     def convert(node):
-        if not int(node.attr("channels_last", 0)):
+        if not _int_attr(node, "channels_last", 0):
             return pool(node)
         nd = node.ndim(0)
         to_first = (0, nd - 1) + tuple(range(1, nd - 1))
@@ -116,7 +133,7 @@ def _qlinear_concat(node):
         raise node.error(f"has {len(node.inputs)} inputs; QLinearConcat takes the output scale and zero point, "
                          "then a (tensor, scale, zero point) triple per input")
     inputs = [_dequantized(node, i, i + 1, i + 2) for i in range(2, len(node.inputs), 3)]
-    value = _float_op(node, "Concat", inputs, {"axis": int(node.attr("axis"))})
+    value = _float_op(node, "Concat", inputs, {"axis": _int_attr(node, "axis")})
     return _quantized(node, value, 0, 1, node.dtype(2))
 
 
@@ -128,14 +145,14 @@ def _qgemm(node):
     from .convert_qlinear import _float, _integer_dense
 
     a = node.inputs[0]
-    if int(node.attr("transA", 0)):
+    if _int_attr(node, "transA", 0):
         a = ir.infer_type(call("transpose", a, axes=(1, 0)))
     inner = Node(node.op_type, node.domain, node.name, [a] + node.inputs[1:], node.attrs, node.outputs, node.opset)
-    acc = _integer_dense(inner, 0, 3, 2, 5, _float(node, 1), _float(node, 4), transposed=bool(int(node.attr("transB", 0))))
+    acc = _integer_dense(inner, 0, 3, 2, 5, _float(node, 1), _float(node, 4), transposed=bool(_int_attr(node, "transB", 0)))
     if node.input(6) is not None:
         acc = call("add", acc, call("cast", node.inputs[6], dtype="int32"))
     scale = call("multiply", call("multiply", _float(node, 1), _float(node, 4)),
-                 const(float(node.attr("alpha", 1.0)), "float32"))
+                 const(_float_attr(node, "alpha", 1.0), "float32"))
     if node.input(7) is None:
         return call("multiply", call("cast", acc, dtype="float32"), scale)
     zero = node.input(8) if node.input(8) is not None else const(0, node.dtype(0))

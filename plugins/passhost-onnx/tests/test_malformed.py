@@ -144,3 +144,17 @@ def test_huge_declared_constants_are_not_allocated_at_import():
     mod = from_onnx(model)
     calls = {e.op.name for e in ir.post_order(mod["main"]) if type(e) is ir.Call}
     assert {"full", "broadcast_to", "add"} <= calls
+
+
+@pytest.mark.parametrize("opset", [13, 18])
+def test_reduce_axes_out_of_range_are_named(opset):
+    """(Found by mutating models: an axis of 99 used to reach the converter's catch-all.)"""
+    if opset >= 18:
+        node = helper.make_node("ReduceMax", ["x", "axes"], ["y"])
+        inits = [onnx.numpy_helper.from_array(np.array([1, 99], dtype=np.int64), "axes")]
+    else:
+        node = helper.make_node("ReduceMax", ["x"], ["y"], axes=[1, 99])
+        inits = []
+    model = _one_node(node, [_f("x", [2, 3])], [_f("y", None)], inits=inits, opset=opset)
+    with pytest.raises(FormatError, match=r"axes \[1, 99\] are out of range for its rank-2 input \(valid: -2..1\)"):
+        from_onnx(model)

@@ -359,3 +359,19 @@ def test_a_malformed_conv_integer_is_named_with_what_is_wrong(inputs, shapes, me
                               [helper.make_tensor_value_info("y", TensorProto.INT32, None)])
     with pytest.raises(FormatError, match=message):
         from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)]))
+
+
+@pytest.mark.parametrize("attrs, message", [({}, "has no axis attribute, which QLinearConcat needs"),
+                                            ({"axis": "x"}, "its axis attribute must be an int, got 'x'")])
+def test_a_contrib_operators_bad_attribute_is_named(attrs, message):
+    from passhost.errors import FormatError
+    from passhost_onnx import from_onnx
+
+    inits = [numpy_helper.from_array(np.array(0.1, np.float32), "s"), numpy_helper.from_array(np.uint8(3), "z")]
+    node = helper.make_node("QLinearConcat", ["s", "z", "a", "s", "z", "b", "s", "z"], ["y"], domain=_MS, **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, TensorProto.UINT8, [1, 2])
+                                            for n in ("a", "b")],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(_MS, 1)])
+    with pytest.raises(FormatError, match=message):
+        from_onnx(model)
