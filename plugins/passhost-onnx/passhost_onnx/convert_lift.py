@@ -1,4 +1,5 @@
-"""1-D convolution and pooling through the 2-D operators, as TVM's ``conv1d`` lowers them:
+"""1-D convolution (float and quantized) and pooling through the 2-D operators, as TVM's
+``conv1d`` lowers them:
 the length axis becomes the width of a height-1 image::
 
     Conv(x, w, kernel_shape=[3])      /* x: (1, 2, 8), w: (4, 2, 3) */
@@ -16,7 +17,10 @@ from .table import BUILTIN
 __all__ = ["lift_1d", "LIFTED"]
 
 #: operators whose converters handle 2-D spatial data and get 1-D through :func:`lift_1d`
-LIFTED = ("Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool")
+LIFTED = ("Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool",
+          "ConvInteger", "QLinearConv")
+#: the weight input of the convolutions (it gains the height axis too)
+_WEIGHT = {"Conv": 1, "ConvTranspose": 1, "ConvInteger": 1, "QLinearConv": 3}
 #: per-axis attributes: the height axis gets this value
 _AXIS_ATTRS = {"kernel_shape": 1, "strides": 1, "dilations": 1, "output_padding": 0}
 
@@ -35,8 +39,9 @@ def lift_1d(fn):
 
         inputs = list(node.inputs)
         inputs[0] = ir.infer_type(reshape(inputs[0], _with_height(node.shape(0))))
-        if node.op_type in ("Conv", "ConvTranspose"):
-            inputs[1] = ir.infer_type(reshape(inputs[1], _with_height(node.shape(1))))
+        w = _WEIGHT.get(node.op_type)
+        if w is not None and node.input(w) is not None and node.ndim(w) == 3:
+            inputs[w] = ir.infer_type(reshape(inputs[w], _with_height(node.shape(w))))
         attrs = dict(node.attrs)
         for key, value in _AXIS_ATTRS.items():
             if key in attrs:

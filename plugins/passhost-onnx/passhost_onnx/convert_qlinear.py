@@ -44,7 +44,7 @@ def _integer_conv(node, x: int, w: int, xz: int, wz: int, xs, ws):
     """``qnn.conv2d`` of inputs ``x`` and ``w`` with zero points ``xz``, ``wz`` (indices)."""
     if node.ndim(x) != 4:
         raise node.error(f"{node.op_type} on {node.ndim(x) - 2}-D spatial data is not supported "
-                         "(passhost has the 2-D qnn.conv2d)")
+                         "(passhost has the 2-D qnn.conv2d, and 1-D through it)")
     w_shape = node.shape(w)
     if len(w_shape) != 4:
         raise node.error(f"its weight (input {w}) must be 4-D (M, C/group, kH, kW) like its data, got shape {w_shape}")

@@ -375,3 +375,29 @@ def test_a_contrib_operators_bad_attribute_is_named(attrs, message):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(_MS, 1)])
     with pytest.raises(FormatError, match=message):
         from_onnx(model)
+
+
+@pytest.mark.parametrize("op", ["QLinearConv", "ConvInteger"])
+def test_a_1d_quantized_convolution_goes_through_the_2d_operator(op, tmp_path, ort_run):
+    """Conv1d of an int8 audio model: the length axis becomes the width of a height-1
+    image, as for the float Conv."""
+    rng = np.random.default_rng(6)
+    w = rng.integers(-127, 128, (4, 3, 5)).astype(np.int8)
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "xs"), numpy_helper.from_array(np.uint8(120), "xz"),
+             numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array(0.01, np.float32), "ws"),
+             numpy_helper.from_array(np.int8(0), "wz"), numpy_helper.from_array(np.array(0.2, np.float32), "ys"),
+             numpy_helper.from_array(np.uint8(128), "yz")]
+    inputs = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"] if op == "QLinearConv" else ["x", "w", "xz", "wz"]
+    out_type = TensorProto.UINT8 if op == "QLinearConv" else TensorProto.INT32
+    graph = helper.make_graph([helper.make_node(op, inputs, ["y"], pads=[2, 2], strides=[2])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 3, 16])],
+                              [helper.make_tensor_value_info("y", out_type, [1, 4, 8])], initializer=inits)
+    src = tmp_path / "c1d.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(src))
+    x = rng.integers(0, 256, (1, 3, 16)).astype(np.uint8)
+    want = ort_run(str(src), {"x": x})[0]
+    mod = ir.load(str(src))
+    np.testing.assert_array_equal(ir.evaluate(mod, x), want)
+    ops = _o3_and_save(mod, tmp_path / "out.onnx")
+    assert ops[op] == 1
+    np.testing.assert_array_equal(ort_run(str(tmp_path / "out.onnx"), {"x": x})[0], want)
