@@ -126,10 +126,8 @@ def atomic_writer(path: str, *, fsync: bool = True,
     module docstring); symbolic links are followed.
     """
     if path == "-":
-        with _buffered(output_stream(), path) as f:
+        with _buffered(output_stream(), path, verify) as f:
             yield f
-            if verify is not None:
-                verify()
         return
     target = os.path.realpath(path)
     try:
@@ -139,10 +137,8 @@ def atomic_writer(path: str, *, fsync: bool = True,
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, "it is a directory, not a file", path)
     if st is not None and not stat.S_ISREG(st.st_mode):
-        with _buffered(None, target) as f:
+        with _buffered(None, target, verify) as f:
             yield f
-            if verify is not None:
-                verify()
         return
     mode = None if st is None else st.st_mode & 0o777
     directory = os.path.dirname(target)
@@ -289,11 +285,14 @@ def _start_writeback(fd: int, offset: int, length: int) -> None:
 
 
 @contextlib.contextmanager
-def _buffered(stream, path: str) -> Iterator[BinaryIO]:
+def _buffered(stream, path: str, verify: Optional[Callable[[], None]] = None) -> Iterator[BinaryIO]:
     """Collect the content in memory; write it to ``stream`` (or to ``path``, opened in
-    place, for a device or pipe) only when the block ends without an error."""
+    place, for a device or pipe) only when the block ends without an error and ``verify``
+    (if given) passes."""
     buf = io.BytesIO()
     yield buf
+    if verify is not None:
+        verify()
     data = buf.getvalue()
     if stream is not None:  # standard output: its byte buffer, or the text stream itself
         raw = getattr(stream, "buffer", None)

@@ -57,35 +57,35 @@ INTEGER = frozenset({"int8", "uint8", "int16", "uint16", "int32"})
 _OP = "qnn.conv2d"
 
 
-def _integer(types: list, i: int, what: str) -> TensorType:
-    t = tensor_arg(_OP, types, i, what)
+def _integer(op: str, types: list, i: int, what: str) -> TensorType:
+    t = tensor_arg(op, types, i, what)
     if t.dtype not in INTEGER:
-        raise TypeInferenceError(f"{_OP}: {what} must be an integer tensor ({', '.join(sorted(INTEGER))}), got {t}")
+        raise TypeInferenceError(f"{op}: {what} must be an integer tensor ({', '.join(sorted(INTEGER))}), got {t}")
     return t
 
 
-def _vector(types: list, i: int, what: str, size: int, floating: bool) -> TensorType:
-    """A scalar, or a 1-D tensor of 1 or ``size`` values."""
-    t = tensor_arg(_OP, types, i, what)
+def _vector(op: str, types: list, i: int, what: str, size: int, floating: bool, per: str) -> TensorType:
+    """A floating-point (or integer) scalar, or a 1-D tensor of 1 or ``size`` values."""
+    t = tensor_arg(op, types, i, what)
     if floating != t.dtype.startswith("float"):
         kind = "a floating-point" if floating else "an integer"
-        raise TypeInferenceError(f"{_OP}: {what} must be {kind} tensor, got {t}")
+        raise TypeInferenceError(f"{op}: {what} must be {kind} tensor, got {t}")
     if t.ndim > 1 or (t.ndim == 1 and t.shape[0] not in (1, size)):
-        raise TypeInferenceError(f"{_OP}: {what} must be a scalar or one value per output channel ({size}), got {t}")
+        raise TypeInferenceError(f"{op}: {what} must be a scalar or one value per {per} ({size}), got {t}")
     return t
 
 
 def _qnn_conv2d_rel(types: list, attrs) -> TensorType:
-    data = _integer(types, 0, "the data")
-    weight = _integer(types, 1, "the kernel")
+    data = _integer(_OP, types, 0, "the data")
+    weight = _integer(_OP, types, 1, "the kernel")
     out_ch = weight.shape[layout_index(attrs.kernel_layout, "OIHW", _OP)[0]] if weight.ndim == 4 else 0
-    izp = _vector(types, 2, "the input zero point", 1, False)
-    kzp = _vector(types, 3, "the kernel zero point", out_ch, False)
+    izp = _vector(_OP, types, 2, "the input zero point", 1, False, "output channel")
+    kzp = _vector(_OP, types, 3, "the kernel zero point", out_ch, False, "output channel")
     if izp.dtype != data.dtype or kzp.dtype != weight.dtype:
         raise TypeInferenceError(f"{_OP}: each zero point must have its tensor's dtype: data {data.dtype} with "
                                  f"{izp.dtype}, kernel {weight.dtype} with {kzp.dtype}")
-    _vector(types, 4, "the input scale", 1, True)
-    _vector(types, 5, "the kernel scale", out_ch, True)
+    _vector(_OP, types, 4, "the input scale", 1, True, "output channel")
+    _vector(_OP, types, 5, "the kernel scale", out_ch, True, "output channel")
     out = _conv2d_rel([data, TensorType(weight.shape, data.dtype)], attrs)
     if out.dtype not in ("int32", "int64"):
         raise TypeInferenceError(f"{_OP}: out_dtype must be int32 or int64, got {out.dtype}")
@@ -97,16 +97,8 @@ def _qnn_conv2d(args: list, attrs) -> np.ndarray:
     # float64 is exact here: every product of two shifted 8- or 16-bit values, and every sum
     # of them a convolution makes, is far below 2**53; numpy's BLAS then does the work
     x, w, izp, kzp = args[:4]
-    x = x.astype(np.float64) - np.float64(np.reshape(izp, (-1,))[0])
-    o_axis = layout_index(attrs.kernel_layout, "OIHW", _OP)[0]
-    shift = np.reshape(kzp, (-1,)).astype(np.float64)
-    if shift.size > 1:
-        shape = [1, 1, 1, 1]
-        shape[o_axis] = shift.size
-        shift = shift.reshape(shape)
-    else:
-        shift = shift[0] if shift.size else np.float64(0)
-    w = w.astype(np.float64) - shift
+    x = x.astype(np.float64) - _along(izp, x.ndim, 0).astype(np.float64)
+    w = w.astype(np.float64) - _along(kzp, w.ndim, layout_index(attrs.kernel_layout, "OIHW", _OP)[0])
     out = _conv2d([x, w], attrs.__class__({**attrs, "out_dtype": "float64"}))
     return np.rint(out).astype(attrs.out_dtype)
 
@@ -121,8 +113,6 @@ reg(_OP, 6, _qnn_conv2d_rel, _qnn_conv2d,
 
 # -- qnn.requantize -----------------------------------------------------------------------
 _REQ = "qnn.requantize"
-_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "uint16": (0, 65535),
-           "int32": (-2 ** 31, 2 ** 31 - 1)}
 _ROUNDING = ("TONEAREST_EVEN", "UPWARD", "TONEAREST")
 
 
@@ -135,20 +125,28 @@ def _per_axis(op: str, t: TensorType, data: TensorType, axis: int, what: str) ->
                                  f"({data.shape[axis]}), got {t}")
 
 
+def _scale_and_zero(op: str, types: list, data: TensorType, axis: int, first: int = 1, which: str = "the ") -> None:
+    """Arguments ``first`` and ``first + 1``: a floating-point scale and an integer zero
+    point, each one value or one per slice of ``axis`` of ``data``."""
+    scale = tensor_arg(op, types, first, which + "scale")
+    zero = tensor_arg(op, types, first + 1, which + "zero point")
+    if not scale.dtype.startswith("float"):
+        raise TypeInferenceError(f"{op}: {which}scale must be a floating-point tensor, got {scale}")
+    if zero.dtype not in INTEGER:
+        raise TypeInferenceError(f"{op}: {which}zero point must be an integer tensor, got {zero}")
+    _per_axis(op, scale, data, axis, which + "scale")
+    _per_axis(op, zero, data, axis, which + "zero point")
+
+
 def _requantize_rel(types: list, attrs) -> TensorType:
     data = tensor_arg(_REQ, types, 0, "the data")
-    if data.dtype not in _RANGES:
+    if data.dtype not in INTEGER:
         raise TypeInferenceError(f"{_REQ}: the data must be an integer tensor, got {data}")
     axis = norm_axis(_REQ, attrs.axis, max(data.ndim, 1))
-    for i, what, floating in ((1, "the input scale", True), (2, "the input zero point", False),
-                              (3, "the output scale", True), (4, "the output zero point", False)):
-        t = tensor_arg(_REQ, types, i, what)
-        if floating != t.dtype.startswith("float") or (not floating and t.dtype not in _RANGES):
-            kind = "a floating-point" if floating else "an integer"
-            raise TypeInferenceError(f"{_REQ}: {what} must be {kind} tensor, got {t}")
-        _per_axis(_REQ, t, data, axis, what)
-    if attrs.out_dtype not in _RANGES:
-        raise TypeInferenceError(f"{_REQ}: out_dtype must be one of {', '.join(_RANGES)}, got {attrs.out_dtype!r}")
+    _scale_and_zero(_REQ, types, data, axis, 1, "the input ")
+    _scale_and_zero(_REQ, types, data, axis, 3, "the output ")
+    if attrs.out_dtype not in INTEGER:
+        raise TypeInferenceError(f"{_REQ}: out_dtype must be one of {', '.join(sorted(INTEGER))}, got {attrs.out_dtype!r}")
     if attrs.compute_dtype != "float32":
         raise TypeInferenceError(f"{_REQ}: compute_dtype must be float32 (as onnxruntime computes), "
                                  f"got {attrs.compute_dtype!r}")
@@ -172,16 +170,16 @@ def _requantize(args: list, attrs) -> np.ndarray:
     axis = attrs.axis % max(x.ndim, 1)
     multiplier = (_along(s_in, x.ndim, axis).astype(np.float32) / _along(s_out, x.ndim, axis).astype(np.float32))
     shifted = (x.astype(np.int64) - _along(z_in, x.ndim, axis).astype(np.int64)).astype(np.float32)
-    v = (shifted * multiplier.astype(np.float32)).astype(np.float32)
+    v = shifted * multiplier  # (float32 times float32: float32)
     if attrs.rounding == "UPWARD":
         v = np.floor(v + np.float32(0.5))
     elif attrs.rounding == "TONEAREST":
         v = np.sign(v) * np.floor(np.abs(v) + np.float32(0.5))
     else:
         v = np.rint(v)
-    lo, hi = _RANGES[attrs.out_dtype]
+    info = np.iinfo(attrs.out_dtype)
     out = v.astype(np.float64) + _along(z_out, x.ndim, axis).astype(np.float64)
-    return np.clip(out, lo, hi).astype(attrs.out_dtype)
+    return np.clip(out, info.min, info.max).astype(attrs.out_dtype)
 
 
 reg(_REQ, 5, _requantize_rel, _requantize,
@@ -193,23 +191,14 @@ reg(_REQ, 5, _requantize_rel, _requantize,
 # -- qnn.quantize / qnn.dequantize -----------------------------------------------------------
 
 
-def _scale_and_zero(op: str, types: list, data: TensorType, axis: int) -> None:
-    scale, zero = tensor_arg(op, types, 1, "the scale"), tensor_arg(op, types, 2, "the zero point")
-    if not scale.dtype.startswith("float"):
-        raise TypeInferenceError(f"{op}: the scale must be a floating-point tensor, got {scale}")
-    if zero.dtype not in _RANGES:
-        raise TypeInferenceError(f"{op}: the zero point must be an integer tensor, got {zero}")
-    _per_axis(op, scale, data, axis, "the scale")
-    _per_axis(op, zero, data, axis, "the zero point")
-
 
 def _quantize_rel(types: list, attrs) -> TensorType:
     data = tensor_arg("qnn.quantize", types, 0, "the data")
     if not data.dtype.startswith("float"):
         raise TypeInferenceError(f"qnn.quantize: the data must be a floating-point tensor, got {data}")
     _scale_and_zero("qnn.quantize", types, data, norm_axis("qnn.quantize", attrs.axis, max(data.ndim, 1)))
-    if attrs.out_dtype not in _RANGES:
-        raise TypeInferenceError(f"qnn.quantize: out_dtype must be one of {', '.join(_RANGES)}, "
+    if attrs.out_dtype not in INTEGER:
+        raise TypeInferenceError(f"qnn.quantize: out_dtype must be one of {', '.join(sorted(INTEGER))}, "
                                  f"got {attrs.out_dtype!r}")
     return TensorType(data.shape, attrs.out_dtype)
 
@@ -219,13 +208,13 @@ def _quantize(args: list, attrs) -> np.ndarray:
     x, scale, zero = args
     axis = attrs.axis % max(x.ndim, 1)
     v = np.rint(x.astype(np.float32) / _along(scale, x.ndim, axis).astype(np.float32))
-    lo, hi = _RANGES[attrs.out_dtype]
-    return np.clip(v.astype(np.float64) + _along(zero, x.ndim, axis), lo, hi).astype(attrs.out_dtype)
+    info = np.iinfo(attrs.out_dtype)
+    return np.clip(v.astype(np.float64) + _along(zero, x.ndim, axis), info.min, info.max).astype(attrs.out_dtype)
 
 
 def _dequantize_rel(types: list, attrs) -> TensorType:
     data = tensor_arg("qnn.dequantize", types, 0, "the data")
-    if data.dtype not in _RANGES:
+    if data.dtype not in INTEGER:
         raise TypeInferenceError(f"qnn.dequantize: the data must be an integer tensor, got {data}")
     _scale_and_zero("qnn.dequantize", types, data, norm_axis("qnn.dequantize", attrs.axis, max(data.ndim, 1)))
     if not str(attrs.out_dtype).startswith("float"):
@@ -253,26 +242,22 @@ _DENSE = "qnn.dense"
 
 
 def _qnn_dense_rel(types: list, attrs) -> TensorType:
-    data = tensor_arg(_DENSE, types, 0, "the data")
-    weight = tensor_arg(_DENSE, types, 1, "the weight")
-    for t, what in ((data, "the data"), (weight, "the weight")):
-        if t.dtype not in INTEGER:
-            raise TypeInferenceError(f"{_DENSE}: {what} must be an integer tensor, got {t}")
+    data = _integer(_DENSE, types, 0, "the data")
+    weight = _integer(_DENSE, types, 1, "the weight")
     if weight.ndim != 2 or data.ndim < 1 or data.shape[-1] != weight.shape[1]:
         raise TypeInferenceError(f"{_DENSE}: the weight must be (units, {data.shape[-1] if data.ndim else '?'}) "
                                  f"for data {data}, got {weight}")
     units = weight.shape[0]
     if attrs.units is not None and attrs.units != units:
         raise TypeInferenceError(f"{_DENSE}: units={attrs.units} but the weight {weight} has {units}")
-    for i, what, size, floating, dtype in ((2, "the input zero point", 1, False, data.dtype),
-                                           (3, "the kernel zero point", units, False, weight.dtype),
-                                           (4, "the input scale", 1, True, None), (5, "the kernel scale", units, True, None)):
-        t = tensor_arg(_DENSE, types, i, what)
-        if floating != t.dtype.startswith("float") or (dtype is not None and t.dtype != dtype):
-            kind = "a floating-point tensor" if floating else f"a {dtype} tensor (its operand's dtype)"
-            raise TypeInferenceError(f"{_DENSE}: {what} must be {kind}, got {t}")
-        if t.ndim > 1 or (t.ndim == 1 and t.shape[0] not in (1, size)):
-            raise TypeInferenceError(f"{_DENSE}: {what} must be a scalar or {size} values, got {t}")
+    izp = _vector(_DENSE, types, 2, "the input zero point", 1, False, "unit")
+    kzp = _vector(_DENSE, types, 3, "the kernel zero point", units, False, "unit")
+    for t, operand, what in ((izp, data, "the input zero point"), (kzp, weight, "the kernel zero point")):
+        if t.dtype != operand.dtype:
+            raise TypeInferenceError(f"{_DENSE}: {what} must be a {operand.dtype} tensor (its operand's dtype), "
+                                     f"got {t}")
+    _vector(_DENSE, types, 4, "the input scale", 1, True, "unit")
+    _vector(_DENSE, types, 5, "the kernel scale", units, True, "unit")
     if attrs.out_dtype not in ("int32", "int64"):
         raise TypeInferenceError(f"{_DENSE}: out_dtype must be int32 or int64, got {attrs.out_dtype!r}")
     return TensorType(tuple(data.shape[:-1]) + (units,), attrs.out_dtype)
@@ -282,9 +267,8 @@ def _qnn_dense_rel(types: list, attrs) -> TensorType:
 def _qnn_dense(args: list, attrs) -> np.ndarray:
     # float64 is exact, as for qnn.conv2d (BLAS does the products)
     x, w, izp, kzp = args[:4]
-    x = x.astype(np.float64) - np.float64(np.reshape(izp, (-1,))[0])
-    shift = np.reshape(kzp, (-1,)).astype(np.float64)
-    w = w.astype(np.float64) - (shift.reshape(-1, 1) if shift.size > 1 else shift[0])
+    x = x.astype(np.float64) - _along(izp, x.ndim, 0).astype(np.float64)
+    w = w.astype(np.float64) - _along(kzp, w.ndim, 0)
     return np.rint(np.matmul(x, w.T)).astype(attrs.out_dtype)
 
 

@@ -116,7 +116,6 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
     quick = {id(cb): prefilter(cb.pattern) for cb in rules}
     simple = {id(cb): compile_simple(cb.pattern) for cb in rules}
 
-
     # After a sweep, another is needed only if a replacement brought in a node some rule
     # can be rooted at: every other node was offered the rules after its own inputs were
     # final, and a pattern only looks down from its root. ``known`` holds the nodes already

@@ -20,6 +20,7 @@ from __future__ import annotations
 from passhost import ir
 
 from .build import call, const
+from .convert_qlinear import _float, _integer_dense, _requantize, _zero_point
 from .node import Node
 from .table import BUILTIN, converter, lookup
 
@@ -48,15 +49,14 @@ def _float_attr(node, name: str, default: float) -> float:
 
 def _dequantized(node, x: int, scale: int, zero: int):
     """Input ``x`` dequantized with inputs ``scale`` and ``zero`` (a missing zero point is 0)."""
-    s = node.inputs[scale] if node.dtype(scale) == "float32" else call("cast", node.inputs[scale], dtype="float32")
-    z = node.input(zero) if node.input(zero) is not None else const(0, node.dtype(x))
-    return ir.infer_type(call("qnn.dequantize", node.inputs[x], s, z))
+    return ir.infer_type(call("qnn.dequantize", node.inputs[x], _float(node, scale),
+                              _zero_point(node, zero, node.dtype(x))))
 
 
 def _quantized(node, value, scale: int, zero: int, dtype: str):
-    s = node.inputs[scale] if node.dtype(scale) == "float32" else call("cast", node.inputs[scale], dtype="float32")
-    z = node.input(zero) if node.input(zero) is not None else const(0, dtype)
-    return call("qnn.quantize", value, s, z, out_dtype=node.dtype(zero) if node.input(zero) is not None else dtype)
+    """``value`` quantized with inputs ``scale`` and ``zero`` (``dtype`` without a zero point)."""
+    out_dtype = node.dtype(zero) if node.input(zero) is not None else dtype
+    return call("qnn.quantize", value, _float(node, scale), _zero_point(node, zero, dtype), out_dtype=out_dtype)
 
 
 def _float_op(node, op_type: str, inputs: list, attrs: dict):
@@ -142,19 +142,16 @@ def _qgemm(node):
     """``QGemm(A, as, az, B, bs, bz, C, ys, yz)``: ``alpha * A'B' + C`` exact in int32 (C is
     the int32 bias at scale ``as * bs``), then requantized with ``alpha * as * bs / ys``, or
     dequantized to float without ``ys``."""
-    from .convert_qlinear import _float, _integer_dense
-
     a = node.inputs[0]
     if _int_attr(node, "transA", 0):
         a = ir.infer_type(call("transpose", a, axes=(1, 0)))
     inner = Node(node.op_type, node.domain, node.name, [a] + node.inputs[1:], node.attrs, node.outputs, node.opset)
-    acc = _integer_dense(inner, 0, 3, 2, 5, _float(node, 1), _float(node, 4), transposed=bool(_int_attr(node, "transB", 0)))
+    a_scale, b_scale = _float(node, 1), _float(node, 4)
+    acc = _integer_dense(inner, 0, 3, 2, 5, a_scale, b_scale, transposed=bool(_int_attr(node, "transB", 0)))
     if node.input(6) is not None:
         acc = call("add", acc, call("cast", node.inputs[6], dtype="int32"))
-    scale = call("multiply", call("multiply", _float(node, 1), _float(node, 4)),
-                 const(_float_attr(node, "alpha", 1.0), "float32"))
+    product_scale = call("multiply", a_scale, b_scale)
+    alpha = const(_float_attr(node, "alpha", 1.0), "float32")
     if node.input(7) is None:
-        return call("multiply", call("cast", acc, dtype="float32"), scale)
-    zero = node.input(8) if node.input(8) is not None else const(0, node.dtype(0))
-    out_dtype = node.dtype(8) if node.input(8) is not None else node.dtype(0)
-    return call("qnn.requantize", acc, scale, const(0, "int32"), _float(node, 7), zero, axis=-1, out_dtype=out_dtype)
+        return call("multiply", call("cast", acc, dtype="float32"), call("multiply", product_scale, alpha))
+    return _requantize(node, acc, product_scale, alpha, 7, 8, axis=-1)

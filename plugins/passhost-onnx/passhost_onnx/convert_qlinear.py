@@ -1,15 +1,16 @@
 """Quantized operators (the "QOperator" format): integer products, then a requantization.
 
-``ConvInteger`` is TVM's ``qnn.conv2d``, exact in int32. ``MatMulInteger`` is a matmul of the
-zero-point-shifted tensors in int32 (ONNX's ``MatMul`` takes int32, so it exports as it
+``ConvInteger`` is TVM's ``qnn.conv2d``, and ``MatMulInteger`` with a 2-D right operand its
+``qnn.dense``, both exact in int32 (any other ``MatMulInteger`` is a matmul of the
+zero-point-shifted tensors in int32: ONNX's ``MatMul`` takes int32, so it exports as it
 is). ``QLinearConv`` and ``QLinearMatMul`` are those products, the int32 bias added, then
-requantized as onnxruntime does: the product in float32 times one multiplier per tensor
-(or per output channel), ``x_scale * w_scale / y_scale``, rounded half to even, plus the
-output zero point, saturated::
+``qnn.requantize``: the product in float32 times one multiplier per tensor (or per output
+channel), ``(x_scale * w_scale) / y_scale``, rounded half to even, plus the output zero
+point, saturated, as onnxruntime computes it::
 
     QLinearConv(x, xs, xz, w, ws, wz, ys, yz, B)
-    ->  cast(clip(add(round(multiply(cast(add(qnn.conv2d(x, w, xz, wz, xs, ws), B), float32),
-                                     divide(multiply(xs, ws), ys))), cast(yz, float32)), 0f, 255f), uint8)
+    ->  qnn.requantize(add(qnn.conv2d(x, w, xz, wz, xs, ws), reshape(B, [M, 1, 1])),
+                       multiply(xs, ws), 0, ys, yz, axis=1, out_dtype="uint8")
 
 Integer products are exact, so the result equals onnxruntime's bit for bit.
 """
@@ -20,7 +21,8 @@ from .convert_nn import _auto_pads, _matmul
 from .node import Node
 from .table import converter
 
-_INTEGER_RANGE = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767)}
+#: the output dtypes of the QLinear operators
+_OUTPUT_DTYPES = frozenset({"uint8", "int8", "uint16", "int16"})
 
 
 def _per_slice(node, inputs: tuple, count: int, what: str) -> None:
@@ -121,28 +123,31 @@ def _float(node, i: int, shape=None):
     return x
 
 
+def _output(node, y_zero: int) -> tuple:
+    """``(dtype, zero point)`` of the output: ``y_zero``'s, or a 0 of the input's dtype."""
+    out_dtype = node.dtype(y_zero) if node.input(y_zero) is not None else node.dtype(0)
+    if out_dtype not in _OUTPUT_DTYPES:
+        raise node.error(f"the output zero point has dtype {out_dtype}; QLinear operators give 8- or 16-bit integers")
+    return out_dtype, node.inputs[y_zero] if node.input(y_zero) is not None else const(0, out_dtype)
+
+
 def _requantize(node, acc, a_scale, b_scale, y_scale: int, y_zero: int, axis: int):
     """``acc`` (int32) requantized to ``y_zero``'s dtype with ``qnn.requantize``: the
     multiplier ``(a_scale * b_scale) / y_scale`` in float32, in that order, as onnxruntime
     computes it."""
-    out_dtype = node.dtype(y_zero) if node.input(y_zero) is not None else node.dtype(0)
-    if out_dtype not in _INTEGER_RANGE:
-        raise node.error(f"the output zero point has dtype {out_dtype}; QLinear operators give 8- or 16-bit integers")
-    zero = node.inputs[y_zero] if node.input(y_zero) is not None else const(0, out_dtype)
+    out_dtype, zero = _output(node, y_zero)
     return call("qnn.requantize", acc, call("multiply", a_scale, b_scale), const(0, "int32"), _float(node, y_scale),
                 zero, axis=axis, out_dtype=out_dtype)
 
 
 def _requantize_rows(node, acc, a_scale, b_scale, y_scale: int, y_zero: int):
-    """The same, written out in float32 arithmetic: for a per-row scale of A beside a
-    per-column one of B, whose product is a matrix, not a scale along one axis."""
-    out_dtype = node.dtype(y_zero) if node.input(y_zero) is not None else node.dtype(0)
+    """The same for a per-row scale of A beside a per-column one of B, whose product is a
+    matrix, not a scale along one axis: the float32 product times that multiplier, then
+    ``qnn.quantize`` with a scale of 1 (which rounds, adds the zero point and saturates)."""
+    out_dtype, zero = _output(node, y_zero)
     multiplier = call("divide", call("multiply", a_scale, b_scale), _float(node, y_scale))
-    y = call("round", call("multiply", call("cast", acc, dtype="float32"), multiplier))
-    if node.input(y_zero) is not None:
-        y = call("add", y, call("cast", node.inputs[y_zero], dtype="float32"))
-    lo, hi = _INTEGER_RANGE[out_dtype]
-    return call("cast", call("clip", y, a_min=float(lo), a_max=float(hi)), dtype=out_dtype)
+    scaled = call("multiply", call("cast", acc, dtype="float32"), multiplier)
+    return call("qnn.quantize", scaled, const(1.0, "float32"), zero, out_dtype=out_dtype)
 
 
 @converter("QLinearConv", 10)
@@ -169,6 +174,5 @@ def _qlinear_matmul(node):
         return _requantize(node, acc, a_scale, b_scale, 6, 7, axis=-1)
     acc = _integer_matmul(node, 0, 3, 2, 5)
     if node.ndim(1) == 1 and node.shape(1)[0] > 1:  # a scale per row of A
-        rows = node.shape(0)[-2] if node.ndim(0) >= 2 else 1
         return _requantize_rows(node, acc, _float(node, 1, (rows, 1)), _float(node, 4), 6, 7)
     return _requantize(node, acc, _float(node, 1), _float(node, 4), 6, 7, axis=-1)

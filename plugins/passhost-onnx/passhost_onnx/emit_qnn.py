@@ -29,8 +29,6 @@ __all__ = ["join_qlinear_conv"]
 
 #: output dtypes QuantizeLinear writes, by the first opset it writes them at
 _QUANTIZE_SINCE = {"uint8": 10, "int8": 10, "uint16": 21, "int16": 21}
-_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "uint16": (0, 65535),
-           "int32": (-2 ** 31, 2 ** 31 - 1)}
 
 
 @emitter("qnn.conv2d")
@@ -67,14 +65,26 @@ def _qnn_dense(em, call, args):
     return out
 
 
+def _axis_shaped(value: np.ndarray, ndim: int, axis: int) -> np.ndarray:
+    """A scale or zero point array: one value as a scalar, several shaped to broadcast along ``axis``."""
+    return value.reshape(()) if value.size <= 1 else value.reshape((-1,) + (1,) * (ndim - axis - 1))
+
+
 def _along(em, name: str, ndim: int, axis: int) -> str:
     """A per-axis scale or zero point ``name`` shaped to broadcast along ``axis``."""
     value = em.values.get(name)
     if value is not None:
-        if value.size <= 1:
-            return name if value.ndim == 0 else em.const(value.reshape(()))
-        return em.const(value.reshape((-1,) + (1,) * (ndim - axis - 1)))
+        return name if value.ndim == 0 else em.const(_axis_shaped(value, ndim, axis))
     return em.one("Reshape", [name, em.ints([-1] + [1] * (ndim - axis - 1))])
+
+
+def _round_and_saturate(em, y: str, zero: str, dtype: str) -> str:
+    """``Cast(Clip(Round(y) + float(zero), min, max), dtype)``: QuantizeLinear's arithmetic
+    after its division, for a dtype it cannot write at the export's opset."""
+    info = np.iinfo(dtype)
+    y = em.one("Add", [em.one("Round", [y]), em.one("Cast", [zero], to=to_onnx_type("float32"))])
+    y = em.one("Clip", [y, em.const(np.float32(info.min)), em.const(np.float32(info.max))])
+    return em.one("Cast", [y], to=to_onnx_type(dtype))
 
 
 @emitter("qnn.requantize")
@@ -97,8 +107,8 @@ def _requantize(em, call, args):
     f = em.one("Cast", [v], to=to_onnx_type("float32"))
     si, so = em.values.get(s_in), em.values.get(s_out)
     if si is not None and so is not None:
-        ax = lambda arr: arr.reshape(()) if arr.size <= 1 else arr.reshape((-1,) + (1,) * (nd - axis - 1))  # noqa: E731
-        mult = em.const((ax(si).astype(np.float32) / ax(so).astype(np.float32)).astype(np.float32))
+        mult = em.const((_axis_shaped(si, nd, axis).astype(np.float32)
+                         / _axis_shaped(so, nd, axis).astype(np.float32)).astype(np.float32))
     else:
         mult = em.one("Div", [em.one("Cast", [_along(em, s_in, nd, axis)], to=to_onnx_type("float32")),
                               em.one("Cast", [_along(em, s_out, nd, axis)], to=to_onnx_type("float32"))])
@@ -113,11 +123,7 @@ def _requantize(em, call, args):
         if zero_in is not None and not np.any(zero_in):
             em.quantized[out] = ("requantize", data, s_in, s_out, zp)
         return out
-    lo, hi = _RANGES[out_dtype]
-    y = em.one("Round", [y])
-    y = em.one("Add", [y, em.one("Cast", [_along(em, z_out, nd, axis)], to=to_onnx_type("float32"))])
-    y = em.one("Clip", [y, em.const(np.float32(lo)), em.const(np.float32(hi))])
-    return em.one("Cast", [y], to=to_onnx_type(out_dtype))
+    return _round_and_saturate(em, y, _along(em, z_out, nd, axis), out_dtype)
 
 
 def join_qlinear_conv(em, uses: dict, producer: dict) -> set:
@@ -221,14 +227,9 @@ def _quantize(em, call, args):
         return em.one("QuantizeLinear", [x, scale, zero], **axis)
     # (a dtype QuantizeLinear writes only at a later opset: its arithmetic)
     if axis:
-        shape = [-1] + [1] * (len(_tensor(call, 0).shape) - axis["axis"] - 1)
-        scale = em.one("Reshape", [scale, em.ints(shape)])
-        zero = em.one("Reshape", [zero, em.ints(shape)])
-    lo, hi = _RANGES[dtype]
-    y = em.one("Add", [em.one("Round", [em.one("Div", [x, scale])]),
-                       em.one("Cast", [zero], to=to_onnx_type("float32"))])
-    y = em.one("Clip", [y, em.const(np.float32(lo)), em.const(np.float32(hi))])
-    return em.one("Cast", [y], to=to_onnx_type(dtype))
+        nd = len(_tensor(call, 0).shape)
+        scale, zero = _along(em, scale, nd, axis["axis"]), _along(em, zero, nd, axis["axis"])
+    return _round_and_saturate(em, em.one("Div", [x, scale]), zero, dtype)
 
 
 @emitter("qnn.dequantize")
