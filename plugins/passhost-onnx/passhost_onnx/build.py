@@ -1,6 +1,7 @@
 """Small builders the converters share: an op call by name, constants, static reshapes."""
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -19,8 +20,14 @@ def const(value: Any, dtype: str) -> ir.Constant:
     return ir.Constant(np.asarray(value, dtype=dtype))
 
 
-def reshape(x: ir.Expr, shape: Sequence[int]) -> ir.Call:
-    return call("reshape", x, newshape=tuple(int(d) for d in shape))
+def reshape(x: ir.Expr, shape: Sequence[int]) -> ir.Expr:
+    """``reshape(x, newshape=shape)``; of a constant (an initializer unsqueezed, flattened or
+    lifted to 2-D), the reshaped constant at once: the value the import's fold would give,
+    without a call to type and evaluate (a view: nothing is copied)."""
+    shape = tuple(int(d) for d in shape)
+    if type(x) is ir.Constant and all(d >= 0 for d in shape) and math.prod(shape) == x.data.size:
+        return ir.Constant(x.data.reshape(shape))
+    return call("reshape", x, newshape=shape)
 
 
 def flatten_2d(x: ir.Expr, shape: Sequence[int], axis: int) -> ir.Expr:

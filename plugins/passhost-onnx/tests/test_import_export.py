@@ -765,3 +765,33 @@ def test_a_model_the_checker_rejects_replaces_nothing(tmp_path, monkeypatch):
         ir.save(mod, str(dst))
     assert dst.read_bytes() == b"the old model"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx", "out.onnx"]
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+def test_shape_ops_of_an_initializer_import_as_a_view_of_it(opset):
+    # Unsqueeze / Flatten / Reshape of a weight: the reshaped constant itself (the view
+    # the fold gives), sharing the initializer's memory; nothing is left to evaluate
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    axes = ([helper.make_node("Constant", [], ["ax"], value=numpy_helper.from_array(np.array([0], np.int64)))],
+            ["w", "ax"]) if opset >= 13 else ([], ["w"])
+    nodes = axes[0] + [helper.make_node("Unsqueeze", axes[1], ["u"], **({} if opset >= 13 else {"axes": [0]})),
+                       helper.make_node("Flatten", ["u"], ["f"], axis=2),
+                       helper.make_node("Add", ["x", "f"], ["y"])]
+    mod = from_onnx(_model(nodes, [_vi("x", [2, 3])], [_vi("y", [2, 3])], [numpy_helper.from_array(w, "w")],
+                           opset=opset))
+    body = mod["main"].body
+    assert body.op.name == "add" and type(body.args[1]) is ir.Constant
+    folded = body.args[1].data
+    np.testing.assert_array_equal(folded, w)
+    assert folded.shape == (2, 3) and not folded.flags.writeable
+    assert ir.count_ops(mod["main"]) == {"add": 1}
+
+
+def test_a_reshape_of_an_initializer_to_the_wrong_size_still_names_the_node():
+    w = numpy_helper.from_array(np.zeros((2, 3), np.float32), "w")
+    shape = numpy_helper.from_array(np.array([4, 2], np.int64), "s")
+    model = _model([helper.make_node("Reshape", ["w", "s"], ["r"], name="bad_reshape"),
+                    helper.make_node("Add", ["x", "r"], ["y"])],
+                   [_vi("x", [4, 2])], [_vi("y", [4, 2])], [w, shape])
+    with pytest.raises(FormatError, match="bad_reshape"):
+        from_onnx(model)
