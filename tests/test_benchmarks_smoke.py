@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from passhost import ir
@@ -233,3 +234,33 @@ def test_ab_host_measures_every_walker_in_process():
     got = measure(["chain", "dupdead"], 300, shift=50)
     assert set(got) == {f"{fam}/{case}" for fam in ("chain", "dupdead") for case in CASES}
     assert all(t >= 0 for t in got.values())
+
+
+@pytest.mark.parametrize("family", sorted(bench_scaling.FAMILIES))
+def test_ab_cse_rules_gives_the_plugins_output(family):
+    # the experiment's rule set must be EliminateCommonSubexpr, or its timings mean nothing
+    from passhost_eliminate_common_subexpr import eliminate_common_subexpr
+
+    from benchmarks.ab_cse_rules import cse_rules, walk_only
+
+    func = ir.infer_type(bench_scaling.FAMILIES[family](600))["main"]
+    want = eliminate_common_subexpr(func)
+    assert want is not func or family in ("chain", "resnet")
+    assert ir.structural_equal(cse_rules(func), want)
+    assert walk_only(func) is func
+
+
+def test_ab_cse_rules_merges_scalars_tuples_and_attr_classes():
+    from passhost_eliminate_common_subexpr import eliminate_common_subexpr
+
+    from benchmarks.ab_cse_rules import cse_rules
+
+    x = ir.var("x", shape=(2, 3))
+    a = ir.add(ir.add(x, ir.const(np.float32(1))), ir.add(x, ir.const(np.float32(1))))
+    c = ir.concatenate(ir.Tuple([a, x]), axis=0)
+    d = ir.concatenate(ir.Tuple([a, x]), axis=0)
+    e = ir.concatenate(ir.Tuple([a, x]), axis=1)
+    func = ir.infer_type(ir.IRModule.from_expr(ir.Function([x], ir.Tuple([c, d, e]))))["main"]
+    got = cse_rules(func)
+    assert ir.structural_equal(got, eliminate_common_subexpr(func))
+    assert ir.count_ops(got) == {"add": 2, "concatenate": 2}
