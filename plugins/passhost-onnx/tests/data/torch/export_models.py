@@ -1,0 +1,218 @@
+"""Export the PyTorch models the tests import (``test_torch_exports.py``) to this directory.
+
+Real exports, not hand-built graphs: each model is plain PyTorch (no torchvision), exported
+twice, by the TorchScript exporter at opset 17 (``NAME.ts17.onnx``) and by the dynamo exporter
+at opset 18 (``NAME.dynamo.onnx``, its weights in ``NAME.dynamo.onnx.data``). The files are
+committed, so the tests need neither PyTorch nor this script
+run it again only to change
+the set::
+
+    pip install torch==2.13.0 onnx onnxscript    # the CPU build
+    then, from this directory:
+    python export_models.py
+
+Weights are seeded
+batch-norm statistics and the affine parameters of the layer and group
+norms are made non-trivial (as in a trained model), except in ``vitish``, whose layer norm
+keeps PyTorch's initial ones and zeros (a freshly initialised or ``elementwise_affine=False``
+norm).
+"""
+import os
+import sys
+import warnings
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+warnings.filterwarnings("ignore")
+torch.manual_seed(0)
+torch.backends.mha.set_fastpath_enabled(False)  # (else the TorchScript exporter meets _transformer_encoder_layer_fwd)
+OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+
+class SmallResNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU())
+        self.pool = nn.MaxPool2d(3, 2, 1)
+        self.c1 = nn.Conv2d(16, 16, 3, 1, 1, bias=False)
+        self.b1 = nn.BatchNorm2d(16)
+        self.c2 = nn.Conv2d(16, 16, 3, 1, 1, bias=False)
+        self.b2 = nn.BatchNorm2d(16)
+        self.down = nn.Sequential(nn.Conv2d(16, 32, 1, 2, bias=False), nn.BatchNorm2d(32))
+        self.c3 = nn.Conv2d(16, 32, 3, 2, 1, bias=False)
+        self.b3 = nn.BatchNorm2d(32)
+        self.fc = nn.Linear(32, 10)
+    def forward(self, x):
+        x = self.pool(self.stem(x))
+        y = F.relu(self.b1(self.c1(x)))
+        y = self.b2(self.c2(y))
+        x = F.relu(x + y)
+        x = F.relu(self.b3(self.c3(x)) + self.down(x))
+        x = F.adaptive_avg_pool2d(x, 1).flatten(1)
+        return self.fc(x)
+
+class MobileBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, 2, 1)
+        self.dw = nn.Conv2d(16, 16, 3, 1, 1, groups=16)
+        self.bn = nn.BatchNorm2d(16)
+        self.se1 = nn.Conv2d(16, 4, 1)
+        self.se2 = nn.Conv2d(4, 16, 1)
+        self.pw = nn.Conv2d(16, 24, 1)
+        self.bn2 = nn.BatchNorm2d(24)
+        self.head = nn.Linear(24, 5)
+    def forward(self, x):
+        x = F.hardswish(self.stem(x))
+        y = F.relu6(self.bn(self.dw(x)))
+        s = F.adaptive_avg_pool2d(y, 1)
+        s = F.hardsigmoid(self.se2(F.relu(self.se1(s))))
+        y = y * s
+        y = self.bn2(self.pw(y))
+        y = y.mean((2, 3))
+        return F.log_softmax(self.head(F.dropout(y, 0.2, self.training)), -1)
+
+class TinyTransformer(nn.Module):
+    def __init__(self, vocab=100, d=32, heads=4, layers=2, seq=16):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.randn(1, seq, d) * 0.02)
+        layer = nn.TransformerEncoderLayer(d, heads, 64, dropout=0.0, batch_first=True, activation="gelu")
+        self.enc = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(d)
+        self.out = nn.Linear(d, vocab)
+    def forward(self, ids):
+        x = self.emb(ids) + self.pos
+        return self.out(self.norm(self.enc(x)))
+
+class CausalLM(nn.Module):
+    """A GPT-style block written by hand: causal mask from triu, masked_fill, softmax, einsum."""
+    def __init__(self, vocab=50, d=32, heads=4):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln1 = nn.LayerNorm(d)
+        self.ln2 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(approximate="tanh"), nn.Linear(4 * d, d))
+        self.h = heads
+        self.head = nn.Linear(d, vocab, bias=False)
+    def forward(self, ids):
+        b, t = ids.shape
+        x = self.emb(ids)
+        q, k, v = self.qkv(self.ln1(x)).split(x.shape[-1], dim=-1)
+        q = q.view(b, t, self.h, -1).transpose(1, 2)
+        k = k.view(b, t, self.h, -1).transpose(1, 2)
+        v = v.view(b, t, self.h, -1).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) / (q.shape[-1] ** 0.5)
+        mask = torch.triu(torch.ones(t, t, dtype=torch.bool), 1)
+        att = att.masked_fill(mask, float("-inf")).softmax(-1)
+        y = torch.einsum("bhts,bhsd->bhtd", att, v).transpose(1, 2).reshape(b, t, -1)
+        x = x + self.proj(y)
+        x = x + self.mlp(self.ln2(x))
+        return self.head(x)
+
+class SDPA(nn.Module):
+    def __init__(self, d=32, heads=4):
+        super().__init__()
+        self.qkv = nn.Linear(d, 3 * d)
+        self.h = heads
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.h, d // self.h).permute(2, 0, 3, 1, 4)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
+
+class RNNs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(8, 16, num_layers=2, batch_first=True, bidirectional=True)
+        self.gru = nn.GRU(32, 12, batch_first=True)
+        self.fc = nn.Linear(12, 3)
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        y, h = self.gru(y)
+        return self.fc(y[:, -1]) + self.fc(h[-1])
+
+class UNetish(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.g1 = nn.GroupNorm(2, 8)
+        self.c2 = nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.g2 = nn.GroupNorm(4, 16)
+        self.up = nn.ConvTranspose2d(16, 8, 2, stride=2)
+        self.c3 = nn.Conv2d(16, 8, 3, padding=1)
+        self.out = nn.Conv2d(8, 1, 1)
+    def forward(self, x):
+        a = F.silu(self.g1(self.c1(x)))
+        b = F.silu(self.g2(self.c2(a)))
+        u = self.up(b) + F.interpolate(b[:, :8], scale_factor=2, mode="bilinear", align_corners=False)
+        y = F.silu(self.c3(torch.cat([a, u], 1)))
+        return torch.sigmoid(self.out(F.pad(y, (1, 1, 1, 1), mode="reflect")))
+
+class ViTish(nn.Module):
+    def __init__(self, d=32):
+        super().__init__()
+        self.patch = nn.Conv2d(3, d, 8, 8)
+        self.cls = nn.Parameter(torch.randn(1, 1, d))
+        self.pos = nn.Parameter(torch.randn(1, 17, d) * 0.02)
+        self.attn = nn.MultiheadAttention(d, 4, batch_first=True)
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, 10)
+    def forward(self, x):
+        p = self.patch(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), p], 1) + self.pos
+        y, _ = self.attn(self.ln(x), self.ln(x), self.ln(x), need_weights=False)
+        return self.head((x + y)[:, 0])
+
+class Audio1D(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv1d(1, 8, 9, stride=2, padding=4)
+        self.bn = nn.BatchNorm1d(8)
+        self.c2 = nn.Conv1d(8, 8, 3, padding=2, dilation=2)
+        self.ps = nn.PixelShuffle(2)
+        self.fc = nn.Linear(8, 4)
+    def forward(self, x):
+        y = F.gelu(self.bn(self.c1(x)))
+        y = F.max_pool1d(F.leaky_relu(self.c2(y), 0.1), 2)
+        z = y.reshape(1, 8, 4, -1)[:, :, :, :4]
+        z = self.ps(z)
+        top = torch.topk(y, 3, dim=-1).values.sum(-1)
+        return self.fc(top) + z.mean() + torch.cumsum(y, -1)[..., -1].mean()
+
+MODELS = {
+    "small_resnet": (SmallResNet, lambda: (torch.randn(1, 3, 64, 64),)),
+    "mobile_block": (MobileBlock, lambda: (torch.randn(1, 3, 32, 32),)),
+    "tiny_transformer": (TinyTransformer, lambda: (torch.randint(0, 100, (2, 16)),)),
+    "causal_lm": (CausalLM, lambda: (torch.randint(0, 50, (1, 12)),)),
+    "sdpa": (SDPA, lambda: (torch.randn(2, 10, 32),)),
+    "rnns": (RNNs, lambda: (torch.randn(2, 7, 8),)),
+    "unetish": (UNetish, lambda: (torch.randn(1, 3, 32, 32),)),
+    "vitish": (ViTish, lambda: (torch.randn(2, 3, 32, 32),)),
+    "audio1d": (Audio1D, lambda: (torch.randn(1, 1, 128),)),
+}
+
+def randomize_norms(m, affine=True):
+    for mod in m.modules():
+        with torch.no_grad():
+            if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d)):
+                mod.running_mean.uniform_(-0.5, 0.5)
+                mod.running_var.uniform_(0.5, 2.0)
+            if affine and isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d, nn.LayerNorm, nn.GroupNorm)):
+                mod.weight.uniform_(0.5, 1.5)
+                mod.bias.uniform_(-0.2, 0.2)
+
+for name, (cls, inputs) in MODELS.items():
+    m = cls().eval()
+    randomize_norms(m, affine=name != "vitish")
+    args = inputs()
+    for tag, kw in (("ts17", dict(dynamo=False, opset_version=17)), ("dynamo", dict(dynamo=True, opset_version=18))):
+        path = os.path.join(OUT, f"{name}.{tag}.onnx")
+        try:
+            with torch.no_grad():
+                torch.onnx.export(m, args, path, input_names=[f"in{i}" for i in range(len(args))], **kw)
+            print("ok  ", path, os.path.getsize(path))
+        except Exception as e:
+            print("FAIL", path, type(e).__name__, str(e).splitlines()[0][:200])
