@@ -352,14 +352,18 @@ def _drop_nodes(em: Emitter, drop: set) -> None:
 
 
 def _merge_batch_reshapes(em: Emitter) -> None:
-    """``Reshape(MatMul(Reshape(a), Reshape(b)))`` that merges the same leading axes of ``a``
-    and ``b`` into one batch axis and splits it back afterwards is ``MatMul(a, b)``: ONNX's
-    MatMul batches over leading axes itself. The importer reads a 4-D attention ``MatMul``
-    as TVM does, a 3-D ``nn.batch_matmul`` between reshapes; this writes it back as one
-    node (four fewer per attention product)::
+    """``Reshape(MatMul(Reshape(a), Reshape(b)))`` that merges leading axes into one batch axis
+    and splits it back afterwards is ``MatMul`` on the batched operands: ONNX's MatMul batches
+    over leading axes itself. The importer reads a 4-D attention ``MatMul`` as TVM does, a 3-D
+    ``nn.batch_matmul`` between reshapes; this writes it back as one node (four fewer per
+    attention product)::
 
         Reshape(a[1,4,64,64] -> [4,64,64]), Reshape(b -> [4,64,64]), MatMul, Reshape(-> [1,4,64,64])
         ->  MatMul(a, b)
+
+    An operand that is not already in the batched shape (``v[1,1,4,64,64]`` sliced out of a
+    packed ``qkv``) keeps its reshape, now to the batched shape ``[1,4,64,64]``; the reshape
+    of the result goes either way.
     """
     if not any(n.op_type == "MatMul" for n in em.nodes):
         return
@@ -376,18 +380,27 @@ def _merge_batch_reshapes(em: Emitter) -> None:
         # (a reshape an earlier merge dropped no longer produces what the scan says it does)
         if any(r is None or r.op_type != "Reshape" or id(r) in drop for r in inner):
             continue
-        sa, sb = shapes.get(inner[0].input[0]), shapes.get(inner[1].input[0])
         out = shapes.get(n.output[0])
-        if sa is None or sb is None or out is None or len(sa) < 3 or len(sa) != len(sb) or sa[:-2] != sb[:-2]:
+        flat = [shapes.get(r.output[0]) for r in inner]
+        if out is None or len(out) < 3 or any(f is None or len(f) != 3 for f in flat):
             continue
-        batch = sa[:-2]
-        count = int(np.prod(batch, dtype=np.int64))
-        if (shapes.get(inner[0].output[0]) != (count,) + sa[-2:]
-                or shapes.get(inner[1].output[0]) != (count,) + sb[-2:] or out != batch + (sa[-2], sb[-1])):
+        batch = out[:-2]
+        if (flat[0][0] != int(np.prod(batch, dtype=np.int64)) or flat[1][0] != flat[0][0]
+                or flat[0][2] != flat[1][1] or out[-2:] != (flat[0][1], flat[1][2])):
             continue
-        mm.input[:] = [inner[0].input[0], inner[1].input[0]]
+        operands = []
+        for r, f in zip(inner, flat):
+            want = batch + f[1:]
+            if shapes.get(r.input[0]) == want:
+                operands.append(r.input[0])
+                drop.add(id(r))
+            else:  # keep the reshape, to the batched shape
+                r.input[1] = em.ints(want)
+                shapes[r.output[0]] = want
+                operands.append(r.output[0])
+        mm.input[:] = operands
         mm.output[0] = n.output[0]
-        drop.update((id(n), id(inner[0]), id(inner[1])))
+        drop.add(id(n))
     _drop_nodes(em, drop)
 
 

@@ -38,8 +38,6 @@ EXPANDS = {
     "audio1d.dynamo.onnx": "a 1-D convolution or pooling imports as the 2-D operator between two reshapes, and "
                            "exports so",
     "unetish.dynamo.onnx": "GroupNormalization is written out in arithmetic by SimplifyInference and exported so",
-    "sdpa.dynamo.onnx": "the batched MatMul of a 5-D operand sliced to 4-D keeps the reshapes around its 3-D "
-                        "batch_matmul",
 }
 
 
