@@ -8,6 +8,11 @@ in nine operators becomes one ``nn.layer_norm`` again::
     add(multiply(%n, %gamma), %beta)
     ->  nn.layer_norm(%x, %gamma, %beta, axis=-1, epsilon=1e-05f)
 
+A normalisation with no scale and shift (``%n`` alone: PyTorch's initial ones and zeros,
+which SimplifyExpr removes as identities, or ``elementwise_affine=False``) becomes
+``nn.layer_norm`` with ones and zeros, and a constant multiplied or added afterwards joins
+its ``gamma`` and ``beta`` (ScaleIntoLayerNorm, ShiftIntoLayerNorm).
+
 It is one rule over :mod:`passhost.ir.pattern`. A graph that is close but not equal is
 left alone: both means must reduce the same single axis with ``keepdims``, the exponent
 must be 2, epsilon must sit inside the square root, and ``gamma``/``beta`` must be
@@ -24,7 +29,7 @@ from passhost import ir
 from passhost.ir.pattern import DFPatternCallback, is_constant, is_op, wildcard
 from passhost.transform import pattern_pass
 
-__all__ = ["LayerNormRule", "ShiftIntoLayerNorm", "FuseLayerNorm"]
+__all__ = ["LayerNormRule", "ScaleIntoLayerNorm", "ShiftIntoLayerNorm", "FuseLayerNorm"]
 
 
 def _scalar(c: ir.Expr) -> Optional[float]:
@@ -72,7 +77,7 @@ class LayerNormRule(DFPatternCallback):
         norm = (is_op("divide")(self.centered, is_op("sqrt")(shifted))
                 | is_op("multiply")(self.centered, is_op("rsqrt")(shifted)))
         scaled = is_op("multiply")(norm, self.gamma)
-        self.pattern = is_op("add")(scaled, self.beta) | scaled
+        self.pattern = is_op("add")(scaled, self.beta) | scaled | norm
 
     def callback(self, pre, post, node_map):
         x = node_map[self.x][0]
@@ -92,12 +97,40 @@ class LayerNormRule(DFPatternCallback):
         if eps is None or not eps >= 0:
             return None
         size = int(ty.shape[axis])
-        gamma = _along(node_map[self.gamma][0], nd, axis, size)
+        gamma = (_along(node_map[self.gamma][0], nd, axis, size) if self.gamma in node_map
+                 else ir.Constant(np.ones(size, dtype=ty.dtype)))
         beta = (_along(node_map[self.beta][0], nd, axis, size) if self.beta in node_map
                 else ir.Constant(np.zeros(size, dtype=ty.dtype)))
         if gamma is None or beta is None or gamma.data.dtype != ty.dtype or beta.data.dtype != ty.dtype:
             return None
         return ir.nn.layer_norm(x, gamma, beta, axis=-1, epsilon=eps)
+
+
+class ScaleIntoLayerNorm(DFPatternCallback):
+    """``multiply(nn.layer_norm(x, g, b), c)`` with ``c`` constant along the normalised axis ->
+    ``nn.layer_norm(x, g * c, b * c)`` (the scale a rule without ``gamma`` left outside; with
+    the ones and zeros that rule gives, ``g * c`` is ``c`` and ``b * c`` zero, exactly)."""
+
+    def __init__(self) -> None:
+        super().__init__(require_type=True, name="scale_into_layer_norm")
+        self.gamma, self.beta, self.scale = is_constant(), is_constant(), is_constant()
+        self.norm = is_op("nn.layer_norm")(wildcard(), self.gamma, self.beta)
+        self.pattern = is_op("multiply")(self.norm, self.scale)
+
+    def callback(self, pre, post, node_map):
+        norm = node_map[self.norm][0]
+        if not (norm.attrs.center and norm.attrs.scale):
+            return None
+        ty = norm.checked_type
+        nd = len(ty.shape)
+        size = int(ty.shape[int(norm.attrs.axis) % nd])
+        scale = _along(node_map[self.scale][0], nd, int(norm.attrs.axis) % nd, size)
+        gamma, beta = node_map[self.gamma][0], node_map[self.beta][0]
+        if (scale is None or scale.data.dtype != ty.dtype or gamma.data.shape != (size,)
+                or beta.data.shape != (size,)):
+            return None
+        return ir.Call(norm.op, [norm.args[0], ir.Constant(gamma.data * scale.data),
+                                 ir.Constant(beta.data * scale.data)], norm.attrs)
 
 
 class ShiftIntoLayerNorm(DFPatternCallback):
@@ -128,5 +161,6 @@ class ShiftIntoLayerNorm(DFPatternCallback):
 def FuseLayerNorm():  # noqa: N802 - TVM-style pass constructor
     """Turn the decomposed layer normalisation (mean, subtract, power or variance, add
     epsilon, sqrt, divide, scale, shift) back into ``nn.layer_norm``."""
-    return pattern_pass("FuseLayerNorm", lambda: [LayerNormRule(), ShiftIntoLayerNorm()], opt_level=1,
+    return pattern_pass("FuseLayerNorm", lambda: [LayerNormRule(), ScaleIntoLayerNorm(), ShiftIntoLayerNorm()],
+                        opt_level=1,
                         doc=FuseLayerNorm.__doc__)

@@ -58,12 +58,41 @@ def test_decomposed_forms_fuse_into_one_layer_norm(form):
     assert body.attrs.epsilon == 1e-05
 
 
-@pytest.mark.parametrize("form", [dict(axis=1), dict(eps_inside=False), dict(exponent=3.0), dict(var="unbiased"),
-                                  dict(gamma=RNG.randn(5, 1).astype("float32"))])
+@pytest.mark.parametrize("form", [dict(axis=1), dict(eps_inside=False), dict(exponent=3.0), dict(var="unbiased")])
 def test_close_but_different_graphs_are_left_alone(form):
     x = ir.var("x", shape=X.shape)
     out = _run(_decomposed(x, **form), x)
     assert "nn.layer_norm" not in out.astext()
+
+
+def test_a_scale_along_another_axis_stays_outside_the_fused_normalisation():
+    x = ir.var("x", shape=X.shape)
+    out = _run(_decomposed(x, gamma=RNG.randn(5, 1).astype("float32")), x)
+    body = out["main"].body  # add(multiply(gamma, nn.layer_norm(x, ones, zeros)), beta)
+    assert body.op.name == "add" and body.args[0].op.name == "multiply"
+    norm = body.args[0].args[1]
+    assert norm.op.name == "nn.layer_norm" and norm.args[0] is out["main"].params[0]
+    np.testing.assert_array_equal(norm.args[1].data, np.ones(8, "float32"))
+    np.testing.assert_array_equal(norm.args[2].data, np.zeros(8, "float32"))
+
+
+@pytest.mark.parametrize("affine", ["none", "scale", "scale_and_shift", "shift"])
+def test_a_normalisation_without_its_affine_part_fuses_and_takes_what_follows(affine):
+    # PyTorch's initial ones and zeros are identities SimplifyExpr removes: the bare
+    # normalisation fuses, and a scale or shift after it joins gamma and beta exactly
+    x = ir.var("x", shape=X.shape)
+    mean = ir.mean(x, axis=-1, keepdims=True)
+    body = ir.divide(ir.subtract(x, mean),
+                     ir.sqrt(ir.add(ir.variance(x, mean, axis=-1, keepdims=True), _c(1e-5))))
+    if "scale" in affine:
+        body = ir.multiply(body, _c(GAMMA))
+    if "shift" in affine:
+        body = ir.add(body, _c(BETA))
+    out = _run(body, x)
+    fused = out["main"].body
+    assert fused.op.name == "nn.layer_norm" and fused.args[0] is out["main"].params[0], str(out)
+    np.testing.assert_array_equal(fused.args[1].data, GAMMA if "scale" in affine else np.ones(8, "float32"))
+    np.testing.assert_array_equal(fused.args[2].data, BETA if "shift" in affine else np.zeros(8, "float32"))
 
 
 def test_simplify_inference_output_fuses_back():
@@ -81,4 +110,4 @@ def test_info_lists_the_rules(capsys):
 
     assert main(["info", "FuseLayerNorm"]) == 0
     out = capsys.readouterr().out
-    assert "decomposed_layer_norm" in out and "shift_into_layer_norm" in out
+    assert "decomposed_layer_norm" in out and "shift_into_layer_norm" in out and "scale_into_layer_norm" in out

@@ -395,8 +395,9 @@ def _merge_batch_reshapes(em: Emitter) -> None:
                 operands.append(r.input[0])
                 drop.add(id(r))
             else:  # keep the reshape, to the batched shape
-                r.input[1] = em.ints(want)
-                shapes[r.output[0]] = want
+                if f != want:
+                    r.input[1] = em.ints(want)
+                    shapes[r.output[0]] = want
                 operands.append(r.output[0])
         mm.input[:] = operands
         mm.output[0] = n.output[0]

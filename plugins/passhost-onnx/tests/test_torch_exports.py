@@ -37,7 +37,6 @@ EXPANDS = {
     "mobile_block.dynamo.onnx": _HARD,
     "audio1d.dynamo.onnx": "a 1-D convolution or pooling imports as the 2-D operator between two reshapes, and "
                            "exports so",
-    "unetish.dynamo.onnx": "GroupNormalization is written out in arithmetic by SimplifyInference and exported so",
 }
 
 
