@@ -301,6 +301,7 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     if em.quantized:
         _drop_nodes(em, join_qlinear_conv(em, *_uses_and_producers(em)))
     _fuse_adds(em)
+    _hard_activations(em)
     graph = helper.make_graph(em.nodes, graph_name,
                               [_value_info(p.name_hint, p.checked_type) for p in main.params],
                               [_value_info(n, t) for n, t in zip(names, out_types)])
@@ -416,6 +417,70 @@ def _fuse_adds(em: Emitter) -> None:
     for n in em.nodes:
         if n.op_type == "Add" and len(n.input) == 2:
             _conv_bias(em, n, inits, uses, producer, drop) or _scale_shift(em, n, inits, uses, producer, drop)
+    _drop_nodes(em, drop)
+
+
+def _scalar(inits: dict, name: str) -> Optional[float]:
+    """The value of a one-element floating-point initializer, or ``None``."""
+    arr = inits.get(name)
+    if arr is None or arr.size != 1 or arr.dtype.kind != "f":
+        return None
+    return float(arr.reshape(()))
+
+
+def _hard_activations(em: Emitter) -> None:
+    """``HardSigmoid`` and ``HardSwish`` back from the arithmetic they import as (Relay's
+    decomposition), over one scan of the graph::
+
+        Clip(Add(Mul(x, a), b), 0, 1)        ->  HardSigmoid(x, alpha=a, beta=b)
+        Clip(Add(x, b), 0, 1)                ->  HardSigmoid(x, alpha=1, beta=b)
+        Mul(x, HardSigmoid(x, 1/6, 1/2))     ->  HardSwish(x)            (opset 14 on)
+
+    (The second form is what is left when FoldScaleAxis moved ``a`` into the convolution
+    before it.) Each folded node's output must have no other reader."""
+    if not any(n.op_type == "Clip" for n in em.nodes):
+        return
+    inits = {name: arr for name, arr in em.inits}
+    uses, producer = _uses_and_producers(em)
+    drop: set = set()
+    for n in em.nodes:
+        if (n.op_type != "Clip" or len(n.input) != 3 or _scalar(inits, n.input[1]) != 0.0
+                or _scalar(inits, n.input[2]) != 1.0 or uses.get(n.input[0]) != 1 or n.input[0] not in producer):
+            continue
+        add = em.nodes[producer[n.input[0]]]
+        if add.op_type != "Add" or id(add) in drop:
+            continue
+        x, beta = add.input[0], _scalar(inits, add.input[1])
+        if beta is None:
+            x, beta = add.input[1], _scalar(inits, add.input[0])
+        if beta is None:
+            continue
+        alpha, folded = 1.0, [add]
+        mul = em.nodes[producer[x]] if x in producer and uses.get(x) == 1 else None
+        if mul is not None and mul.op_type == "Mul" and id(mul) not in drop:
+            for data, a in ((mul.input[0], mul.input[1]), (mul.input[1], mul.input[0])):
+                if _scalar(inits, a) is not None:
+                    x, alpha = data, _scalar(inits, a)
+                    folded.append(mul)
+                    break
+        n.op_type = "HardSigmoid"
+        n.input[:] = [x]
+        n.attribute.extend([helper.make_attribute("alpha", alpha), helper.make_attribute("beta", beta)])
+        drop.update(id(f) for f in folded)
+    if em.opset >= 14:
+        sixth, half = float(np.float32(1 / 6)), 0.5
+        for n in em.nodes:
+            if n.op_type != "Mul" or id(n) in drop:
+                continue
+            for x, h in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
+                hs = em.nodes[producer[h]] if h in producer and uses.get(h) == 1 else None
+                if (hs is None or hs.op_type != "HardSigmoid" or list(hs.input) != [x]
+                        or {a.name: a.f for a in hs.attribute} != {"alpha": sixth, "beta": half}):
+                    continue
+                n.op_type = "HardSwish"
+                n.input[:] = [x]
+                drop.add(id(hs))
+                break
     _drop_nodes(em, drop)
 
 

@@ -795,3 +795,26 @@ def test_a_reshape_of_an_initializer_to_the_wrong_size_still_names_the_node():
                    [_vi("x", [4, 2])], [_vi("y", [4, 2])], [w, shape])
     with pytest.raises(FormatError, match="bad_reshape"):
         from_onnx(model)
+
+
+@pytest.mark.parametrize("opset", [13, 17])
+def test_hard_sigmoid_and_hard_swish_export_as_their_onnx_operators(opset, tmp_path, ort_run):
+    # they import as Relay decomposes them (clip of a multiply-add); the export joins them back
+    x = ir.var("x", shape=(2, 3, 4, 4))
+    body = ir.Tuple([ir.nn.hard_swish(x), ir.nn.hard_sigmoid(x, alpha=0.25, beta=0.4),
+                     ir.clip(ir.add(x, ir.const(np.float32(0.5))), 0.0, 1.0),     # alpha folded away: 1
+                     ir.clip(ir.add(x, ir.const(np.float32(0.5))), 0.0, 2.0)])    # not a hard sigmoid
+    mod = ir.IRModule.from_expr(ir.Function([x], body))
+    src = tmp_path / "hard.onnx"
+    ir.save(mod, str(src), opset=opset)
+    model = onnx.load(str(src))
+    ops = sorted(n.op_type for n in model.graph.node)
+    if opset >= 14:
+        assert ops == ["Add", "Clip", "HardSigmoid", "HardSigmoid", "HardSwish"]
+    else:  # no HardSwish before opset 14: its hard sigmoid, times x
+        assert ops == ["Add", "Clip", "HardSigmoid", "HardSigmoid", "HardSigmoid", "Mul"]
+    attrs = [{a.name: round(a.f, 6) for a in n.attribute} for n in model.graph.node if n.op_type == "HardSigmoid"]
+    assert {"alpha": 0.25, "beta": 0.4} in attrs and {"alpha": 1.0, "beta": 0.5} in attrs
+    xa = np.random.RandomState(0).uniform(-5, 5, (2, 3, 4, 4)).astype("float32")
+    for got, want in zip(ort_run(str(src), {"x": xa}), ir.evaluate(mod, xa)):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
