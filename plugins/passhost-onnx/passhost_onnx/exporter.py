@@ -301,7 +301,9 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     if em.quantized:
         _drop_nodes(em, join_qlinear_conv(em, *_uses_and_producers(em)))
     _fuse_adds(em)
+    _one_d_back(em)
     _hard_activations(em)
+    _block_moves(em)
     graph = helper.make_graph(em.nodes, graph_name,
                               [_value_info(p.name_hint, p.checked_type) for p in main.params],
                               [_value_info(n, t) for n, t in zip(names, out_types)])
@@ -417,6 +419,186 @@ def _fuse_adds(em: Emitter) -> None:
     for n in em.nodes:
         if n.op_type == "Add" and len(n.input) == 2:
             _conv_bias(em, n, inits, uses, producer, drop) or _scale_shift(em, n, inits, uses, producer, drop)
+    _drop_nodes(em, drop)
+
+
+#: the 2-D operators a 1-D one imports as (``convert_lift``), and their attributes with the
+#: value the lifted height axis has in each (``pads``: begin and end)
+_ONE_D = {"Conv": {"kernel_shape": 1, "strides": 1, "dilations": 1},
+          "MaxPool": {"kernel_shape": 1, "strides": 1, "dilations": 1},
+          "AveragePool": {"kernel_shape": 1, "strides": 1}}
+
+
+def _height_free(node: Any) -> Optional[list]:
+    """The attributes of a lifted 2-D ``node`` rewritten for 1-D data, if its height axis is
+    the lift's (kernel, stride and dilation 1, no padding); else ``None``."""
+    neutral = _ONE_D[node.op_type]
+    new = []
+    for a in node.attribute:
+        if a.name in neutral:
+            if len(a.ints) != 2 or a.ints[0] != neutral[a.name]:
+                return None
+            new.append(helper.make_attribute(a.name, [a.ints[1]]))
+        elif a.name == "pads":
+            if len(a.ints) != 4 or a.ints[0] != 0 or a.ints[2] != 0:
+                return None
+            new.append(helper.make_attribute("pads", [a.ints[1], a.ints[3]]))
+        elif a.name == "storage_order" and a.i != 0:
+            return None
+        else:
+            new.append(a)
+    return new
+
+
+def _reshaped_to(r: Any, shapes: dict, inits: dict) -> Optional[tuple]:
+    """The shape reshape node ``r`` makes (its output may be a renamed graph output, which
+    ``shapes`` does not know: then its shape initializer says)."""
+    shape = shapes.get(r.output[0])
+    if shape is None and len(r.input) > 1 and r.input[1] in inits:
+        target = inits[r.input[1]]
+        if target.ndim == 1 and target.size and (target > 0).all():
+            shape = tuple(int(d) for d in target)
+    return shape
+
+
+def _one_d_back(em: Emitter) -> None:
+    """A 1-D convolution or pooling imports as the 2-D operator between two reshapes (a
+    height axis of 1, ``convert_lift``); it goes back out as the 1-D operator::
+
+        Reshape(x[1,8,64] -> [1,8,1,64]), Conv(w[4,8,1,3], kernel_shape=[1,3]), Reshape(-> [1,4,62])
+        ->  Conv(x, w[4,8,3], kernel_shape=[3])
+
+    Lifted operators that follow one another directly (a pooling after a convolution stays
+    in 2-D between them) go back together. An operator is taken when what it reads comes
+    from a reshape of 1-D data or from another operator taken, and everything that reads
+    it is a reshape or another operator taken (they then read the 1-D result: its elements
+    are in the same order). A reshape to the 1-D shape goes, and so does the reshape in
+    front when nothing else reads it."""
+    if not any(n.op_type in _ONE_D for n in em.nodes):
+        return
+    inits = {name: arr for name, arr in em.inits}
+    uses, producer = _uses_and_producers(em)
+    readers: dict = {}
+    for n in em.nodes:
+        for x in n.input:
+            readers.setdefault(x, []).append(n)
+    shapes = em.shapes
+    attrs: dict = {}  # id(node) -> its 1-D attributes, for the operators that may go back
+    for n in em.nodes:
+        out = shapes.get(n.output[0]) if len(n.output) == 1 else None
+        if n.op_type not in _ONE_D or out is None or len(out) != 4 or out[2] != 1 or n.output[0] in em.captured:
+            continue
+        w = inits.get(n.input[1]) if n.op_type == "Conv" else None
+        if n.op_type == "Conv" and (w is None or w.ndim != 4 or w.shape[2] != 1):
+            continue
+        new = _height_free(n)
+        if new is not None:
+            attrs[id(n)] = new
+
+    def lifted_input(n: Any) -> bool:
+        up = em.nodes[producer[n.input[0]]] if n.input[0] in producer else None
+        if up is None:
+            return False
+        if id(up) in attrs:
+            return True
+        s1, s2 = shapes.get(up.input[0]) if up.op_type == "Reshape" else None, shapes.get(n.input[0])
+        return s1 is not None and len(s1) == 3 and s2 == (s1[0], s1[1], 1, s1[2])
+
+    changed = True
+    while changed:  # drop the candidates whose input or readers do not qualify, to a fixed point
+        changed = False
+        for n in em.nodes:
+            if id(n) in attrs and (not lifted_input(n) or not readers.get(n.output[0]) or any(
+                    not (r.op_type == "Reshape" and r.input[0] == n.output[0]) and id(r) not in attrs
+                    for r in readers[n.output[0]])):
+                del attrs[id(n)]
+                changed = True
+    if not attrs:
+        return
+    drop: set = set()
+    renamed: dict = {}  # a taken operator's 2-D output -> its 1-D output
+    for n in em.nodes:  # (graph order: producers first)
+        if id(n) not in attrs:
+            continue
+        x = n.input[0]
+        if x in renamed:
+            n.input[0] = renamed[x]
+        else:
+            up = em.nodes[producer[x]]
+            n.input[0] = up.input[0]
+            if all(id(r) in attrs for r in readers[x]):
+                drop.add(id(up))
+        if n.op_type == "Conv":
+            w = inits[n.input[1]]
+            n.input[1] = em.const(w.reshape(w.shape[0], w.shape[1], w.shape[3]))
+        del n.attribute[:]
+        n.attribute.extend(attrs[id(n)])
+        out2 = shapes[n.output[0]]
+        out1 = (out2[0], out2[1], out2[3])
+        after = [r for r in readers[n.output[0]] if id(r) not in attrs]
+        same = [r for r in after if _reshaped_to(r, shapes, inits) == out1]
+        old = n.output[0]
+        n.output[0] = same[0].output[0] if same else em.fresh()
+        renamed[old] = n.output[0]
+        shapes[n.output[0]] = out1
+        first = same[0] if same else None
+        for r in after:
+            if r is first:
+                drop.add(id(r))
+            else:
+                r.input[0] = n.output[0]
+    _drop_nodes(em, drop)
+
+
+def _block_moves(em: Emitter) -> None:
+    """``DepthToSpace`` and ``SpaceToDepth`` back from the reshape / transpose / reshape they
+    import as (TVM's spelling; PyTorch's ``pixel_shuffle`` exports as ``DepthToSpace``)::
+
+        Reshape(x[N,C,H,W] -> [N,C/4,2,2,H,W]), Transpose(perm=[0,1,4,2,5,3]), Reshape(-> [N,C/4,2H,2W])
+        ->  DepthToSpace(x, blocksize=2, mode="CRD")
+
+    The two intermediate results must have no other reader."""
+    if not any(n.op_type == "Transpose" for n in em.nodes):
+        return
+    inits = {name: arr for name, arr in em.inits}
+    uses, producer = _uses_and_producers(em)
+    shapes = em.shapes
+    drop: set = set()
+    for n in em.nodes:
+        if n.op_type != "Reshape" or id(n) in drop or uses.get(n.input[0]) != 1 or n.input[0] not in producer:
+            continue
+        t = em.nodes[producer[n.input[0]]]
+        if t.op_type != "Transpose" or id(t) in drop or uses.get(t.input[0]) != 1 or t.input[0] not in producer:
+            continue
+        r = em.nodes[producer[t.input[0]]]
+        if r.op_type != "Reshape" or id(r) in drop:
+            continue
+        x, mid = shapes.get(r.input[0]), shapes.get(r.output[0])
+        out = _reshaped_to(n, shapes, inits)
+        perm = [list(a.ints) for a in t.attribute if a.name == "perm"]
+        if x is None or mid is None or out is None or len(x) != 4 or len(mid) != 6 or len(out) != 4 or not perm:
+            continue
+        (nb, c, h, w), perm = x, tuple(perm[0])
+        found = None
+        for b in {mid[1], mid[2], mid[3]}:
+            if b < 2 or c % (b * b):
+                continue
+            if (mid == (nb, c // (b * b), b, b, h, w) and perm == (0, 1, 4, 2, 5, 3)
+                    and out == (nb, c // (b * b), h * b, w * b)):
+                found = ("DepthToSpace", b, "CRD")
+            elif (mid == (nb, b, b, c // (b * b), h, w) and perm == (0, 3, 4, 1, 5, 2)
+                  and out == (nb, c // (b * b), h * b, w * b)):
+                found = ("DepthToSpace", b, "DCR")
+        for b in {mid[3], mid[5]}:
+            if (b >= 2 and h % b == 0 and w % b == 0 and mid == (nb, c, h // b, b, w // b, b)
+                    and perm == (0, 3, 5, 1, 2, 4) and out == (nb, c * b * b, h // b, w // b)):
+                found = ("SpaceToDepth", b, None)
+        if found is None:
+            continue
+        op, b, mode = found
+        node = helper.make_node(op, [r.input[0]], [n.output[0]], blocksize=b, **({"mode": mode} if mode else {}))
+        n.CopyFrom(node)
+        drop.update((id(t), id(r)))
     _drop_nodes(em, drop)
 
 

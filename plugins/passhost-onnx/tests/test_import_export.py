@@ -818,3 +818,43 @@ def test_hard_sigmoid_and_hard_swish_export_as_their_onnx_operators(opset, tmp_p
     xa = np.random.RandomState(0).uniform(-5, 5, (2, 3, 4, 4)).astype("float32")
     for got, want in zip(ort_run(str(src), {"x": xa}), ir.evaluate(mod, xa)):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("opset", [13, 18])
+def test_one_d_convolution_and_pooling_export_as_one_d_operators(opset, tmp_path, ort_run):
+    # they import as the 2-D operators between two reshapes (a height axis of 1); the
+    # export writes the 1-D operators back, with their weights and attributes
+    rng = np.random.RandomState(0)
+    w = numpy_helper.from_array(rng.randn(4, 3, 5).astype("float32"), "w")
+    b = numpy_helper.from_array(rng.randn(4).astype("float32"), "b")
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[2, 1], strides=[2], dilations=[2]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("MaxPool", ["r"], ["m"], kernel_shape=[3], strides=[1], pads=[1, 1]),
+             helper.make_node("AveragePool", ["m"], ["y"], kernel_shape=[2], strides=[2])]
+    src = tmp_path / "conv1d.onnx"
+    onnx.save(_model(nodes, [_vi("x", [2, 3, 40])], [_vi("y", [2, 4, 9])], [w, b], opset=opset), str(src))
+    out = _matches_onnxruntime(src, {"x": rng.randn(2, 3, 40).astype("float32")}, ort_run, o3=True)
+    model = onnx.load(str(out))
+    assert [n.op_type for n in model.graph.node] == ["Conv", "Relu", "MaxPool", "AveragePool"]
+    conv = model.graph.node[0]
+    attrs = {a.name: list(a.ints) for a in conv.attribute if a.ints}
+    assert attrs["kernel_shape"] == [5] and attrs["pads"] == [2, 1] and attrs["strides"] == [2]
+    weight = {i.name: i for i in model.graph.initializer}[conv.input[1]]
+    assert list(weight.dims) == [4, 3, 5]
+
+
+@pytest.mark.parametrize("op,mode", [("DepthToSpace", "CRD"), ("DepthToSpace", "DCR"), ("SpaceToDepth", None)])
+def test_depth_to_space_and_space_to_depth_export_as_one_node(op, mode, tmp_path, ort_run):
+    # they import as reshape / transpose / reshape (TVM's spelling) and go back out as one node
+    shape = [2, 8, 3, 4] if op == "DepthToSpace" else [2, 2, 6, 4]
+    out = [2, 2, 6, 8] if op == "DepthToSpace" else [2, 8, 3, 2]
+    attrs = {"blocksize": 2, **({"mode": mode} if mode else {})}
+    nodes = [helper.make_node(op, ["x"], ["d"], **attrs), helper.make_node("Relu", ["d"], ["y"])]
+    src = tmp_path / "d2s.onnx"
+    onnx.save(_model(nodes, [_vi("x", shape)], [_vi("y", out)]), str(src))
+    rng = np.random.RandomState(0)
+    exported = _matches_onnxruntime(src, {"x": rng.randn(*shape).astype("float32")}, ort_run, o3=True)
+    model = onnx.load(str(exported))
+    assert [n.op_type for n in model.graph.node] == [op, "Relu"]
+    assert {a.name: helper.get_attribute_value(a) for a in model.graph.node[0].attribute} == (
+        {"blocksize": 2, **({"mode": mode.encode()} if mode else {})})

@@ -37,8 +37,6 @@ EXPANDS = {
     "rnns.dynamo.onnx": _LSTM,
     "mobile_block.ts17.onnx": _SE,
     "mobile_block.dynamo.onnx": _SE,
-    "audio1d.dynamo.onnx": "a 1-D convolution or pooling imports as the 2-D operator between two reshapes, and "
-                           "exports so",
 }
 
 
