@@ -474,7 +474,14 @@ def _one_d_back(em: Emitter) -> None:
     it is a reshape or another operator taken (they then read the 1-D result: its elements
     are in the same order). A reshape to the 1-D shape goes, and so does the reshape in
     front when nothing else reads it."""
-    if not any(n.op_type in _ONE_D for n in em.nodes):
+    shapes = em.shapes
+    lifted = []  # the 2-D operators whose result has a height of 1 (usually none: one scan)
+    for n in em.nodes:
+        if n.op_type in _ONE_D and len(n.output) == 1:
+            out = shapes.get(n.output[0])
+            if out is not None and len(out) == 4 and out[2] == 1 and n.output[0] not in em.captured:
+                lifted.append(n)
+    if not lifted:
         return
     inits = {name: arr for name, arr in em.inits}
     uses, producer = _uses_and_producers(em)
@@ -482,12 +489,8 @@ def _one_d_back(em: Emitter) -> None:
     for n in em.nodes:
         for x in n.input:
             readers.setdefault(x, []).append(n)
-    shapes = em.shapes
     attrs: dict = {}  # id(node) -> its 1-D attributes, for the operators that may go back
-    for n in em.nodes:
-        out = shapes.get(n.output[0]) if len(n.output) == 1 else None
-        if n.op_type not in _ONE_D or out is None or len(out) != 4 or out[2] != 1 or n.output[0] in em.captured:
-            continue
+    for n in lifted:
         w = inits.get(n.input[1]) if n.op_type == "Conv" else None
         if n.op_type == "Conv" and (w is None or w.ndim != 4 or w.shape[2] != 1):
             continue
