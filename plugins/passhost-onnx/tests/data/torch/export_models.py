@@ -204,15 +204,21 @@ def randomize_norms(m, affine=True):
                 mod.weight.uniform_(0.5, 1.5)
                 mod.bias.uniform_(-0.2, 0.2)
 
-for name, (cls, inputs) in MODELS.items():
-    m = cls().eval()
-    randomize_norms(m, affine=name != "vitish")
-    args = inputs()
-    for tag, kw in (("ts17", dict(dynamo=False, opset_version=17)), ("dynamo", dict(dynamo=True, opset_version=18))):
-        path = os.path.join(OUT, f"{name}.{tag}.onnx")
-        try:
-            with torch.no_grad():
-                torch.onnx.export(m, args, path, input_names=[f"in{i}" for i in range(len(args))], **kw)
-            print("ok  ", path, os.path.getsize(path))
-        except Exception as e:
-            print("FAIL", path, type(e).__name__, str(e).splitlines()[0][:200])
+
+def main() -> None:
+    for name, (cls, inputs) in MODELS.items():
+        m = cls().eval()
+        randomize_norms(m, affine=name != "vitish")
+        args = inputs()
+        for tag, kw in (("ts17", dict(dynamo=False, opset_version=17)), ("dynamo", dict(dynamo=True, opset_version=18))):
+            path = os.path.join(OUT, f"{name}.{tag}.onnx")
+            try:
+                with torch.no_grad():
+                    torch.onnx.export(m, args, path, input_names=[f"in{i}" for i in range(len(args))], **kw)
+                print("ok  ", path, os.path.getsize(path))
+            except Exception as e:
+                print("FAIL", path, type(e).__name__, str(e).splitlines()[0][:200])
+
+
+if __name__ == "__main__":
+    main()
