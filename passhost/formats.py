@@ -13,12 +13,13 @@ owns that suffix.
 """
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Any, Mapping, Optional
 
 from . import _catalog
 from ._records import FormatRecord
-from .errors import FormatError, PasshostError
+from .errors import FormatError, PasshostError, UsageError
 from .ir import IRModule
 from .ir.serialize import set_dispatcher
 from .registry import get_registry
@@ -89,13 +90,32 @@ def _plugin_failed(record: FormatRecord, what: str, path: str, err: Exception) -
                        f"{path!r}: {type(err).__name__}: {detail}")
 
 
+def _check_options(record: FormatRecord, fn: Any, options: Mapping, what: str) -> None:
+    """Each of ``options`` must be a keyword ``fn`` takes (or ``fn`` takes ``**kwargs``)."""
+    if not options:
+        return
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: let it decide
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    takes = [n for n, p in params.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and n != "path"]
+    unknown = sorted(set(options) - set(takes))
+    if unknown:
+        raise UsageError(f"format {record.name!r} ({record.source.requirement}) takes no {what} option "
+                         f"{', '.join(repr(u) for u in unknown)}; its options: {', '.join(takes) or 'none'}")
+
+
 def load(path: str, *, format: Optional[str] = None, input_shapes: Optional[Mapping] = None,
-         keep_params: bool = False) -> Any:
+         keep_params: bool = False, **options: Any) -> Any:
     """:func:`passhost.ir.load`."""
     record = format_for(path, format, "load")
     kwargs: dict = {"keep_params": keep_params}
     if input_shapes:
         kwargs["input_shapes"] = dict(input_shapes)
+    _check_options(record, record.entry.load, options, "read")
+    kwargs.update(options)
     try:
         out = record.entry.load(path, **kwargs)
     except PasshostError:

@@ -47,6 +47,7 @@ class Job:
     input_shapes: dict = field(default_factory=dict)
     save_options: dict = field(default_factory=dict)
     check: bool = False
+    load_options: dict = field(default_factory=dict)
 
 
 def run_job(job: Job) -> dict:
@@ -58,7 +59,7 @@ def run_job(job: Job) -> dict:
     start = time.perf_counter()
     stage = "read"
     try:
-        mod = ir.load(job.input, format=job.from_format, input_shapes=job.input_shapes or None)
+        mod = ir.load(job.input, format=job.from_format, input_shapes=job.input_shapes or None, **job.load_options)
         row["ops_before"] = count_module_ops(mod)
         stage = "optimise"
         seq = pipeline(job.pipeline)

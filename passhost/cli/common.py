@@ -16,7 +16,7 @@ from ..errors import ParseError, PluginConflict, PluginLoadError, UsageError
 from ..io import output_stream, write_text_atomic
 
 __all__ = ["EXAMPLES", "ExitCode", "CommandError", "ArgumentParser", "registry", "one_line", "dash",
-           "example", "load_input", "parse_input_shapes", "bind_params", "parse_config", "write_atomic",
+           "example", "load_input", "load_options", "parse_input_shapes", "bind_params", "parse_config", "write_atomic",
            "pass_names", "printable", "print_table", "shorten", "stdout", "MAX_MESSAGE", "opt_level", "OPT_LEVELS"]
 
 #: the longest one-line message printed whole; longer ones (echoing a huge ``-p`` text,
@@ -153,9 +153,10 @@ def example(name: str) -> ir.IRModule:
     return out
 
 
-def load_input(path: str, fmt: Optional[str] = None, input_shapes: Optional[dict] = None) -> ir.IRModule:
+def load_input(path: str, fmt: Optional[str] = None, input_shapes: Optional[dict] = None,
+               options: Optional[dict] = None) -> ir.IRModule:
     """Read the module in ``path`` (``-``: text on stdin) in the format its suffix or
-    ``fmt`` (``--from``) names."""
+    ``fmt`` (``--from``) names; ``options`` go to the format's reader (``--keep-op``)."""
     if path == "-":
         if fmt not in (None, "text"):
             raise CommandError(f"stdin ('-') holds a text-format module; --from {fmt} needs a file")
@@ -170,7 +171,17 @@ def load_input(path: str, fmt: Optional[str] = None, input_shapes: Optional[dict
         raise CommandError(f"cannot read INPUT {path!r}: No such file or directory")
     if os.path.isdir(path):
         raise CommandError(f"cannot read INPUT {path!r}: it is a directory")
-    return ir.load(path, format=fmt, input_shapes=input_shapes)
+    return ir.load(path, format=fmt, input_shapes=input_shapes, **(options or {}))
+
+
+def load_options(keep_op: Sequence[str]) -> dict:
+    """``--keep-op`` values (repeatable, each a comma list) as the reader's options."""
+    names: list = []
+    for item in keep_op:
+        for name in (n.strip() for n in str(item).split(",")):
+            if name and name not in names:
+                names.append(name)
+    return {"keep_ops": tuple(names)} if names else {}
 
 
 def pass_names(reg: Any, items: Sequence[str], flag: str, installed: bool) -> list:

@@ -15,8 +15,8 @@ from ..errors import PassError, PasshostError, PassNotFound
 from . import reproduce
 from .progress import Progress
 from .summary import Summary, count_module_ops
-from .common import EXAMPLES, CommandError, ExitCode, bind_params, example, load_input, one_line, parse_config, stdout, opt_level, \
-    parse_input_shapes, pass_names, registry, write_atomic
+from .common import EXAMPLES, CommandError, ExitCode, bind_params, example, load_input, load_options, one_line, \
+    parse_config, stdout, opt_level, parse_input_shapes, pass_names, registry, write_atomic
 
 __all__ = ["add_parser", "cmd_run", "run_failure"]
 
@@ -71,6 +71,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--to", dest="to_format", metavar="FORMAT", help="write OUT in this format (default: by suffix)")
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D1,D2,...",
                    help="a concrete shape for a model input with symbolic dimensions (repeatable)")
+    p.add_argument("--keep-op", action="append", default=[], metavar="OP[,OP...]",
+                   help="ONNX: keep these standard operators as they are (e.g. LSTM,GRU: not unrolled into "
+                        "their arithmetic); the passes leave them alone and the export writes them back (repeatable)")
     p.add_argument("--opset", type=int, metavar="N", help="ONNX opset of the written model (default: the input model's, within 13..21; else 17)")
     p.add_argument("--external-data", action="store_true",
                    help="write ONNX weights to a side file OUT.data (needed above 2 GB; automatic there)")
@@ -208,7 +211,7 @@ def cmd_batch(args: argparse.Namespace, inputs: list, seq: Any) -> int:
     for src, dst in zip(inputs, outputs):
         jobs.append(Job(src, dst, seq.spec, args.opt_level, tuple(args.disable), tuple(args.require), config,
                         args.from_format, args.to_format, shapes,
-                        save_options(args, dst) if dst else {}, args.check))
+                        save_options(args, dst) if dst else {}, args.check, load_options(args.keep_op)))
     rows = run_batch(jobs, args.jobs)
     print(format_table(rows), file=stdout())
     return batch_exit(rows)
@@ -290,15 +293,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         shapes = parse_input_shapes(args.input_shape)
         if args.example:
-            if shapes or args.from_format:
-                raise CommandError("--input-shape and --from apply to INPUT files, not --example")
+            if shapes or args.from_format or args.keep_op:
+                raise CommandError("--input-shape, --keep-op and --from apply to INPUT files, not --example")
             mod = example(args.example)
         else:
             if sys.stderr.isatty() and args.input != "-":  # a large model takes a moment: say so
                 sys.stderr.write(f"reading {args.input} ...")
                 sys.stderr.flush()
             try:
-                mod = load_input(args.input, args.from_format, shapes or None)
+                mod = load_input(args.input, args.from_format, shapes or None, load_options(args.keep_op))
             finally:
                 if sys.stderr.isatty() and args.input != "-":
                     sys.stderr.write("\r" + " " * (len(args.input) + 12) + "\r")

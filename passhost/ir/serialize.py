@@ -33,18 +33,21 @@ def set_dispatcher(load_fn: Callable[..., Any], save_fn: Callable[..., Any]) -> 
 
 
 def load(path: str, *, format: Optional[str] = None, input_shapes: Optional[Mapping] = None,
-         keep_params: bool = False) -> Any:
+         keep_params: bool = False, **options: Any) -> Any:
     """Read the module in ``path``.
 
     :param format: a format name (``"text"``, ``"onnx"``); default: by suffix
     :param input_shapes: input name -> concrete shape, binding symbolic dimensions
     :param keep_params: keep weights as parameters of ``@main`` and return
         ``(mod, params)``; otherwise weights become constants and the module is returned
+    :param options: options of the format's reader, passed on as given (``keep_ops=`` for
+        ONNX: standard operators to keep as they are); a format that does not take one
+        says so
     :raises FormatError: no installed format reads ``path``, or the file is malformed
     """
     if _dispatch is None:  # pragma: no cover - passhost/__init__ always imports the registry
-        return load_text(path, input_shapes=input_shapes, keep_params=keep_params)
-    return _dispatch[0](path, format=format, input_shapes=input_shapes, keep_params=keep_params)
+        return load_text(path, input_shapes=input_shapes, keep_params=keep_params, **options)
+    return _dispatch[0](path, format=format, input_shapes=input_shapes, keep_params=keep_params, **options)
 
 
 def save(mod: IRModule, path: str, *, format: Optional[str] = None, **options: Any) -> None:

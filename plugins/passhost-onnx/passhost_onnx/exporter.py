@@ -206,8 +206,13 @@ def _emit_opaque(em: Emitter, call: ir.Call, args: list) -> Any:
     node = onnx.NodeProto()
     node.ParseFromString(bytes.fromhex(call.attrs.node))
     outs = [em.fresh() for _ in call.attrs.out_shapes]
-    node.input.extend(args)
-    node.output.extend(outs)
+    if len(node.output):  # positions kept: "?" for each value passed on, "" for an absent one
+        given, made = iter(args), iter(outs)
+        node.input[:] = [next(given) if x == "?" else "" for x in node.input]
+        node.output[:] = [next(made) if x == "?" else "" for x in node.output]
+    else:  # (a call stored before positions were kept)
+        node.input.extend(args)
+        node.output.extend(outs)
     em.nodes.append(node)
     if node.domain:
         em.domains.setdefault(node.domain, 1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from typing import Any, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 import onnx
 
@@ -34,8 +34,10 @@ def _extra_converters() -> list:
             for r in records("onnx")]
 
 
-def load(path: str, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False) -> Any:
-    """Read ``path`` (external data next to it is loaded too) and import it."""
+def load(path: str, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False,
+         keep_ops: Iterable[str] = ()) -> Any:
+    """Read ``path`` (external data next to it is loaded too) and import it (``keep_ops``:
+    standard operators kept as they are, see :func:`.importer.from_onnx`)."""
     try:
         model, arrays = read_model(path)
     except FileNotFoundError:
@@ -49,7 +51,8 @@ def load(path: str, *, input_shapes: Optional[Mapping] = None, keep_params: bool
         raise FormatError(f"cannot read {path!r}: it holds no ONNX graph (empty or not an ONNX model)")
     try:
         return from_onnx(model, input_shapes=input_shapes, keep_params=keep_params,
-                         extra_converters=_extra_converters(), source=os.path.basename(path), arrays=arrays)
+                         extra_converters=_extra_converters(), source=os.path.basename(path), arrays=arrays,
+                         keep_ops=keep_ops)
     except FormatError as err:
         raise FormatError(f"{path}: {err}") from None
 

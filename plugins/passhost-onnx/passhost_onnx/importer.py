@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 import numpy as np
 import onnx
 
 from passhost import ir
-from passhost.errors import FormatError, PasshostError
+from passhost.errors import FormatError, PasshostError, UsageError
 
 from . import convert_composite, convert_image, convert_index, convert_math, convert_nn, convert_tensor  # noqa: F401
 from . import convert_data_shaped, convert_quant, convert_rnn, convert_scatter, convert_sequence  # noqa: F401
@@ -107,7 +107,31 @@ def _input_type(vi: onnx.ValueInfoProto, shapes: Mapping, bound: list) -> ir.Ten
     return ir.TensorType(tuple(out), dtype)
 
 
-def _unsupported(graph: onnx.GraphProto, table: dict, opsets: dict, functions: Functions) -> None:
+def _kept(keep_ops: Iterable[str], graph: onnx.GraphProto) -> frozenset:
+    """``keep_ops`` checked: a name the model does not use is probably misspelt."""
+    if isinstance(keep_ops, str):
+        keep_ops = [keep_ops]
+    keep = frozenset(keep_ops)
+    if not keep:
+        return keep
+    bad = sorted(k for k in keep if not isinstance(k, str) or not k)
+    if bad:
+        raise UsageError(f"keep_ops (--keep-op): operator names are non-empty strings, got {bad!r}")
+    present = {n.op_type for n in graph.node if _domain(n.domain) == ""}
+    unused = sorted(keep - present)
+    if unused:
+        raise UsageError(f"keep_ops (--keep-op): the model has no {', '.join(unused)} node (its graph uses "
+                         f"{', '.join(sorted(present)) or 'no standard operator'}); operator names are ONNX's, "
+                         "case-sensitive")
+    control = sorted(keep & {"If", "Loop", "Scan"})
+    if control:
+        raise UsageError(f"keep_ops (--keep-op): {', '.join(control)} cannot be kept (their subgraphs read the enclosing "
+                         "graph); passhost imports them itself")
+    return keep
+
+
+def _unsupported(graph: onnx.GraphProto, table: dict, opsets: dict, functions: Functions,
+                 keep: frozenset = frozenset()) -> None:
     """Every operator without a converter or a function body, reported at once; and a
     standard node whose number of inputs or outputs ONNX's definition of it does not allow."""
     missing: dict = {}
@@ -117,6 +141,8 @@ def _unsupported(graph: onnx.GraphProto, table: dict, opsets: dict, functions: F
     for n in all_nodes(graph):
         op_type = n.op_type
         if op_type in SUBGRAPH_OPS and n.domain in ("", "ai.onnx"):  # its subgraphs' nodes are checked in turn
+            continue
+        if op_type in keep and n.domain in ("", "ai.onnx"):  # kept as it is: checked by ONNX's shape inference
             continue
         domain = _domain(n.domain)
         if lookup(table, domain, op_type, opsets.get(domain, 1)) is None:
@@ -201,26 +227,38 @@ def _opaque_types(model: onnx.ModelProto, nodes: list) -> dict:
 
 
 def _opaque(n: onnx.NodeProto, inputs: list, types: dict) -> Any:
+    """The opaque call standing for node ``n`` (kept as it is), and its outputs, one per
+    output of ``n`` (``None`` for an unused one, named ``""``). The stored node keeps the
+    positions of its inputs and outputs (``""`` for an absent one, ``"?"`` for one the call
+    passes on), so an optional input or output in the middle stays where it was."""
     shapes, dtypes = [], []
+    label = f"{n.domain}.{n.op_type}" if n.domain else n.op_type
     for o in n.output:
+        if not o:
+            continue
         vi = types.get(o)
         dims = _tensor_shape(vi) if vi is not None else None
         if dims is None or not all(isinstance(d, int) and d > 0 or d == 0 for d in dims) or \
                 any(isinstance(d, str) for d in dims):
-            raise FormatError(f"custom operator {n.domain}.{n.op_type} (node {n.name or o!r}): the type of its "
-                              f"output {o!r} is unknown; add it to the model's value_info or register a converter")
+            raise FormatError(f"{'custom ' if n.domain else 'kept '}operator {label} (node {n.name or o!r}): the "
+                              f"type of its output {o!r} is unknown; add it to the model's value_info or register "
+                              "a converter")
         shapes.append(tuple(int(d) for d in dims))
         dtypes.append(to_dtype(vi.type.tensor_type.elem_type, f"output {o!r}"))
+    if not shapes:
+        raise FormatError(f"operator {label} (node {n.name!r}): none of its outputs is used")
     bare = onnx.NodeProto()
     bare.CopyFrom(n)
-    del bare.input[:]
-    del bare.output[:]
+    bare.input[:] = ["?" if x is not None else "" for x in inputs]
+    bare.output[:] = ["?" if o else "" for o in n.output]
     call = ir.Call(ir.Op.get(OPAQUE), [x for x in inputs if x is not None],
                    {"domain": n.domain, "op_type": n.op_type, "node": bare.SerializeToString().hex(),
                     "out_shapes": tuple(shapes), "out_dtypes": tuple(dtypes)})
     if len(shapes) == 1:
-        return (call,)
-    return tuple(ir.TupleGetItem(call, i) for i in range(len(shapes)))
+        values = iter((call,))
+    else:
+        values = iter([ir.TupleGetItem(call, i) for i in range(len(shapes))])
+    return tuple(next(values) if o else None for o in n.output)
 
 
 #: bytes above which a node of constants is left to FoldConstant rather than evaluated at
@@ -268,11 +306,12 @@ def _initializer_array(name: str, tensor: onnx.TensorProto) -> np.ndarray:
 
 
 def from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False,
-              extra_converters: Optional[list] = None, source: str = "", arrays: Optional[Mapping] = None) -> Any:
+              extra_converters: Optional[list] = None, source: str = "", arrays: Optional[Mapping] = None,
+              keep_ops: Iterable[str] = ()) -> Any:
     """Import ``model`` (see :func:`_from_onnx`), with the cyclic GC paused while the graph grows."""
     with ir.paused_gc():
         return _from_onnx(model, input_shapes=input_shapes, keep_params=keep_params,
-                          extra_converters=extra_converters, source=source, arrays=arrays)
+                          extra_converters=extra_converters, source=source, arrays=arrays, keep_ops=keep_ops)
 
 
 def _bind_outputs(n: onnx.NodeProto, outs: Any, inputs: list, foldable: bool, env: dict, source: str,
@@ -317,7 +356,8 @@ def _expand_if(n: onnx.NodeProto, cond: Any, opsets: dict, outer: Any, depth: in
 
 
 def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False,
-               extra_converters: Optional[list] = None, source: str = "", arrays: Optional[Mapping] = None) -> Any:
+               extra_converters: Optional[list] = None, source: str = "", arrays: Optional[Mapping] = None,
+               keep_ops: Iterable[str] = ()) -> Any:
     """Import ``model``: an :class:`~passhost.ir.IRModule` (with ``keep_params``: and a params dict).
 
     :param input_shapes: input name -> concrete shape; other symbolic dimensions become 1
@@ -331,6 +371,10 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
     :param arrays: initializer name -> its value, for initializers whose bytes the caller
         already holds (:func:`.reader.read_model` hands out the weights of a file in place);
         those initializers' own data fields are not read
+    :param keep_ops: standard operators (``op_type`` names, e.g. ``{"LSTM", "GRU"}``) to keep
+        as they are, as a custom-domain operator is kept: an opaque call typed by ONNX's
+        shape inference, left alone by the passes and written back unchanged (instead of,
+        say, an LSTM unrolled into its per-step arithmetic); the interpreter cannot run it
     :raises FormatError: unsupported operators (all of them, with counts), bad shapes, ...
     """
     graph = model.graph
@@ -341,7 +385,8 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
     opsets.setdefault("", 1)
     table = merged(extra_converters or [])
     functions = Functions(model)
-    _unsupported(graph, table, opsets, functions)
+    keep = _kept(keep_ops, graph)
+    _unsupported(graph, table, opsets, functions, keep)
     shapes = dict(input_shapes or {})
     inits = {t.name: t for t in graph.initializer}
     names = [vi.name for vi in graph.input if vi.name not in inits]
@@ -372,9 +417,9 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
         else:
             env[name] = ir.infer_type(ir.Constant(data))  # (kept as it is when read-only and contiguous)
     weight_vars = [env[n] for n in weights]
-    customs = [n for n in graph.node if _domain(n.domain)
+    customs = [n for n in graph.node if (_domain(n.domain)
                and lookup(table, _domain(n.domain), n.op_type, opsets.get(_domain(n.domain), 1)) is None
-               and (n.domain, n.op_type) not in functions.local]
+               and (n.domain, n.op_type) not in functions.local) or (not _domain(n.domain) and n.op_type in keep)]
     types = _opaque_types(full_model(model, arrays), customs) if customs else {}
     # a stack of (node, its opsets, the model's node it was expanded from, depth): function
     # bodies are pushed in place of their node
@@ -405,6 +450,9 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
                               "earlier node, input or initializer defines (is the graph topologically sorted?)") \
                 from None
         fn = lookup(table, domain, n.op_type, node_opsets.get(domain, 1))
+        if keep and not domain and outer is None and n.op_type in keep:
+            _bind_outputs(n, _opaque(n, inputs, types), inputs, False, env, source, outer)
+            continue
         if fn is None and not domain and n.op_type == "If":
             if depth >= MAX_DEPTH:
                 raise FormatError(f"{_label(outer or n)}: its If branches nest more than {MAX_DEPTH} deep")

@@ -1,7 +1,9 @@
-"""``onnx.opaque``: an operator of a custom domain that no converter knows, kept as it is.
+"""``onnx.opaque``: an operator of a custom domain that no converter knows, or a standard
+one the user asked to keep (``keep_ops=``, ``--keep-op``), kept as it is.
 
-The call carries the ONNX node (its serialized ``NodeProto`` minus inputs and outputs,
-as hex) and its output types, read from the model's ``value_info`` or from ONNX shape
+The call carries the ONNX node (its serialized ``NodeProto``, as hex, whose inputs and
+outputs are position markers: ``"?"`` for a value the call passes on, ``""`` for an absent
+one) and its output types, read from the model's ``value_info`` or from ONNX shape
 inference. It has no kernel and the ``OPAQUE`` fusion pattern, so FoldConstant never
 evaluates it and FuseOps never fuses through it; export writes the node back unchanged::
 
@@ -36,4 +38,4 @@ def opaque_op() -> OpEntry:
 _ENTRY = OpEntry(name=OPAQUE, num_inputs=-1, type_rel=_rel, compute=None,
                  attrs=(("domain", ""), ("op_type", ""), ("node", ""), ("out_shapes", ()), ("out_dtypes", ())),
                  pattern=ir.OpPattern.OPAQUE, stateful=True,
-                 summary="an ONNX operator of a custom domain, kept unchanged (no kernel, never fused)")
+                 summary="an ONNX operator of a custom domain, or one kept by --keep-op, unchanged (no kernel, never fused)")

@@ -858,3 +858,57 @@ def test_depth_to_space_and_space_to_depth_export_as_one_node(op, mode, tmp_path
     assert [n.op_type for n in model.graph.node] == [op, "Relu"]
     assert {a.name: helper.get_attribute_value(a) for a in model.graph.node[0].attribute} == (
         {"blocksize": 2, **({"mode": mode.encode()} if mode else {})})
+
+
+def test_a_kept_operator_keeps_the_positions_of_absent_inputs_and_unused_outputs(tmp_path, ort_run):
+    # LSTM(X, W, R, B, sequence_lens="", initial_h) -> ("" (Y unused), Y_h): kept whole, it
+    # must come back with the empty slots where they were, or initial_h would become
+    # sequence_lens
+    rng = np.random.RandomState(0)
+    hidden, size = 3, 4
+    inits = [numpy_helper.from_array(rng.randn(1, 4 * hidden, size).astype("float32"), "w"),
+             numpy_helper.from_array(rng.randn(1, 4 * hidden, hidden).astype("float32"), "r"),
+             numpy_helper.from_array(rng.randn(1, 8 * hidden).astype("float32"), "b")]
+    lstm = helper.make_node("LSTM", ["x", "w", "r", "b", "", "h0"], ["", "h"], hidden_size=hidden, name="lstm")
+    model = _model([lstm, helper.make_node("Relu", ["h"], ["y"])],
+                   [_vi("x", [5, 2, size]), _vi("h0", [1, 2, hidden])], [_vi("y", [1, 2, hidden])], inits)
+    src = tmp_path / "lstm.onnx"
+    onnx.save(model, str(src))
+    mod = ir.load(str(src), keep_ops=["LSTM"])
+    assert ir.count_ops(mod["main"]) == {"onnx.opaque": 1, "nn.relu": 1}
+    out = tmp_path / "out.onnx"
+    ir.save(mod, str(out))
+    node = onnx.load(str(out)).graph.node[0]
+    assert node.op_type == "LSTM" and list(node.input)[4] == "" and list(node.input)[:2] == ["x", node.input[1]]
+    assert node.output[0] == "" and node.output[1]
+    feeds = {"x": rng.randn(5, 2, size).astype("float32"), "h0": rng.randn(1, 2, hidden).astype("float32")}
+    np.testing.assert_array_equal(ort_run(str(out), feeds)[0], ort_run(str(src), feeds)[0])
+
+
+@pytest.mark.parametrize("keep,message", [
+    (["Lstm"], r"keep_ops \(--keep-op\): the model has no Lstm node \(its graph uses Add\)"),
+    ([""], r"operator names are non-empty strings"),
+])
+def test_keep_ops_that_cannot_be_kept_are_named(keep, message, tmp_path):
+    src = tmp_path / "add.onnx"
+    onnx.save(_model([helper.make_node("Add", ["x", "x"], ["y"])], [_vi("x", [2])], [_vi("y", [2])]), str(src))
+    with pytest.raises(passhost.errors.UsageError, match=message):
+        ir.load(str(src), keep_ops=keep)
+
+
+def test_a_format_without_the_option_says_so_and_the_cli_passes_keep_op(tmp_path, capsys):
+    txt = tmp_path / "m.txt"
+    x = ir.var("x", shape=(2,))
+    ir.save(ir.IRModule.from_expr(ir.Function([x], ir.nn.relu(x))), str(txt))
+    with pytest.raises(passhost.errors.UsageError, match=r"format 'text' .* takes no read option 'keep_ops'; "
+                                                         r"its options: input_shapes, keep_params"):
+        ir.load(str(txt), keep_ops=["LSTM"])
+    src = tmp_path / "add.onnx"
+    onnx.save(_model([helper.make_node("Add", ["x", "x"], ["y"])], [_vi("x", [2])], [_vi("y", [2])]), str(src))
+    assert main(["run", str(src), "-O3", "-o", str(tmp_path / "o.onnx"), "--keep-op", "Add"]) == 0
+    assert [n.op_type for n in onnx.load(str(tmp_path / "o.onnx")).graph.node] == ["Add"]
+    capsys.readouterr()
+    assert main(["run", str(src), "-o", str(tmp_path / "o2.onnx"), "--keep-op", "Sub"]) == 2
+    assert "the model has no Sub node" in capsys.readouterr().err
+    assert not (tmp_path / "o2.onnx").exists()
+    assert main(["run", "--example", "resnet18", "--keep-op", "LSTM"]) == 2

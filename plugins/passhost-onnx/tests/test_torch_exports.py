@@ -83,3 +83,22 @@ def test_the_export_set_covers_both_exporters():
     assert len(stems) == 9
     assert all(f"{s}.ts17.onnx" in MODELS and f"{s}.dynamo.onnx" in MODELS for s in stems)
     assert set(EXPANDS) <= set(MODELS)
+
+
+@pytest.mark.parametrize("name", ["rnns.ts17.onnx", "rnns.dynamo.onnx"])
+def test_recurrent_layers_kept_whole_come_back_as_they_were(name, tmp_path, ort_run):
+    src = DATA / name
+    original = onnx.load(str(src))
+    feeds = _feeds(original)
+    mod = ir.load(str(src), keep_ops=("LSTM", "GRU"))
+    assert ir.count_ops(mod["main"])["onnx.opaque"] == 3  # two LSTM layers and a GRU
+    with transform.PassContext(opt_level=3):
+        mod = passhost.default_pipeline(3)(mod)
+    out = tmp_path / "out.onnx"
+    ir.save(mod, str(out))
+    exported = onnx.load(str(out))
+    kinds = [n.op_type for n in exported.graph.node]
+    assert kinds.count("LSTM") == 2 and kinds.count("GRU") == 1
+    assert len(kinds) <= len(original.graph.node)
+    for got, want in zip(ort_run(str(out), feeds), ort_run(str(src), feeds)):
+        np.testing.assert_array_equal(got, want)
