@@ -11,7 +11,7 @@ import numpy as np
 
 from passhost import ir
 
-from .build import call, const
+from .build import call, const, reshape
 from .table import converter
 
 _UNARY = {"Erf": ("erf", 9), "Floor": ("floor", 6), "Ceil": ("ceil", 6), "Round": ("round", 11),
@@ -131,10 +131,11 @@ def _hard_swish(node):
 def _prelu(node):
     x, slope = node.inputs[0], node.inputs[1]
     xs, ss = node.shape(0), node.shape(1)
-    squeezed = [d for d in ss if d != 1]
-    if len(xs) >= 2 and ss and len(squeezed) == 1 and len(ss) == len(xs) - 1 and ss[0] == xs[1] \
-            and all(d == 1 for d in ss[1:]):
-        return call("nn.prelu", x, call("reshape", slope, newshape=(int(ss[0]),)), axis=1)
+    aligned = (1,) * (len(xs) - len(ss)) + tuple(ss)  # as the slope broadcasts against x
+    if len(xs) >= 2 and len(ss) <= len(xs) and xs[1] != 1 and aligned[1] == xs[1] \
+            and all(d == 1 for i, d in enumerate(aligned) if i != 1):
+        # one slope per channel: [C, 1, 1] (ONNX's examples) or [1, C, 1, 1, 1] (PyTorch's dynamo export)
+        return call("nn.prelu", x, reshape(slope, (int(xs[1]),)), axis=1)
     return call("where", call("less", x, _c(node, 0)), call("multiply", x, slope), x)
 
 

@@ -125,7 +125,11 @@ emitter("argmin")(_arg("ArgMin"))
 def _prelu(em, call, args):
     nd = len(_tensor(call, 0).shape)
     tail = nd - int(call.attrs.axis) % nd - 1
-    slope = em.one("Reshape", [args[1], em.ints([-1] + [1] * tail)]) if tail else args[1]
+    slope = args[1]
+    if tail:  # the slope along the channel axis: a reshaped constant, or a Reshape of a computed one
+        value = em.values.get(slope)
+        slope = (em.const(value.reshape((-1,) + (1,) * tail)) if value is not None
+                 else em.one("Reshape", [slope, em.ints([-1] + [1] * tail)]))
     return em.one("PRelu", [args[0], slope])
 
 

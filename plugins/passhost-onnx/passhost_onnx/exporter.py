@@ -317,7 +317,9 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
         opsets.append(helper.make_opsetid(domain, version))
     model = helper.make_model(graph, opset_imports=opsets, producer_name="passhost")
     model.ir_version = min(model.ir_version, _ir_version_for(opset))
-    return model, [(name, arr) for name, arr in em.inits if name not in em.dropped]
+    # an initializer nothing reads (an emitter wrote a reshaped copy of it, say) is left out
+    live = {x for n in em.nodes for x in n.input} | em.captured | set(names)
+    return model, [(name, arr) for name, arr in em.inits if name in live and name not in em.dropped]
 
 
 def _ir_version_for(opset: int) -> int:
@@ -675,7 +677,8 @@ def _hard_activations(em: Emitter) -> None:
 
 
 def _conv_bias(em: Emitter, n: Any, inits: dict, uses: dict, producer: dict, drop: set) -> bool:
-    """``Add(Conv(x, w), b)`` with a per-channel constant ``b`` becomes ``Conv(x, w, b)``, and
+    """``Add(Conv(x, w), b)`` with a constant ``b`` along the channel axis becomes ``Conv(x, w, b)``
+    (a ``b`` of shape ``(C,)`` broadcasts along the last axis instead, and stays an ``Add``), and
     ``Add(Gemm(x, w), b)`` becomes ``Gemm(x, w, b)``: the bias add that conv2d/dense +
     bias_add (or a folded batch norm) leaves is the ONNX operator's own input."""
     for data, bias in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
@@ -694,9 +697,9 @@ def _conv_bias(em: Emitter, n: Any, inits: dict, uses: dict, producer: dict, dro
             if "transB" not in attrs or attrs["transB"].i != 1 or len(attrs) != 1:
                 continue
             shapes = ((w.shape[0],), (1, w.shape[0]))
-        else:
-            c = w.shape[0]
-            shapes = ((c,), (c, 1, 1), (1, c, 1, 1))
+        else:  # along the channel axis of the output, whatever the rank: (C, 1, ..) or (1, C, 1, ..)
+            c, spatial = w.shape[0], (1,) * (w.ndim - 2)
+            shapes = ((c,) + spatial, (1, c) + spatial)
         if b.shape not in shapes:
             continue
         conv.input.append(em.const(b.reshape(-1)))

@@ -912,3 +912,46 @@ def test_a_format_without_the_option_says_so_and_the_cli_passes_keep_op(tmp_path
     assert "the model has no Sub node" in capsys.readouterr().err
     assert not (tmp_path / "o2.onnx").exists()
     assert main(["run", "--example", "resnet18", "--keep-op", "LSTM"]) == 2
+
+
+@pytest.mark.parametrize("bias_shape,merged", [((4,), False), ((4, 1, 1), True), ((1, 4, 1, 1), True)])
+def test_only_a_bias_along_the_channel_axis_joins_the_convolution(bias_shape, merged, ort_run):
+    # a (C,) constant broadcasts along the last axis (W == C here), not the channels: it
+    # must stay an Add (it used to become the Conv's bias, 30 off)
+    x = ir.var("x", shape=(1, 3, 6, 4))
+    w = ir.const(np.random.RandomState(0).randn(4, 3, 3, 3).astype("float32"))
+    b = ir.const((np.arange(4, dtype="float32") * 10).reshape(bias_shape))
+    mod = ir.IRModule.from_expr(ir.Function([x], ir.add(ir.nn.conv2d(x, w, padding=(1, 1), channels=4,
+                                                                       kernel_size=(3, 3)), b)))
+    model = to_onnx(mod)
+    assert [n.op_type for n in model.graph.node] == (["Conv"] if merged else ["Conv", "Add"])
+    xa = np.random.RandomState(1).randn(1, 3, 6, 4).astype("float32")
+    np.testing.assert_allclose(ort_run(model.SerializeToString(), {"x": xa})[0], ir.evaluate(mod, xa),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_a_three_d_convolutions_channel_bias_joins_it(ort_run):
+    x = ir.var("x", shape=(1, 2, 5, 5, 5))
+    w = ir.const(np.random.RandomState(0).randn(4, 2, 3, 3, 3).astype("float32"))
+    b = ir.const(np.arange(4, dtype="float32").reshape(4, 1, 1, 1))
+    mod = ir.IRModule.from_expr(ir.Function([x], ir.add(ir.nn.conv3d(x, w, channels=4, kernel_size=(3, 3, 3)), b)))
+    model = to_onnx(mod)
+    assert [n.op_type for n in model.graph.node] == ["Conv"]
+    xa = np.random.RandomState(1).randn(1, 2, 5, 5, 5).astype("float32")
+    np.testing.assert_allclose(ort_run(model.SerializeToString(), {"x": xa})[0], ir.evaluate(mod, xa),
+                               rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("slope_shape", [(3, 1, 1, 1), (1, 3, 1, 1, 1)])
+def test_a_per_channel_prelu_slope_of_any_rank_imports_as_nn_prelu(slope_shape, tmp_path, ort_run):
+    # PyTorch's dynamo exporter writes the slope of a 3-D PReLU as [1, C, 1, 1, 1]
+    slope = numpy_helper.from_array(np.array([0.1, 0.2, 0.3], "float32").reshape(slope_shape), "s")
+    src = tmp_path / "prelu.onnx"
+    onnx.save(_model([helper.make_node("PRelu", ["x", "s"], ["y"])], [_vi("x", [2, 3, 4, 4, 4])],
+                     [_vi("y", [2, 3, 4, 4, 4])], [slope]), str(src))
+    assert ir.count_ops(ir.load(str(src))["main"]) == {"nn.prelu": 1}
+    out = _matches_onnxruntime(src, {"x": np.random.RandomState(0).randn(2, 3, 4, 4, 4).astype("float32")},
+                               ort_run, o3=True)
+    exported = onnx.load(str(out))
+    assert [n.op_type for n in exported.graph.node] == ["PRelu"]
+    assert len(exported.graph.initializer) == 1  # the slope once, as the node reads it
