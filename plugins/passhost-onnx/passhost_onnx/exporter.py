@@ -308,6 +308,7 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     _fuse_adds(em)
     _one_d_back(em)
     _hard_activations(em)
+    _activations(em)
     _block_moves(em)
     graph = helper.make_graph(em.nodes, graph_name,
                               [_value_info(p.name_hint, p.checked_type) for p in main.params],
@@ -674,6 +675,91 @@ def _hard_activations(em: Emitter) -> None:
                 drop.add(id(hs))
                 break
     _drop_nodes(em, drop)
+
+
+class _Nodes:
+    """The graph's nodes by what they produce, for the activation peepholes: ``made(name,
+    op_type)`` is the node of that type writing ``name``, if nothing else reads ``name``
+    and no peephole has taken the node yet."""
+
+    def __init__(self, em: Emitter) -> None:
+        self.em = em
+        self.inits = {name: arr for name, arr in em.inits}
+        self.uses, self.producer = _uses_and_producers(em)
+        self.drop: set = set()
+
+    def made(self, name: str, op_type: str) -> Optional[Any]:
+        j = self.producer.get(name)
+        if j is None or self.uses.get(name) != 1:
+            return None
+        node = self.em.nodes[j]
+        return node if node.op_type == op_type and id(node) not in self.drop else None
+
+    def scalar(self, name: str) -> Optional[float]:
+        return _scalar(self.inits, name)
+
+    def split(self, node: Any, value: float) -> Optional[str]:
+        """The other input of a two-input ``node`` one of whose inputs is the constant ``value``."""
+        a, b = node.input
+        if self.scalar(b) == value:
+            return a
+        if self.scalar(a) == value:
+            return b
+        return None
+
+    def become(self, node: Any, op_type: str, inputs: list, taken: list, **attrs: Any) -> None:
+        """``node`` becomes ``op_type(inputs)``; the ``taken`` nodes go."""
+        node.op_type = op_type
+        node.input[:] = inputs
+        del node.attribute[:]
+        node.attribute.extend(helper.make_attribute(k, v) for k, v in attrs.items())
+        self.drop.update(id(t) for t in taken)
+
+
+def _activations(em: Emitter) -> None:
+    """``Softplus``, ``Mish`` and ``Elu`` back from the arithmetic they import as::
+
+        Log(Add(Exp(x), 1))                                   ->  Softplus(x)
+        Mul(x, Tanh(Softplus(x)))                              ->  Mish(x)       (opset 18 on)
+        Where(Less(x, 0), Mul(a, Sub(Exp(x), 1)), x)           ->  Elu(x, alpha=a)
+    """
+    kinds = {n.op_type for n in em.nodes}
+    if "Exp" not in kinds:
+        return
+    g = _Nodes(em)
+    for n in em.nodes:
+        if n.op_type == "Log" and id(n) not in g.drop:
+            add = g.made(n.input[0], "Add")
+            e = add is not None and g.made(g.split(add, 1.0) or "", "Exp")
+            if e:
+                g.become(n, "Softplus", [e.input[0]], [add, e])
+        elif n.op_type == "Where" and id(n) not in g.drop:
+            less = g.made(n.input[0], "Less")
+            x = n.input[2]
+            if less is None or list(less.input)[0] != x or g.scalar(less.input[1]) != 0.0:
+                continue
+            mul = g.made(n.input[1], "Mul")
+            if mul is None:
+                continue
+            for s_name, a_name in ((mul.input[0], mul.input[1]), (mul.input[1], mul.input[0])):
+                sub, alpha = g.made(s_name, "Sub"), g.scalar(a_name)
+                if sub is None or alpha is None or g.scalar(sub.input[1]) != 1.0:
+                    continue
+                e = g.made(sub.input[0], "Exp")
+                if e is not None and e.input[0] == x:
+                    g.become(n, "Elu", [x], [less, mul, sub, e], alpha=alpha)
+                    break
+    if em.opset >= 18:
+        for n in em.nodes:
+            if n.op_type != "Mul" or id(n) in g.drop:
+                continue
+            for x, t_name in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
+                t = g.made(t_name, "Tanh")
+                sp = t is not None and g.made(t.input[0], "Softplus")
+                if sp and sp.input[0] == x:
+                    g.become(n, "Mish", [x], [t, sp])
+                    break
+    _drop_nodes(em, g.drop)
 
 
 def _conv_bias(em: Emitter, n: Any, inits: dict, uses: dict, producer: dict, drop: set) -> bool:

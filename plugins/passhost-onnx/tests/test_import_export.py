@@ -955,3 +955,19 @@ def test_a_per_channel_prelu_slope_of_any_rank_imports_as_nn_prelu(slope_shape, 
     exported = onnx.load(str(out))
     assert [n.op_type for n in exported.graph.node] == ["PRelu"]
     assert len(exported.graph.initializer) == 1  # the slope once, as the node reads it
+
+
+@pytest.mark.parametrize("opset", [17, 18])
+def test_softplus_mish_and_elu_export_as_their_onnx_operators(opset, tmp_path, ort_run):
+    # they import as arithmetic (TVM's decompositions); the export writes the operators back
+    nodes = [helper.make_node("Softplus", ["x"], ["sp"]), helper.make_node("Elu", ["x"], ["el"], alpha=0.7),
+             helper.make_node("Tanh", ["sp"], ["t"]), helper.make_node("Mul", ["x", "t"], ["mish"]),
+             helper.make_node("Softplus", ["el"], ["y"])]
+    src = tmp_path / "act.onnx"
+    onnx.save(_model(nodes, [_vi("x", [2, 3, 4])], [_vi("mish", [2, 3, 4]), _vi("y", [2, 3, 4])], opset=opset),
+              str(src))
+    x = np.random.RandomState(0).uniform(-4, 4, (2, 3, 4)).astype("float32")
+    out = _matches_onnxruntime(src, {"x": x}, ort_run, tol=(1e-5, 1e-6))
+    ops = sorted(n.op_type for n in onnx.load(str(out)).graph.node)
+    want = ["Elu", "Mish", "Softplus"] if opset >= 18 else ["Elu", "Mul", "Softplus", "Softplus", "Tanh"]
+    assert ops == want
