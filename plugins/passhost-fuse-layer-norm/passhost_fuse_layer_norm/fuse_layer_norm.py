@@ -8,6 +8,10 @@ in nine operators becomes one ``nn.layer_norm`` again::
     add(multiply(%n, %gamma), %beta)
     ->  nn.layer_norm(%x, %gamma, %beta, axis=-1, epsilon=1e-05f)
 
+The same over every spatial axis of ``NC...`` data (``mean(%x, axis=[2, 3])``), with
+``gamma``/``beta`` along the channels, is the instance normalisation ``nn.instance_norm``
+(``InstanceNormalization``, which SimplifyInference writes out the same way).
+
 A normalisation with no scale and shift (``%n`` alone: PyTorch's initial ones and zeros,
 which SimplifyExpr removes as identities, or ``elementwise_affine=False``) becomes
 ``nn.layer_norm`` with ones and zeros, and a constant multiplied or added afterwards joins
@@ -40,11 +44,12 @@ def _scalar(c: ir.Expr) -> Optional[float]:
     return None
 
 
-def _one_axis(call: ir.Call, ndim: int) -> Optional[int]:
+def _reduced(call: ir.Call, ndim: int) -> Optional[tuple]:
+    """The axes a keepdims reduction ``call`` reduces, sorted and non-negative."""
     a = call.attrs
-    if not a.keepdims or a.exclude or a.axis is None or len(a.axis) != 1:
+    if not a.keepdims or a.exclude or a.axis is None:
         return None
-    return int(a.axis[0]) % ndim
+    return tuple(sorted({int(x) % ndim for x in a.axis}))
 
 
 def _along(c: ir.Expr, ndim: int, axis: int, size: int) -> Optional[ir.Constant]:
@@ -63,7 +68,8 @@ def _along(c: ir.Expr, ndim: int, axis: int, size: int) -> Optional[ir.Constant]
 
 
 class LayerNormRule(DFPatternCallback):
-    """``(x - mean) / sqrt(var + eps) * gamma + beta`` over the last axis -> ``nn.layer_norm``."""
+    """``(x - mean) / sqrt(var + eps) * gamma + beta`` over the last axis -> ``nn.layer_norm``;
+    over every spatial axis of ``NC...`` data -> ``nn.instance_norm``."""
 
     def __init__(self) -> None:
         super().__init__(require_type=True, name="decomposed_layer_norm")
@@ -85,9 +91,15 @@ class LayerNormRule(DFPatternCallback):
         if not isinstance(ty, ir.TensorType) or not ty.shape or not ty.dtype.startswith("float"):
             return None
         nd = len(ty.shape)
-        axis = _one_axis(node_map[self.mean][0], nd)
+        axes = _reduced(node_map[self.mean][0], nd)
         var = node_map[self.var][0]
-        if axis is None or axis != nd - 1 or _one_axis(var, nd) != axis:
+        if axes is None or _reduced(var, nd) != axes:
+            return None
+        if axes == (nd - 1,):  # layer norm: scale and shift along the normalised axis
+            norm, axis = ir.nn.layer_norm, nd - 1
+        elif nd >= 3 and axes == tuple(range(2, nd)):  # instance norm: along the channels
+            norm, axis = ir.nn.instance_norm, 1
+        else:
             return None
         if var.op.name == "variance" and var.attrs.unbiased:
             return None
@@ -103,7 +115,7 @@ class LayerNormRule(DFPatternCallback):
                 else ir.Constant(np.zeros(size, dtype=ty.dtype)))
         if gamma is None or beta is None or gamma.data.dtype != ty.dtype or beta.data.dtype != ty.dtype:
             return None
-        return ir.nn.layer_norm(x, gamma, beta, axis=-1, epsilon=eps)
+        return norm(x, gamma, beta, axis=-1 if norm is ir.nn.layer_norm else 1, epsilon=eps)
 
 
 class ScaleIntoLayerNorm(DFPatternCallback):
@@ -114,7 +126,7 @@ class ScaleIntoLayerNorm(DFPatternCallback):
     def __init__(self) -> None:
         super().__init__(require_type=True, name="scale_into_layer_norm")
         self.gamma, self.beta, self.scale = is_constant(), is_constant(), is_constant()
-        self.norm = is_op("nn.layer_norm")(wildcard(), self.gamma, self.beta)
+        self.norm = (is_op("nn.layer_norm") | is_op("nn.instance_norm"))(wildcard(), self.gamma, self.beta)
         self.pattern = is_op("multiply")(self.norm, self.scale)
 
     def callback(self, pre, post, node_map):
@@ -140,7 +152,7 @@ class ShiftIntoLayerNorm(DFPatternCallback):
     def __init__(self) -> None:
         super().__init__(require_type=True, name="shift_into_layer_norm")
         self.beta, self.shift = is_constant(), is_constant()
-        self.norm = is_op("nn.layer_norm")(wildcard(), is_constant(), self.beta)
+        self.norm = (is_op("nn.layer_norm") | is_op("nn.instance_norm"))(wildcard(), is_constant(), self.beta)
         self.pattern = is_op("add")(self.norm, self.shift)
 
     def callback(self, pre, post, node_map):

@@ -111,3 +111,30 @@ def test_info_lists_the_rules(capsys):
     assert main(["info", "FuseLayerNorm"]) == 0
     out = capsys.readouterr().out
     assert "decomposed_layer_norm" in out and "shift_into_layer_norm" in out and "scale_into_layer_norm" in out
+
+
+@pytest.mark.parametrize("affine", [False, True])
+def test_an_instance_normalisation_fuses_into_nn_instance_norm(affine):
+    xs = RNG.randn(2, 3, 4, 5).astype("float32")
+    x = ir.var("x", shape=xs.shape)
+    gamma, beta = RNG.randn(3).astype("float32"), RNG.randn(3).astype("float32")
+    mod = ir.IRModule.from_expr(ir.Function([x], ir.nn.instance_norm(x, _c(gamma if affine else np.ones(3)),
+                                                                     _c(beta if affine else np.zeros(3)))))
+    simple = passhost.passes.FoldConstant()(passhost.passes.SimplifyInference()(mod))
+    if not affine:  # PyTorch's initial ones and zeros: identities SimplifyExpr removes
+        simple = passhost.passes.SimplifyExpr()(simple)
+    assert "nn.instance_norm" not in simple.astext()
+    fused = passhost.passes.FuseLayerNorm()(simple)
+    body = fused["main"].body
+    assert body.op.name == "nn.instance_norm" and body.args[0] is fused["main"].params[0], str(fused)
+    np.testing.assert_array_equal(body.args[1].data, gamma if affine else np.ones(3, "float32"))
+    np.testing.assert_allclose(ir.evaluate(fused, xs), ir.evaluate(ir.infer_type(mod), xs), rtol=1e-5, atol=1e-5)
+
+
+def test_a_normalisation_over_some_spatial_axes_only_is_left_alone():
+    xs = RNG.randn(2, 3, 4, 5).astype("float32")
+    x = ir.var("x", shape=xs.shape)
+    mean = ir.mean(x, axis=[2], keepdims=True)
+    body = ir.divide(ir.subtract(x, mean), ir.sqrt(ir.add(ir.variance(x, mean, axis=[2], keepdims=True), _c(1e-5))))
+    mod = ir.IRModule.from_expr(ir.Function([x], body))
+    assert "_norm" not in passhost.passes.FuseLayerNorm()(mod).astext()
