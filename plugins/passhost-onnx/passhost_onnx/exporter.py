@@ -309,6 +309,7 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     _one_d_back(em)
     _hard_activations(em)
     _activations(em)
+    _transpose_pairs(em, set(names))
     _block_moves(em)
     graph = helper.make_graph(em.nodes, graph_name,
                               [_value_info(p.name_hint, p.checked_type) for p in main.params],
@@ -611,6 +612,36 @@ def _block_moves(em: Emitter) -> None:
         n.CopyFrom(node)
         drop.update((id(t), id(r)))
     _drop_nodes(em, drop)
+
+
+def _transpose_pairs(em: Emitter, outputs: set) -> None:
+    """Two transposes that undo each other go, their reader reading the first one's input
+    (an emitter's transpose meeting the import's: GridSample's grid is ``[N, H, W, 2]`` in
+    ONNX and ``[N, 2, H, W]`` in TVM's ``image.grid_sample``)::
+
+        Transpose(Transpose(g, perm=[0, 3, 1, 2]), perm=[0, 2, 3, 1])  ->  g
+    """
+    if sum(n.op_type == "Transpose" for n in em.nodes) < 2:
+        return
+    uses, producer = _uses_and_producers(em)
+    rename: dict = {}
+    drop: set = set()
+    for n in em.nodes:
+        if n.op_type != "Transpose" or id(n) in drop or n.output[0] in outputs or n.output[0] in em.captured:
+            continue
+        t = em.nodes[producer[n.input[0]]] if n.input[0] in producer else None
+        if t is None or t.op_type != "Transpose" or id(t) in drop or uses.get(n.input[0]) != 1:
+            continue
+        p1 = [list(a.ints) for a in t.attribute if a.name == "perm"]
+        p2 = [list(a.ints) for a in n.attribute if a.name == "perm"]
+        if not p1 or not p2 or len(p1[0]) != len(p2[0]) or [p1[0][i] for i in p2[0]] != list(range(len(p2[0]))):
+            continue
+        rename[n.output[0]] = rename.get(t.input[0], t.input[0])
+        drop.update((id(n), id(t)))
+    if rename:
+        for n in em.nodes:
+            n.input[:] = [rename.get(x, x) for x in n.input]
+        _drop_nodes(em, drop)
 
 
 def _scalar(inits: dict, name: str) -> Optional[float]:

@@ -971,3 +971,19 @@ def test_softplus_mish_and_elu_export_as_their_onnx_operators(opset, tmp_path, o
     ops = sorted(n.op_type for n in onnx.load(str(out)).graph.node)
     want = ["Elu", "Mish", "Softplus"] if opset >= 18 else ["Elu", "Mul", "Softplus", "Softplus", "Tanh"]
     assert ops == want
+
+
+def test_transposes_that_undo_each_other_leave_the_export(tmp_path, ort_run):
+    # GridSample's grid goes [N, H, W, 2] -> [N, 2, H, W] at import (TVM's layout) and back at
+    # export: the two transposes cancel; a pair that does not undo itself stays
+    rng = np.random.default_rng(7)
+    nodes = [helper.make_node("GridSample", ["x", "g"], ["y"], align_corners=0),
+             helper.make_node("Transpose", ["x"], ["t1"], perm=[0, 2, 3, 1]),
+             helper.make_node("Transpose", ["t1"], ["z"], perm=[0, 2, 3, 1])]
+    src = tmp_path / "gs.onnx"
+    onnx.save(_model(nodes, [_vi("x", [1, 3, 5, 5]), _vi("g", [1, 4, 4, 2])],
+                     [_vi("y", [1, 3, 4, 4]), _vi("z", [1, 5, 3, 5])], opset=20), str(src))
+    feeds = {"x": rng.standard_normal((1, 3, 5, 5)).astype(np.float32),
+             "g": rng.uniform(-1, 1, (1, 4, 4, 2)).astype(np.float32)}
+    out = _matches_onnxruntime(src, feeds, ort_run, tol=(1e-5, 1e-6))
+    assert sorted(n.op_type for n in onnx.load(str(out)).graph.node) == ["GridSample", "Transpose", "Transpose"]

@@ -2,7 +2,8 @@
 
 ``data/torch/`` holds plain-PyTorch models (a ResNet, a MobileNet block with
 squeeze-excitation, transformer encoders, a hand-written causal LM, scaled-dot-product
-attention, LSTM/GRU, a U-Net with group norms, a ViT block, a 1-D audio net), each
+attention, LSTM/GRU, a U-Net with group norms, a ViT block, a 1-D audio net, a 3-D
+convolution, a transformer decoder, image operators, tensor operators, embeddings), each
 exported twice: by the TorchScript exporter at opset 17 and by the dynamo exporter at
 opset 18 (weights in an external-data file). ``data/torch/export_models.py`` made them
 (PyTorch 2.13); the tests need neither.
@@ -32,11 +33,18 @@ _LSTM = ("LSTM and GRU are unrolled into their per-step cell arithmetic at impor
 _SE = ("FoldScaleAxis, as TVM's, folds the squeeze-excitation's scale (a tensor computed at run time) into the "
        "next convolution's weight, which is then computed (Reshape, Reshape, Mul), so that convolution's bias stays "
        "an Add")
+_LN2 = ("a LayerNormalization over two axes imports as nn.layer_norm over one, between reshapes that flatten "
+        "the two, and exports so")
 EXPANDS = {
     "rnns.ts17.onnx": _LSTM,
     "rnns.dynamo.onnx": _LSTM,
     "mobile_block.ts17.onnx": _SE,
     "mobile_block.dynamo.onnx": _SE,
+    "embed_glu.ts17.onnx": _LN2,
+    "embed_glu.dynamo.onnx": _LN2,
+    "tensor_ops.dynamo.onnx": "ReduceL2 imports as the square root of a sum of squares and exports so, and ArgMax "
+                              "(int32 in TVM, int64 in ONNX) goes out with a Cast to int32 and one back before the "
+                              "GatherElements that reads it",
 }
 
 
@@ -80,7 +88,7 @@ def test_a_pytorch_export_runs_optimizes_and_exports_with_onnxruntimes_outputs(n
 
 def test_the_export_set_covers_both_exporters():
     stems = {n.split(".")[0] for n in MODELS}
-    assert len(stems) == 9
+    assert len(stems) == 14
     assert all(f"{s}.ts17.onnx" in MODELS and f"{s}.dynamo.onnx" in MODELS for s in stems)
     assert set(EXPANDS) <= set(MODELS)
 

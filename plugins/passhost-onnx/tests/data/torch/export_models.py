@@ -30,6 +30,7 @@ torch.manual_seed(0)
 torch.backends.mha.set_fastpath_enabled(False)  # (else the TorchScript exporter meets _transformer_encoder_layer_fwd)
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
 
+
 class SmallResNet(nn.Module):
     def __init__(self):
         super().__init__()
@@ -43,6 +44,7 @@ class SmallResNet(nn.Module):
         self.c3 = nn.Conv2d(16, 32, 3, 2, 1, bias=False)
         self.b3 = nn.BatchNorm2d(32)
         self.fc = nn.Linear(32, 10)
+
     def forward(self, x):
         x = self.pool(self.stem(x))
         y = F.relu(self.b1(self.c1(x)))
@@ -51,6 +53,7 @@ class SmallResNet(nn.Module):
         x = F.relu(self.b3(self.c3(x)) + self.down(x))
         x = F.adaptive_avg_pool2d(x, 1).flatten(1)
         return self.fc(x)
+
 
 class MobileBlock(nn.Module):
     def __init__(self):
@@ -63,6 +66,7 @@ class MobileBlock(nn.Module):
         self.pw = nn.Conv2d(16, 24, 1)
         self.bn2 = nn.BatchNorm2d(24)
         self.head = nn.Linear(24, 5)
+
     def forward(self, x):
         x = F.hardswish(self.stem(x))
         y = F.relu6(self.bn(self.dw(x)))
@@ -73,6 +77,7 @@ class MobileBlock(nn.Module):
         y = y.mean((2, 3))
         return F.log_softmax(self.head(F.dropout(y, 0.2, self.training)), -1)
 
+
 class TinyTransformer(nn.Module):
     def __init__(self, vocab=100, d=32, heads=4, layers=2, seq=16):
         super().__init__()
@@ -82,9 +87,11 @@ class TinyTransformer(nn.Module):
         self.enc = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(d)
         self.out = nn.Linear(d, vocab)
+
     def forward(self, ids):
         x = self.emb(ids) + self.pos
         return self.out(self.norm(self.enc(x)))
+
 
 class CausalLM(nn.Module):
     """A GPT-style block written by hand: causal mask from triu, masked_fill, softmax, einsum."""
@@ -98,6 +105,7 @@ class CausalLM(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(approximate="tanh"), nn.Linear(4 * d, d))
         self.h = heads
         self.head = nn.Linear(d, vocab, bias=False)
+
     def forward(self, ids):
         b, t = ids.shape
         x = self.emb(ids)
@@ -113,15 +121,18 @@ class CausalLM(nn.Module):
         x = x + self.mlp(self.ln2(x))
         return self.head(x)
 
+
 class SDPA(nn.Module):
     def __init__(self, d=32, heads=4):
         super().__init__()
         self.qkv = nn.Linear(d, 3 * d)
         self.h = heads
+
     def forward(self, x):
         b, t, d = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.h, d // self.h).permute(2, 0, 3, 1, 4)
         return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
+
 
 class RNNs(nn.Module):
     def __init__(self):
@@ -129,10 +140,12 @@ class RNNs(nn.Module):
         self.lstm = nn.LSTM(8, 16, num_layers=2, batch_first=True, bidirectional=True)
         self.gru = nn.GRU(32, 12, batch_first=True)
         self.fc = nn.Linear(12, 3)
+
     def forward(self, x):
         y, _ = self.lstm(x)
         y, h = self.gru(y)
         return self.fc(y[:, -1]) + self.fc(h[-1])
+
 
 class UNetish(nn.Module):
     def __init__(self):
@@ -144,12 +157,14 @@ class UNetish(nn.Module):
         self.up = nn.ConvTranspose2d(16, 8, 2, stride=2)
         self.c3 = nn.Conv2d(16, 8, 3, padding=1)
         self.out = nn.Conv2d(8, 1, 1)
+
     def forward(self, x):
         a = F.silu(self.g1(self.c1(x)))
         b = F.silu(self.g2(self.c2(a)))
         u = self.up(b) + F.interpolate(b[:, :8], scale_factor=2, mode="bilinear", align_corners=False)
         y = F.silu(self.c3(torch.cat([a, u], 1)))
         return torch.sigmoid(self.out(F.pad(y, (1, 1, 1, 1), mode="reflect")))
+
 
 class ViTish(nn.Module):
     def __init__(self, d=32):
@@ -160,11 +175,13 @@ class ViTish(nn.Module):
         self.attn = nn.MultiheadAttention(d, 4, batch_first=True)
         self.ln = nn.LayerNorm(d)
         self.head = nn.Linear(d, 10)
+
     def forward(self, x):
         p = self.patch(x).flatten(2).transpose(1, 2)
         x = torch.cat([self.cls.expand(x.shape[0], -1, -1), p], 1) + self.pos
         y, _ = self.attn(self.ln(x), self.ln(x), self.ln(x), need_weights=False)
         return self.head((x + y)[:, 0])
+
 
 class Audio1D(nn.Module):
     def __init__(self):
@@ -174,6 +191,7 @@ class Audio1D(nn.Module):
         self.c2 = nn.Conv1d(8, 8, 3, padding=2, dilation=2)
         self.ps = nn.PixelShuffle(2)
         self.fc = nn.Linear(8, 4)
+
     def forward(self, x):
         y = F.gelu(self.bn(self.c1(x)))
         y = F.max_pool1d(F.leaky_relu(self.c2(y), 0.1), 2)
@@ -182,6 +200,67 @@ class Audio1D(nn.Module):
         top = torch.topk(y, 3, dim=-1).values.sum(-1)
         return self.fc(top) + z.mean() + torch.cumsum(y, -1)[..., -1].mean()
 
+
+class Conv3dNet(nn.Module):
+    """3-D convolution, batch norm, PReLU, max pooling."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv3d(2, 4, 3, padding=1)
+        self.bn = nn.BatchNorm3d(4)
+        self.p = nn.PReLU(4)
+
+    def forward(self, x):
+        return F.max_pool3d(self.p(self.bn(self.c(x))), 2).flatten(1)
+
+class TensorOps(nn.Module):
+    """roll, flip, stack, where, argmax, gather, normalize, clamp, cumsum, sort."""
+
+    def forward(self, x):
+        a = torch.roll(x, 1, dims=-1) + torch.flip(x, [1])
+        b = torch.stack([a, x], 0).sum(0)
+        c = torch.where(b > 0, b, torch.zeros_like(b)).argmax(-1)
+        d = torch.gather(x, 2, c.unsqueeze(-1).expand(-1, -1, 3))
+        return F.normalize(d, dim=-1), torch.clamp(x, -0.5, 0.5).cumsum(1), torch.sort(x, -1).values
+
+class Decoder(nn.Module):
+    """A transformer decoder layer with a causal mask."""
+
+    def __init__(self):
+        super().__init__()
+        self.d = nn.TransformerDecoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+
+    def forward(self, tgt, mem):
+        mask = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1])
+        return self.d(tgt, mem, tgt_mask=mask)
+
+class ImageOps(nn.Module):
+    """Instance norm, nearest upsampling, dilated conv, adaptive pooling, grid sample, unfold, ELU."""
+
+    def __init__(self):
+        super().__init__()
+        self.inorm = nn.InstanceNorm2d(3, affine=True)
+        self.c = nn.Conv2d(3, 4, 3, dilation=2, padding=2, groups=1)
+
+    def forward(self, x, g):
+        y = F.interpolate(self.inorm(x), scale_factor=2, mode="nearest")
+        y = F.adaptive_avg_pool2d(self.c(y), (4, 4))
+        z = F.grid_sample(x, g, align_corners=False)
+        u = F.unfold(x, 2, stride=2)
+        return F.elu(y), z, u
+
+class EmbedGLU(nn.Module):
+    """Embedding, a layer norm over two axes, GLU, softplus."""
+
+    def __init__(self):
+        super().__init__()
+        self.e = nn.Embedding(20, 8)
+        self.ln = nn.LayerNorm([4, 8])
+        self.l = nn.Linear(8, 16)
+
+    def forward(self, ids):
+        x = self.ln(self.e(ids))
+        return F.glu(self.l(x), -1).mean(1), F.softplus(x).max(-1).values
 MODELS = {
     "small_resnet": (SmallResNet, lambda: (torch.randn(1, 3, 64, 64),)),
     "mobile_block": (MobileBlock, lambda: (torch.randn(1, 3, 32, 32),)),
@@ -192,6 +271,11 @@ MODELS = {
     "unetish": (UNetish, lambda: (torch.randn(1, 3, 32, 32),)),
     "vitish": (ViTish, lambda: (torch.randn(2, 3, 32, 32),)),
     "audio1d": (Audio1D, lambda: (torch.randn(1, 1, 128),)),
+    "conv3d": (Conv3dNet, lambda: (torch.randn(1, 2, 6, 6, 6),)),
+    "tensor_ops": (TensorOps, lambda: (torch.randn(2, 4, 5),)),
+    "decoder": (Decoder, lambda: (torch.randn(2, 5, 16), torch.randn(2, 7, 16))),
+    "image_ops": (ImageOps, lambda: (torch.randn(1, 3, 8, 8), torch.rand(1, 5, 5, 2) * 2 - 1)),
+    "embed_glu": (EmbedGLU, lambda: (torch.randint(0, 20, (2, 4)),)),
 }
 
 def randomize_norms(m, affine=True):
