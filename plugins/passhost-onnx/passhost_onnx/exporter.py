@@ -309,6 +309,7 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     _one_d_back(em)
     _hard_activations(em)
     _activations(em)
+    _reductions(em)
     _transpose_pairs(em, set(names))
     _block_moves(em)
     graph = helper.make_graph(em.nodes, graph_name,
@@ -790,6 +791,67 @@ def _activations(em: Emitter) -> None:
                 if sp and sp.input[0] == x:
                     g.become(n, "Mish", [x], [t, sp])
                     break
+    _drop_nodes(em, g.drop)
+
+
+def _reductions(em: Emitter) -> None:
+    """``ReduceL2`` and ``ReduceSumSquare`` back from the arithmetic they import as, and
+    an ``ArgMax``/``ArgMin`` cast to TVM's int32 and straight back to int64 reads as it was::
+
+        Sqrt(ReduceSum(Mul(x, x), axes))          ->  ReduceL2(x, axes)
+        ReduceSum(Mul(x, x), axes)                ->  ReduceSumSquare(x, axes)
+        Cast(Cast(ArgMax(x), to=INT32), to=INT64)  ->  ArgMax(x)
+    """
+    kinds = {n.op_type for n in em.nodes}
+    if "ReduceSum" not in kinds and not ({"ArgMax", "ArgMin"} & kinds and "Cast" in kinds):
+        return
+    g = _Nodes(em)
+    int32, int64 = onnx.TensorProto.INT32, onnx.TensorProto.INT64
+
+    def squared(r: Any) -> Optional[Any]:
+        mul = g.made(r.input[0], "Mul")
+        return mul if mul is not None and mul.input[0] == mul.input[1] else None
+
+    def reduce_as(n: Any, op_type: str, x: str, taken: list) -> None:
+        """ReduceSum node ``n`` becomes ``op_type(x)`` with its axes and keepdims."""
+        attrs = {a.name: a for a in n.attribute}
+        inputs = [x]
+        if len(n.input) > 1 and n.input[1]:  # ReduceSum's axes input (opset 13 on)
+            if em.opset >= 18:
+                inputs.append(n.input[1])
+            else:  # ReduceSumSquare takes them as an attribute before opset 18
+                axes = g.inits.get(n.input[1])
+                if axes is None:
+                    return
+                attrs["axes"] = helper.make_attribute("axes", [int(a) for a in axes.reshape(-1)])
+        n.op_type = op_type
+        n.input[:] = inputs
+        del n.attribute[:]
+        n.attribute.extend(attrs.values())
+        g.drop.update(id(t) for t in taken)
+
+    for n in em.nodes:
+        if id(n) in g.drop:
+            continue
+        if n.op_type == "ReduceSum" and not any(a.name == "noop_with_empty_axes" and a.i for a in n.attribute):
+            mul = squared(n)
+            if mul is not None:
+                reduce_as(n, "ReduceSumSquare", mul.input[0], [mul])
+        elif n.op_type == "Cast" and [a.i for a in n.attribute if a.name == "to"] == [int64]:
+            inner = g.made(n.input[0], "Cast")
+            if inner is None or [a.i for a in inner.attribute if a.name == "to"] != [int32]:
+                continue
+            arg = g.made(inner.input[0], "ArgMax") or g.made(inner.input[0], "ArgMin")
+            if arg is not None:
+                n.CopyFrom(helper.make_node(arg.op_type, list(arg.input), [n.output[0]],
+                                            **{a.name: helper.get_attribute_value(a) for a in arg.attribute}))
+                g.drop.update((id(inner), id(arg)))
+    for n in em.nodes:  # then the square root of a sum of squares
+        r = g.made(n.input[0], "ReduceSumSquare") if n.op_type == "Sqrt" and id(n) not in g.drop else None
+        if r is not None:
+            n.CopyFrom(helper.make_node("ReduceL2", list(r.input), [n.output[0]],
+                                        **{a.name: helper.get_attribute_value(a) for a in r.attribute}))
+            g.drop.add(id(r))
     _drop_nodes(em, g.drop)
 
 

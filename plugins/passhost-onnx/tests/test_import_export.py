@@ -987,3 +987,20 @@ def test_transposes_that_undo_each_other_leave_the_export(tmp_path, ort_run):
              "g": rng.uniform(-1, 1, (1, 4, 4, 2)).astype(np.float32)}
     out = _matches_onnxruntime(src, feeds, ort_run, tol=(1e-5, 1e-6))
     assert sorted(n.op_type for n in onnx.load(str(out)).graph.node) == ["GridSample", "Transpose", "Transpose"]
+
+
+@pytest.mark.parametrize("opset", [13, 18])
+def test_reduce_l2_sum_square_and_an_argmax_round_trip_export_as_one_node(opset, tmp_path, ort_run):
+    axes = ({"axes": [2]}, []) if opset < 18 else ({}, ["ax"])
+    inits = [numpy_helper.from_array(np.array([2], np.int64), "ax")] if opset >= 18 else []
+    nodes = [helper.make_node("ReduceL2", ["x"] + axes[1], ["l2"], keepdims=1, **axes[0]),
+             helper.make_node("ReduceSumSquare", ["x"] + axes[1], ["ss"], keepdims=0, **axes[0]),
+             helper.make_node("ArgMax", ["x"], ["am"], axis=1, keepdims=0),
+             helper.make_node("Cast", ["am"], ["amf"], to=TensorProto.FLOAT)]
+    src = tmp_path / "red.onnx"
+    onnx.save(_model(nodes, [_vi("x", [2, 3, 4])], [_vi("l2", [2, 3, 1]), _vi("ss", [2, 3]), _vi("amf", [2, 4])],
+                     inits, opset=opset), str(src))
+    x = np.random.RandomState(0).randn(2, 3, 4).astype("float32")
+    out = _matches_onnxruntime(src, {"x": x}, ort_run)
+    ops = sorted(n.op_type for n in onnx.load(str(out)).graph.node)
+    assert ops == ["ArgMax", "Cast", "ReduceL2", "ReduceSumSquare"]

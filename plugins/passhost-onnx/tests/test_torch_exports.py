@@ -42,9 +42,6 @@ EXPANDS = {
     "mobile_block.dynamo.onnx": _SE,
     "embed_glu.ts17.onnx": _LN2,
     "embed_glu.dynamo.onnx": _LN2,
-    "tensor_ops.dynamo.onnx": "ReduceL2 imports as the square root of a sum of squares and exports so, and ArgMax "
-                              "(int32 in TVM, int64 in ONNX) goes out with a Cast to int32 and one back before the "
-                              "GatherElements that reads it",
 }
 
 
