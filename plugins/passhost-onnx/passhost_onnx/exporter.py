@@ -311,6 +311,7 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     _activations(em)
     _reductions(em)
     _transpose_pairs(em, set(names))
+    _wide_layer_norms(em, set(names))
     _block_moves(em)
     graph = helper.make_graph(em.nodes, graph_name,
                               [_value_info(p.name_hint, p.checked_type) for p in main.params],
@@ -643,6 +644,44 @@ def _transpose_pairs(em: Emitter, outputs: set) -> None:
         for n in em.nodes:
             n.input[:] = [rename.get(x, x) for x in n.input]
         _drop_nodes(em, drop)
+
+
+def _wide_layer_norms(em: Emitter, outputs: set) -> None:
+    """A ``LayerNormalization`` over several trailing axes imports as ``nn.layer_norm`` over
+    one, between reshapes that flatten those axes (TVM's has one axis); it goes back out as
+    one node, with ``axis`` and its scale and bias in the axes' shape::
+
+        Reshape(x[2,4,8] -> [2,32]), LayerNormalization(g[32], b[32]), Reshape(-> [2,4,8])
+        ->  LayerNormalization(x, g[4,8], b[4,8], axis=1)
+    """
+    if not any(n.op_type == "LayerNormalization" for n in em.nodes):
+        return
+    g = _Nodes(em)
+    shapes = em.shapes
+    for n in em.nodes:
+        if n.op_type != "Reshape" or id(n) in g.drop:
+            continue
+        ln = g.made(n.input[0], "LayerNormalization")
+        flat = ln is not None and g.made(ln.input[0], "Reshape")
+        if not flat or len(ln.input) != 3 or n.output[0] in em.captured:
+            continue
+        x = flat.input[0]
+        shape, mid = shapes.get(x), shapes.get(flat.output[0])
+        out = _reshaped_to(n, shapes, g.inits) or (shape if n.output[0] in outputs else None)
+        gamma, beta = g.inits.get(ln.input[1]), g.inits.get(ln.input[2])
+        if shape is None or mid is None or out != shape or gamma is None or beta is None:
+            continue
+        axis = len(mid) - 1
+        inner = shape[axis:]
+        if (len(shape) <= axis or tuple(shape[:axis]) != tuple(mid[:axis])
+                or int(np.prod(inner, dtype=np.int64)) != mid[-1] or gamma.size != mid[-1] or beta.size != mid[-1]):
+            continue
+        eps = [a.f for a in ln.attribute if a.name == "epsilon"]
+        node = helper.make_node("LayerNormalization", [x, em.const(gamma.reshape(inner)), em.const(beta.reshape(inner))],
+                                [n.output[0]], axis=axis, **({"epsilon": eps[0]} if eps else {}))
+        n.CopyFrom(node)
+        g.drop.update((id(ln), id(flat)))
+    _drop_nodes(em, g.drop)
 
 
 def _scalar(inits: dict, name: str) -> Optional[float]:

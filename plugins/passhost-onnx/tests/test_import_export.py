@@ -1004,3 +1004,17 @@ def test_reduce_l2_sum_square_and_an_argmax_round_trip_export_as_one_node(opset,
     out = _matches_onnxruntime(src, {"x": x}, ort_run)
     ops = sorted(n.op_type for n in onnx.load(str(out)).graph.node)
     assert ops == ["ArgMax", "Cast", "ReduceL2", "ReduceSumSquare"]
+
+
+def test_a_layer_norm_over_two_axes_exports_as_one_node(tmp_path, ort_run):
+    # it imports as nn.layer_norm over one flattened axis between two reshapes
+    rng = np.random.RandomState(0)
+    inits = [numpy_helper.from_array(rng.randn(4, 8).astype("float32"), "g"),
+             numpy_helper.from_array(rng.randn(4, 8).astype("float32"), "b")]
+    nodes = [helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], axis=-2, epsilon=1e-5)]
+    src = tmp_path / "ln2.onnx"
+    onnx.save(_model(nodes, [_vi("x", [2, 4, 8])], [_vi("y", [2, 4, 8])], inits, opset=17), str(src))
+    out = _matches_onnxruntime(src, {"x": rng.randn(2, 4, 8).astype("float32")}, ort_run, o3=True)
+    model = onnx.load(str(out))
+    assert [n.op_type for n in model.graph.node] == ["LayerNormalization"]
+    assert [a.i for a in model.graph.node[0].attribute if a.name == "axis"] == [1]

@@ -33,15 +33,11 @@ _LSTM = ("LSTM and GRU are unrolled into their per-step cell arithmetic at impor
 _SE = ("FoldScaleAxis, as TVM's, folds the squeeze-excitation's scale (a tensor computed at run time) into the "
        "next convolution's weight, which is then computed (Reshape, Reshape, Mul), so that convolution's bias stays "
        "an Add")
-_LN2 = ("a LayerNormalization over two axes imports as nn.layer_norm over one, between reshapes that flatten "
-        "the two, and exports so")
 EXPANDS = {
     "rnns.ts17.onnx": _LSTM,
     "rnns.dynamo.onnx": _LSTM,
     "mobile_block.ts17.onnx": _SE,
     "mobile_block.dynamo.onnx": _SE,
-    "embed_glu.ts17.onnx": _LN2,
-    "embed_glu.dynamo.onnx": _LN2,
 }
 
 
