@@ -72,8 +72,6 @@ class Emitter:
         self.values: dict = {}
         #: output name -> tensor shape (the peepholes read it)
         self.shapes: dict = {}
-        #: initializers a peephole made unused
-        self.dropped: set = set()
         #: names the subgraphs of If nodes read (their uses are invisible to the peepholes' scan)
         self.captured: set = set()
         #: a ConvInteger's or a requantizing QuantizeLinear's output -> what joins them into
@@ -311,7 +309,7 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     _activations(em)
     _reductions(em)
     _transpose_pairs(em, set(names))
-    _wide_layer_norms(em, set(names))
+    _wide_layer_norms(em)
     _block_moves(em)
     graph = helper.make_graph(em.nodes, graph_name,
                               [_value_info(p.name_hint, p.checked_type) for p in main.params],
@@ -321,9 +319,10 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
         opsets.append(helper.make_opsetid(domain, version))
     model = helper.make_model(graph, opset_imports=opsets, producer_name="passhost")
     model.ir_version = min(model.ir_version, _ir_version_for(opset))
-    # an initializer nothing reads (an emitter wrote a reshaped copy of it, say) is left out
+    # an initializer nothing reads (a peephole's leftover, or one an emitter wrote a reshaped
+    # copy of) is left out
     live = {x for n in em.nodes for x in n.input} | em.captured | set(names)
-    return model, [(name, arr) for name, arr in em.inits if name in live and name not in em.dropped]
+    return model, [(name, arr) for name, arr in em.inits if name in live]
 
 
 def _ir_version_for(opset: int) -> int:
@@ -358,11 +357,10 @@ def _uses_and_producers(em: Emitter) -> tuple:
 
 
 def _drop_nodes(em: Emitter, drop: set) -> None:
-    """Remove the nodes whose ids are in ``drop``, and the initializers nothing reads now."""
+    """Remove the nodes whose ids are in ``drop`` (the initializers nothing reads any more
+    are left out once, at the end of :func:`export_parts`)."""
     if drop:
         em.nodes[:] = [n for n in em.nodes if id(n) not in drop]
-        live = {x for n in em.nodes for x in n.input} | em.captured
-        em.dropped.update(name for name, _ in em.inits if name not in live)
 
 
 def _merge_batch_reshapes(em: Emitter) -> None:
@@ -433,6 +431,53 @@ def _fuse_adds(em: Emitter) -> None:
     _drop_nodes(em, drop)
 
 
+def _scalar(inits: dict, name: str) -> Optional[float]:
+    """The value of a one-element floating-point initializer, or ``None``."""
+    arr = inits.get(name)
+    if arr is None or arr.size != 1 or arr.dtype.kind != "f":
+        return None
+    return float(arr.reshape(()))
+
+
+class _Nodes:
+    """The graph's nodes by what they produce, for the peepholes below: ``made(name,
+    op_type)`` is the node of that type writing ``name``, if nothing else reads ``name``
+    and no peephole has taken the node yet (``drop``, which :func:`_drop_nodes` removes)."""
+
+    def __init__(self, em: Emitter) -> None:
+        self.em = em
+        self.inits = {name: arr for name, arr in em.inits}
+        self.uses, self.producer = _uses_and_producers(em)
+        self.drop: set = set()
+
+    def made(self, name: str, op_type: str) -> Optional[Any]:
+        j = self.producer.get(name)
+        if j is None or self.uses.get(name) != 1:
+            return None
+        node = self.em.nodes[j]
+        return node if node.op_type == op_type and id(node) not in self.drop else None
+
+    def scalar(self, name: str) -> Optional[float]:
+        return _scalar(self.inits, name)
+
+    def split(self, node: Any, value: float) -> Optional[str]:
+        """The other input of a two-input ``node`` one of whose inputs is the constant ``value``."""
+        a, b = node.input
+        if self.scalar(b) == value:
+            return a
+        if self.scalar(a) == value:
+            return b
+        return None
+
+    def become(self, node: Any, op_type: str, inputs: list, taken: list, **attrs: Any) -> None:
+        """``node`` becomes ``op_type(inputs)``; the ``taken`` nodes go."""
+        node.op_type = op_type
+        node.input[:] = inputs
+        del node.attribute[:]
+        node.attribute.extend(helper.make_attribute(k, v) for k, v in attrs.items())
+        self.drop.update(id(t) for t in taken)
+
+
 #: the 2-D operators a 1-D one imports as (``convert_lift``), and their attributes with the
 #: value the lifted height axis has in each (``pads``: begin and end)
 _ONE_D = {"Conv": {"kernel_shape": 1, "strides": 1, "dilations": 1},
@@ -494,8 +539,8 @@ def _one_d_back(em: Emitter) -> None:
                 lifted.append(n)
     if not lifted:
         return
-    inits = {name: arr for name, arr in em.inits}
-    uses, producer = _uses_and_producers(em)
+    g = _Nodes(em)
+    inits, producer = g.inits, g.producer
     readers: dict = {}
     for n in em.nodes:
         for x in n.input:
@@ -529,7 +574,6 @@ def _one_d_back(em: Emitter) -> None:
                 changed = True
     if not attrs:
         return
-    drop: set = set()
     renamed: dict = {}  # a taken operator's 2-D output -> its 1-D output
     for n in em.nodes:  # (graph order: producers first)
         if id(n) not in attrs:
@@ -541,7 +585,7 @@ def _one_d_back(em: Emitter) -> None:
             up = em.nodes[producer[x]]
             n.input[0] = up.input[0]
             if all(id(r) in attrs for r in readers[x]):
-                drop.add(id(up))
+                g.drop.add(id(up))
         if n.op_type == "Conv":
             w = inits[n.input[1]]
             n.input[1] = em.const(w.reshape(w.shape[0], w.shape[1], w.shape[3]))
@@ -558,10 +602,10 @@ def _one_d_back(em: Emitter) -> None:
         first = same[0] if same else None
         for r in after:
             if r is first:
-                drop.add(id(r))
+                g.drop.add(id(r))
             else:
                 r.input[0] = n.output[0]
-    _drop_nodes(em, drop)
+    _drop_nodes(em, g.drop)
 
 
 def _block_moves(em: Emitter) -> None:
@@ -574,21 +618,17 @@ def _block_moves(em: Emitter) -> None:
     The two intermediate results must have no other reader."""
     if not any(n.op_type == "Transpose" for n in em.nodes):
         return
-    inits = {name: arr for name, arr in em.inits}
-    uses, producer = _uses_and_producers(em)
+    g = _Nodes(em)
     shapes = em.shapes
-    drop: set = set()
     for n in em.nodes:
-        if n.op_type != "Reshape" or id(n) in drop or uses.get(n.input[0]) != 1 or n.input[0] not in producer:
+        if n.op_type != "Reshape" or id(n) in g.drop:
             continue
-        t = em.nodes[producer[n.input[0]]]
-        if t.op_type != "Transpose" or id(t) in drop or uses.get(t.input[0]) != 1 or t.input[0] not in producer:
-            continue
-        r = em.nodes[producer[t.input[0]]]
-        if r.op_type != "Reshape" or id(r) in drop:
+        t = g.made(n.input[0], "Transpose")
+        r = t and g.made(t.input[0], "Reshape")
+        if not r:
             continue
         x, mid = shapes.get(r.input[0]), shapes.get(r.output[0])
-        out = _reshaped_to(n, shapes, inits)
+        out = _reshaped_to(n, shapes, g.inits)
         perm = [list(a.ints) for a in t.attribute if a.name == "perm"]
         if x is None or mid is None or out is None or len(x) != 4 or len(mid) != 6 or len(out) != 4 or not perm:
             continue
@@ -610,10 +650,8 @@ def _block_moves(em: Emitter) -> None:
         if found is None:
             continue
         op, b, mode = found
-        node = helper.make_node(op, [r.input[0]], [n.output[0]], blocksize=b, **({"mode": mode} if mode else {}))
-        n.CopyFrom(node)
-        drop.update((id(t), id(r)))
-    _drop_nodes(em, drop)
+        g.become(n, op, [r.input[0]], [t, r], blocksize=b, **({"mode": mode} if mode else {}))
+    _drop_nodes(em, g.drop)
 
 
 def _transpose_pairs(em: Emitter, outputs: set) -> None:
@@ -625,28 +663,27 @@ def _transpose_pairs(em: Emitter, outputs: set) -> None:
     """
     if sum(n.op_type == "Transpose" for n in em.nodes) < 2:
         return
-    uses, producer = _uses_and_producers(em)
+    g = _Nodes(em)
     rename: dict = {}
-    drop: set = set()
     for n in em.nodes:
-        if n.op_type != "Transpose" or id(n) in drop or n.output[0] in outputs or n.output[0] in em.captured:
+        if n.op_type != "Transpose" or id(n) in g.drop or n.output[0] in outputs or n.output[0] in em.captured:
             continue
-        t = em.nodes[producer[n.input[0]]] if n.input[0] in producer else None
-        if t is None or t.op_type != "Transpose" or id(t) in drop or uses.get(n.input[0]) != 1:
+        t = g.made(n.input[0], "Transpose")
+        if t is None:
             continue
         p1 = [list(a.ints) for a in t.attribute if a.name == "perm"]
         p2 = [list(a.ints) for a in n.attribute if a.name == "perm"]
         if not p1 or not p2 or len(p1[0]) != len(p2[0]) or [p1[0][i] for i in p2[0]] != list(range(len(p2[0]))):
             continue
         rename[n.output[0]] = rename.get(t.input[0], t.input[0])
-        drop.update((id(n), id(t)))
+        g.drop.update((id(n), id(t)))
     if rename:
         for n in em.nodes:
             n.input[:] = [rename.get(x, x) for x in n.input]
-        _drop_nodes(em, drop)
+        _drop_nodes(em, g.drop)
 
 
-def _wide_layer_norms(em: Emitter, outputs: set) -> None:
+def _wide_layer_norms(em: Emitter) -> None:
     """A ``LayerNormalization`` over several trailing axes imports as ``nn.layer_norm`` over
     one, between reshapes that flatten those axes (TVM's has one axis); it goes back out as
     one node, with ``axis`` and its scale and bias in the axes' shape::
@@ -667,7 +704,7 @@ def _wide_layer_norms(em: Emitter, outputs: set) -> None:
             continue
         x = flat.input[0]
         shape, mid = shapes.get(x), shapes.get(flat.output[0])
-        out = _reshaped_to(n, shapes, g.inits) or (shape if n.output[0] in outputs else None)
+        out = _reshaped_to(n, shapes, g.inits)
         gamma, beta = g.inits.get(ln.input[1]), g.inits.get(ln.input[2])
         if shape is None or mid is None or out != shape or gamma is None or beta is None:
             continue
@@ -677,19 +714,9 @@ def _wide_layer_norms(em: Emitter, outputs: set) -> None:
                 or int(np.prod(inner, dtype=np.int64)) != mid[-1] or gamma.size != mid[-1] or beta.size != mid[-1]):
             continue
         eps = [a.f for a in ln.attribute if a.name == "epsilon"]
-        node = helper.make_node("LayerNormalization", [x, em.const(gamma.reshape(inner)), em.const(beta.reshape(inner))],
-                                [n.output[0]], axis=axis, **({"epsilon": eps[0]} if eps else {}))
-        n.CopyFrom(node)
-        g.drop.update((id(ln), id(flat)))
+        g.become(n, "LayerNormalization", [x, em.const(gamma.reshape(inner)), em.const(beta.reshape(inner))],
+                 [ln, flat], axis=axis, **({"epsilon": eps[0]} if eps else {}))
     _drop_nodes(em, g.drop)
-
-
-def _scalar(inits: dict, name: str) -> Optional[float]:
-    """The value of a one-element floating-point initializer, or ``None``."""
-    arr = inits.get(name)
-    if arr is None or arr.size != 1 or arr.dtype.kind != "f":
-        return None
-    return float(arr.reshape(()))
 
 
 def _hard_activations(em: Emitter) -> None:
@@ -704,87 +731,41 @@ def _hard_activations(em: Emitter) -> None:
     before it.) Each folded node's output must have no other reader."""
     if not any(n.op_type == "Clip" for n in em.nodes):
         return
-    inits = {name: arr for name, arr in em.inits}
-    uses, producer = _uses_and_producers(em)
-    drop: set = set()
+    g = _Nodes(em)
     for n in em.nodes:
-        if (n.op_type != "Clip" or len(n.input) != 3 or _scalar(inits, n.input[1]) != 0.0
-                or _scalar(inits, n.input[2]) != 1.0 or uses.get(n.input[0]) != 1 or n.input[0] not in producer):
+        if (n.op_type != "Clip" or id(n) in g.drop or len(n.input) != 3 or g.scalar(n.input[1]) != 0.0
+                or g.scalar(n.input[2]) != 1.0):
             continue
-        add = em.nodes[producer[n.input[0]]]
-        if add.op_type != "Add" or id(add) in drop:
+        add = g.made(n.input[0], "Add")
+        if add is None:
             continue
-        x, beta = add.input[0], _scalar(inits, add.input[1])
+        x, beta = add.input[0], g.scalar(add.input[1])
         if beta is None:
-            x, beta = add.input[1], _scalar(inits, add.input[0])
+            x, beta = add.input[1], g.scalar(add.input[0])
         if beta is None:
             continue
         alpha, folded = 1.0, [add]
-        mul = em.nodes[producer[x]] if x in producer and uses.get(x) == 1 else None
-        if mul is not None and mul.op_type == "Mul" and id(mul) not in drop:
+        mul = g.made(x, "Mul")
+        if mul is not None:
             for data, a in ((mul.input[0], mul.input[1]), (mul.input[1], mul.input[0])):
-                if _scalar(inits, a) is not None:
-                    x, alpha = data, _scalar(inits, a)
+                if g.scalar(a) is not None:
+                    x, alpha = data, g.scalar(a)
                     folded.append(mul)
                     break
-        n.op_type = "HardSigmoid"
-        n.input[:] = [x]
-        n.attribute.extend([helper.make_attribute("alpha", alpha), helper.make_attribute("beta", beta)])
-        drop.update(id(f) for f in folded)
+        g.become(n, "HardSigmoid", [x], folded, alpha=alpha, beta=beta)
     if em.opset >= 14:
         sixth, half = float(np.float32(1 / 6)), 0.5
         for n in em.nodes:
-            if n.op_type != "Mul" or id(n) in drop:
+            if n.op_type != "Mul" or id(n) in g.drop:
                 continue
             for x, h in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
-                hs = em.nodes[producer[h]] if h in producer and uses.get(h) == 1 else None
-                if (hs is None or hs.op_type != "HardSigmoid" or list(hs.input) != [x]
+                hs = g.made(h, "HardSigmoid")
+                if (hs is None or list(hs.input) != [x]
                         or {a.name: a.f for a in hs.attribute} != {"alpha": sixth, "beta": half}):
                     continue
-                n.op_type = "HardSwish"
-                n.input[:] = [x]
-                drop.add(id(hs))
+                g.become(n, "HardSwish", [x], [hs])
                 break
-    _drop_nodes(em, drop)
-
-
-class _Nodes:
-    """The graph's nodes by what they produce, for the activation peepholes: ``made(name,
-    op_type)`` is the node of that type writing ``name``, if nothing else reads ``name``
-    and no peephole has taken the node yet."""
-
-    def __init__(self, em: Emitter) -> None:
-        self.em = em
-        self.inits = {name: arr for name, arr in em.inits}
-        self.uses, self.producer = _uses_and_producers(em)
-        self.drop: set = set()
-
-    def made(self, name: str, op_type: str) -> Optional[Any]:
-        j = self.producer.get(name)
-        if j is None or self.uses.get(name) != 1:
-            return None
-        node = self.em.nodes[j]
-        return node if node.op_type == op_type and id(node) not in self.drop else None
-
-    def scalar(self, name: str) -> Optional[float]:
-        return _scalar(self.inits, name)
-
-    def split(self, node: Any, value: float) -> Optional[str]:
-        """The other input of a two-input ``node`` one of whose inputs is the constant ``value``."""
-        a, b = node.input
-        if self.scalar(b) == value:
-            return a
-        if self.scalar(a) == value:
-            return b
-        return None
-
-    def become(self, node: Any, op_type: str, inputs: list, taken: list, **attrs: Any) -> None:
-        """``node`` becomes ``op_type(inputs)``; the ``taken`` nodes go."""
-        node.op_type = op_type
-        node.input[:] = inputs
-        del node.attribute[:]
-        node.attribute.extend(helper.make_attribute(k, v) for k, v in attrs.items())
-        self.drop.update(id(t) for t in taken)
+    _drop_nodes(em, g.drop)
 
 
 def _activations(em: Emitter) -> None:
