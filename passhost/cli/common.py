@@ -174,13 +174,20 @@ def load_input(path: str, fmt: Optional[str] = None, input_shapes: Optional[dict
     return ir.load(path, format=fmt, input_shapes=input_shapes, **(options or {}))
 
 
-def load_options(keep_op: Sequence[str]) -> dict:
-    """``--keep-op`` values (repeatable, each a comma list) as the reader's options."""
+def comma_names(items: Sequence[str]) -> list:
+    """The names in repeatable comma-list options (``--keep-op LSTM,GRU --keep-op RNN``),
+    blanks skipped, each once, in order of first mention."""
     names: list = []
-    for item in keep_op:
+    for item in items:
         for name in (n.strip() for n in str(item).split(",")):
             if name and name not in names:
                 names.append(name)
+    return names
+
+
+def load_options(keep_op: Sequence[str]) -> dict:
+    """``--keep-op`` values (repeatable, each a comma list) as the reader's options."""
+    names = comma_names(keep_op)
     return {"keep_ops": tuple(names)} if names else {}
 
 
@@ -192,20 +199,15 @@ def pass_names(reg: Any, items: Sequence[str], flag: str, installed: bool) -> li
     from ..errors import PassNotFound, PluginConflict
     from .. import _catalog
 
-    names: list = []
-    for item in items:
-        for name in (n.strip() for n in str(item).split(",")):
-            if not name:
-                continue
-            try:
-                reg.pass_record(name)
-            except PluginConflict:
-                pass
-            except PassNotFound as err:
-                if installed or _catalog.distribution_for("pass", name) is None:
-                    raise CommandError(f"{flag} {name}: {one_line(err)}") from None
-            if name not in names:
-                names.append(name)
+    names = comma_names(items)
+    for name in names:
+        try:
+            reg.pass_record(name)
+        except PluginConflict:
+            pass
+        except PassNotFound as err:
+            if installed or _catalog.distribution_for("pass", name) is None:
+                raise CommandError(f"{flag} {name}: {one_line(err)}") from None
     return names
 
 
