@@ -50,7 +50,8 @@ def cse_rules(expr: ir.Expr) -> ir.Expr:
     classes: dict = {}  # (op, attrs) -> attrs equality class
     getitems: dict = {}
 
-    def key(a):
+    def key(a):  # the plugin's _arg_key/_field_key in one function: calling those costs a
+        # second Python call per constant argument (chain 1.06x -> 1.24x, dag 1.78x -> 2.00x)
         t = type(a)
         if t is Constant:
             k = const_keys.get(a)
