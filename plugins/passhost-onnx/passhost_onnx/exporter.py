@@ -457,6 +457,15 @@ class _Nodes:
         node = self.em.nodes[j]
         return node if node.op_type == op_type and id(node) not in self.drop else None
 
+    def between_reshapes(self, n: Any, op_type: str) -> Optional[tuple]:
+        """``(middle, first)`` when ``n`` is ``Reshape(middle(first))``, ``middle`` of type
+        ``op_type`` and ``first`` a reshape, each read by the next alone."""
+        if n.op_type != "Reshape" or id(n) in self.drop:
+            return None
+        middle = self.made(n.input[0], op_type)
+        first = middle and self.made(middle.input[0], "Reshape")
+        return (middle, first) if first else None
+
     def scalar(self, name: str) -> Optional[float]:
         return _scalar(self.inits, name)
 
@@ -621,35 +630,33 @@ def _block_moves(em: Emitter) -> None:
     g = _Nodes(em)
     shapes = em.shapes
     for n in em.nodes:
-        if n.op_type != "Reshape" or id(n) in g.drop:
+        found = g.between_reshapes(n, "Transpose")
+        if found is None:
             continue
-        t = g.made(n.input[0], "Transpose")
-        r = t and g.made(t.input[0], "Reshape")
-        if not r:
-            continue
+        t, r = found
         x, mid = shapes.get(r.input[0]), shapes.get(r.output[0])
         out = _reshaped_to(n, shapes, g.inits)
         perm = [list(a.ints) for a in t.attribute if a.name == "perm"]
         if x is None or mid is None or out is None or len(x) != 4 or len(mid) != 6 or len(out) != 4 or not perm:
             continue
         (nb, c, h, w), perm = x, tuple(perm[0])
-        found = None
+        move = None
         for b in {mid[1], mid[2], mid[3]}:
             if b < 2 or c % (b * b):
                 continue
             if (mid == (nb, c // (b * b), b, b, h, w) and perm == (0, 1, 4, 2, 5, 3)
                     and out == (nb, c // (b * b), h * b, w * b)):
-                found = ("DepthToSpace", b, "CRD")
+                move = ("DepthToSpace", b, "CRD")
             elif (mid == (nb, b, b, c // (b * b), h, w) and perm == (0, 3, 4, 1, 5, 2)
                   and out == (nb, c // (b * b), h * b, w * b)):
-                found = ("DepthToSpace", b, "DCR")
+                move = ("DepthToSpace", b, "DCR")
         for b in {mid[3], mid[5]}:
             if (b >= 2 and h % b == 0 and w % b == 0 and mid == (nb, c, h // b, b, w // b, b)
                     and perm == (0, 3, 5, 1, 2, 4) and out == (nb, c * b * b, h // b, w // b)):
-                found = ("SpaceToDepth", b, None)
-        if found is None:
+                move = ("SpaceToDepth", b, None)
+        if move is None:
             continue
-        op, b, mode = found
+        op, b, mode = move
         g.become(n, op, [r.input[0]], [t, r], blocksize=b, **({"mode": mode} if mode else {}))
     _drop_nodes(em, g.drop)
 
@@ -696,12 +703,10 @@ def _wide_layer_norms(em: Emitter) -> None:
     g = _Nodes(em)
     shapes = em.shapes
     for n in em.nodes:
-        if n.op_type != "Reshape" or id(n) in g.drop:
+        found = g.between_reshapes(n, "LayerNormalization")
+        if found is None or len(found[0].input) != 3 or n.output[0] in em.captured:
             continue
-        ln = g.made(n.input[0], "LayerNormalization")
-        flat = ln is not None and g.made(ln.input[0], "Reshape")
-        if not flat or len(ln.input) != 3 or n.output[0] in em.captured:
-            continue
+        ln, flat = found
         x = flat.input[0]
         shape, mid = shapes.get(x), shapes.get(flat.output[0])
         out = _reshaped_to(n, shapes, g.inits)
