@@ -244,3 +244,42 @@ def test_paused_gc_is_public_reentrant_and_restores_the_collector():
             assert not gc.isenabled()
         assert not gc.isenabled()
     assert gc.isenabled()
+
+
+def test_paused_gc_leaves_a_collector_the_user_disabled_alone_and_restores_after_an_error():
+    import gc
+
+    gc.disable()
+    try:
+        with ir.paused_gc():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # not turned on behind the user's back
+    finally:
+        gc.enable()
+    with pytest.raises(ValueError):
+        with ir.paused_gc():
+            raise ValueError("inside")
+    assert gc.isenabled()
+
+
+def test_quiet_kernels_silences_numpy_for_every_kernel_inside_and_restores_the_error_state():
+    import warnings
+
+    import numpy as np
+
+    divide = ir.Op.get("divide")
+    one, zero = np.ones(3, "float32"), np.zeros(3, "float32")
+    before = np.geterr()
+    with np.errstate(all="raise"):
+        # a kernel called alone silences numpy itself
+        assert np.isinf(divide.compute([one, zero], divide._defaults)).all()
+        with ir.quiet_kernels():
+            assert np.geterr()["divide"] == "ignore"
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                out = divide.compute([one, zero], divide._defaults)
+        assert np.isinf(out).all()
+        assert np.geterr()["divide"] == "raise"  # the caller's state is back
+        with pytest.raises(FloatingPointError):
+            np.divide(one, zero)
+    assert np.geterr() == before

@@ -40,6 +40,7 @@ from .well_formed import well_formed, well_formed_function
 from .params import bind_params_by_name
 from .serialize import load, save
 from ._gc import paused as paused_gc
+from .ops._util import quiet_kernels
 
 __all__ = [
     # errors
@@ -57,7 +58,7 @@ __all__ = [
     # structure, text, types, evaluation
     "structural_equal", "structural_hash", "assert_structural_equal",
     "pretty_print", "printed_names", "astext", "parse", "parse_expr", "fromtext",
-    "infer_type", "evaluate", "well_formed", "well_formed_function", "bind_params_by_name", "load", "save", "paused_gc",
+    "infer_type", "evaluate", "well_formed", "well_formed_function", "bind_params_by_name", "load", "save", "paused_gc", "quiet_kernels",
     # operators
     "nn", "image", *_builders_all,
 ]

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import functools
 import gc
-from contextlib import contextmanager
-from typing import Callable, Iterator, TypeVar
+from typing import Callable, TypeVar
 
 __all__ = ["gc_paused", "paused", "resume", "PROMOTE_AFTER"]
 
@@ -44,23 +43,32 @@ def resume() -> None:
     gc.enable()
 
 
-@contextmanager
-def paused() -> Iterator[None]:
-    """Context manager: disable the cyclic GC inside, restore it on exit (re-entrant)."""
-    global _depth
-    if _depth == 0 and not gc.isenabled():
-        # the user disabled GC themselves: leave it alone
-        yield
-        return
-    _depth += 1
-    if _depth == 1:
-        gc.disable()
-    try:
-        yield
-    finally:
-        _depth -= 1
-        if _depth == 0:
-            resume()
+class paused:
+    """Context manager: disable the cyclic GC inside, restore it on exit (re-entrant).
+
+    A class rather than a generator: it is entered once per expression typed on its own
+    (importers type every node they build), where a generator's frame costs as much as
+    the rest of the call."""
+
+    __slots__ = ("_active",)
+
+    def __enter__(self) -> None:
+        global _depth
+        if _depth == 0 and not gc.isenabled():
+            # the user disabled GC themselves: leave it alone
+            self._active = False
+            return
+        self._active = True
+        _depth += 1
+        if _depth == 1:
+            gc.disable()
+
+    def __exit__(self, *exc) -> None:
+        global _depth
+        if self._active:
+            _depth -= 1
+            if _depth == 0:
+                resume()
 
 
 def gc_paused(fn: F) -> F:

@@ -25,6 +25,7 @@ from .analysis import free_vars
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
 from .op import Op
+from .ops._util import quiet_kernels
 from .type_infer import infer_type
 from .types import DTYPES, FuncType, TensorType, TupleType, Type
 
@@ -97,9 +98,9 @@ def evaluate(mod_or_func: Union[IRModule, Expr], *args: Any) -> Any:
         if type(body) is Call and type(body.op) is Op and all(type(a) is Constant for a in body.args):
             # one operator on constants (an importer's or a folder's usual question): its
             # kernel alone, checked as the machine checks it, without the machine's set-up
-            with np.errstate(all="ignore"):
+            with quiet_kernels():
                 return _Machine.apply_op(body.op, body, [a.data for a in body.args])
-    with np.errstate(all="ignore"), paused():
+    with quiet_kernels(), paused():
         return _Machine(mod).run(body, env)
 
 

@@ -8,6 +8,7 @@ arrays, so every kernel returns ``ndarray`` (or a tuple of them).
 """
 from __future__ import annotations
 
+import contextvars
 import functools
 from typing import Any, Callable, Optional
 
@@ -20,6 +21,7 @@ from ..types import TensorType
 __all__ = [
     "reg",
     "kernel",
+    "quiet_kernels",
     "tensor_arg",
     "norm_axis",
     "norm_axes",
@@ -47,11 +49,45 @@ def _as_array(value: Any) -> Any:
     return np.asarray(value)
 
 
+#: set inside :class:`quiet_kernels`: numpy's warnings are off already, so a kernel call
+#: need not turn them off (and back on) itself
+_QUIET: contextvars.ContextVar = contextvars.ContextVar("passhost_quiet_kernels", default=False)
+
+
+class quiet_kernels:
+    """Context manager: numpy floating-point warnings off, once, for every operator
+    kernel called inside (``np.errstate(all="ignore")`` plus a flag the kernels read).
+
+    Each kernel silences the warnings by itself when called alone; a caller that runs
+    many kernels in a row (a constant folder, an interpreter) enters this once instead
+    of paying for the ``errstate`` in every call::
+
+        with ir.quiet_kernels():
+            for call in calls:
+                call.op.compute([a.data for a in call.args], call.attrs)
+    """
+
+    __slots__ = ("_state", "_token")
+
+    def __enter__(self) -> "quiet_kernels":
+        self._state = np.errstate(all="ignore")
+        self._state.__enter__()
+        self._token = _QUIET.set(True)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _QUIET.reset(self._token)
+        self._state.__exit__(*exc)
+
+
 def kernel(fn: Callable) -> Callable:
     """Decorate a numpy kernel: no floating-point warnings, arrays out."""
+    quiet = _QUIET.get
 
     @functools.wraps(fn)
     def run(args: list, attrs: Any) -> Any:
+        if quiet():
+            return _as_array(fn(args, attrs))
         with np.errstate(all="ignore"):
             return _as_array(fn(args, attrs))
 

@@ -22,7 +22,7 @@ from passhost.ir import (
     Var,
     infer_type,
 )
-from passhost.ir import set_checked_type, type_of
+from passhost.ir import quiet_kernels, set_checked_type, type_of
 
 #: operators whose value depends only on the static shape of their argument
 _SHAPE_OF = frozenset({"shape_of", "vm.shape_of"})
@@ -149,7 +149,7 @@ def evaluate_call(call: Call, ty: Any = None) -> Expr:
     :param ty: the call's type, given to the new nodes (``None`` leaves them untyped)
     :raises PassError: if the kernel fails on these arguments
     """
-    with np.errstate(all="ignore"):
+    with quiet_kernels():
         return _evaluate(call.op, call.args, call.attrs, ty)
 
 

@@ -15,6 +15,7 @@ chain folds at the default recursion limit.
 """
 from __future__ import annotations
 
+from math import prod
 from typing import Any, Optional
 
 import numpy as np
@@ -59,10 +60,9 @@ MAX_FOLD_BYTES = 1 << 30
 
 
 def _too_large(ty: TensorType) -> bool:
-    n = 1
-    for d in ty.shape:
-        n *= d
-    return n * np.dtype(ty.dtype).itemsize > MAX_FOLD_BYTES
+    n = prod(ty.shape)
+    # no dtype is wider than 8 bytes: most results are cleared without looking it up
+    return n * 8 > MAX_FOLD_BYTES and n * np.dtype(ty.dtype).itemsize > MAX_FOLD_BYTES
 
 
 class _Kinds(dict):

@@ -55,11 +55,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 
 from passhost.errors import PassError
 from passhost.ir import Expr, Function, is_primitive
 from passhost.ir import paused_gc as _gc_paused
+from passhost.ir import quiet_kernels
 from passhost.transform import function_pass
 
 from ._eval import evaluate_call, is_complex_constant, is_simple_constant
@@ -92,7 +92,7 @@ def fold_constant(expr: Expr, fold_qnn: bool = False) -> Expr:
     """
     if is_primitive(expr):
         return expr
-    with _gc_paused(), np.errstate(all="ignore"):
+    with _gc_paused(), quiet_kernels():
         return _fold(expr, bool(fold_qnn))
 
 

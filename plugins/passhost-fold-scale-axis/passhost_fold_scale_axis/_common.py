@@ -127,8 +127,10 @@ def is_all_positive_constant(expr: Expr) -> bool:
         expr = expr.args[0]
     if type(expr) is not Constant or expr.dtype not in _POSITIVE_DTYPES:
         return False
-    with np.errstate(invalid="ignore"):
-        return bool(np.all(expr.data >= 0))
+    data = expr.data
+    # the smallest element (NaN if there is one, and NaN >= 0 is false), without the
+    # temporary array and the reduction machinery of np.all(data >= 0)
+    return data.size == 0 or bool(data.min() >= 0)
 
 
 #: (layout, kernel layout) -> (C axis, O axis, I axis), or () when TVM does not fold
