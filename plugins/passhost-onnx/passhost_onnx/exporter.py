@@ -147,7 +147,11 @@ def _emit_body(em: Emitter, mod: ir.IRModule, body: ir.Expr, env: dict) -> Any:
             if type(op) is ir.Op:
                 vals[e] = _emit_call(em, e, args)
             elif type(op) is ir.Function:
-                vals[e] = _emit_body(em, mod, op.body, dict(zip(op.params, args)))
+                inner = _single_call(op)
+                if inner is not None:  # (most fused functions: no walk of their own)
+                    vals[e] = _emit_call(em, inner, _operands(em, inner, dict(zip(op.params, args))))
+                else:
+                    vals[e] = _emit_body(em, mod, op.body, dict(zip(op.params, args)))
             elif type(op) is ir.GlobalVar:
                 fn = mod[op]
                 vals[e] = _emit_body(em, mod, fn.body, dict(zip(fn.params, args)))
@@ -160,6 +164,32 @@ def _emit_body(em: Emitter, mod: ir.IRModule, body: ir.Expr, env: dict) -> Any:
         else:
             raise FormatError(f"{t.__name__} cannot be exported to ONNX; run ToGraphNormalForm first")
     return vals[body]
+
+
+def _single_call(fn: ir.Function) -> Optional[ir.Call]:
+    """The body of ``fn`` when it is one operator call on parameters and constants (what
+    FuseOps makes of an operator alone in its group), else ``None``."""
+    body = fn.body
+    if type(body) is not ir.Call or type(body.op) is not ir.Op:
+        return None
+    for a in body.args:
+        if type(a) is not ir.Var and type(a) is not ir.Constant:
+            return None
+    return body
+
+
+def _operands(em: Emitter, call: ir.Call, env: dict) -> list:
+    """The values of ``call``'s arguments (see :func:`_single_call`): a parameter's from
+    ``env``, a constant's initializer."""
+    out = []
+    for a in call.args:
+        if type(a) is ir.Constant:
+            out.append(em.const(a.data, key=a))
+        elif a in env:
+            out.append(env[a])
+        else:
+            raise FormatError(f"variable %{a.name_hint} is free in @main; bind it or make it a parameter")
+    return out
 
 
 def _emit_if(em: Emitter, mod: ir.IRModule, e: ir.If, vals: dict) -> Any:
