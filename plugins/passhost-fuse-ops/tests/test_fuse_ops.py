@@ -1025,3 +1025,27 @@ def test_100k_deep_chain_fuses_at_default_recursion_limit():
     assert sorted({len(op_names(f)) for f in fns}) == [n % 256, 256]
     x = np.array([0.25, -1.0], dtype=F32)
     np.testing.assert_allclose(ir.evaluate(out, x), x + 0.5 * n, rtol=1e-5)
+
+
+# --------------------------------------------------------------------------------------
+# the types after the pass (FuseOps leaves the nodes it builds untyped, as TVM's does: the
+# tutorial prints them so before InferType; InferType then types every one)
+# --------------------------------------------------------------------------------------
+def _untyped(expr):
+    return [n for n in ir.post_order(expr) if type(n) is not ir.Op and ir.type_of(n) is None]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_every_node_after_fuse_ops_is_typed_as_inference_types_it(seed):
+    mod = random_graph(seed, num_nodes=14, lets=seed % 5 == 0, tuples=seed % 2 == 0)
+    with PassContext(opt_level=3):
+        out = Sequential([FuseOps(fuse_opt_level=[0, 1, 2, 3][seed % 4])])(mod)
+    assert not _untyped(out["main"])
+    again = ir.infer_type(ir.parse(ir.astext(out, show_meta_data=True)))
+    assert ir.astext(again, show_meta_data=True) == ir.astext(out, show_meta_data=True)
+
+
+def test_a_concatenated_tuple_inside_a_group_is_typed_after_the_pass():
+    x, body = _pool_and_concat((1, 16, 64, 64))
+    out = run_opt_pass(ir.Function([x], body), FuseOps(fuse_opt_level=2))
+    assert not _untyped(out)
