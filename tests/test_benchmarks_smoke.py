@@ -264,3 +264,29 @@ def test_ab_cse_rules_merges_scalars_tuples_and_attr_classes():
     got = cse_rules(func)
     assert ir.structural_equal(got, eliminate_common_subexpr(func))
     assert ir.count_ops(got) == {"add": 2, "concatenate": 2}
+
+
+def test_ab_onnx_pairs_two_live_trees_and_reports_paired_ratios(tmp_path):
+    pytest.importorskip("onnx")
+    pytest.importorskip("passhost_onnx")
+    import io
+
+    from benchmarks import ab_onnx
+
+    src = bench_onnx.prepare("squeezenet", str(tmp_path))["path"]
+    res = ab_onnx.pairs(str(ROOT), str(ROOT), src, 2, str(tmp_path))
+    assert [len(res["old"]), len(res["new"])] == [2, 2]
+    assert all(len(row) == 4 and all(t > 0 for t in row) for side in res.values() for row in side)
+    out = io.StringIO()
+    medians = ab_onnx.report(res, "HEAD", "squeezenet", out=out)
+    assert set(medians) == {"cpu", "load", "optimise", "save"} and all(m > 0 for m in medians.values())
+    assert "2 alternating pairs" in out.getvalue()
+
+
+def test_ab_onnx_extracts_a_revision_with_its_plugins(tmp_path):
+    from benchmarks import ab_onnx
+
+    tree = Path(ab_onnx.extract("HEAD", str(tmp_path)))
+    assert (tree / "passhost" / "__init__.py").exists()
+    assert (tree / "benchmarks" / "bench_onnx.py").exists()
+    assert any((tree / "plugins").glob("passhost-onnx/passhost_onnx/importer.py"))

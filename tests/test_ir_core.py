@@ -283,3 +283,23 @@ def test_quiet_kernels_silences_numpy_for_every_kernel_inside_and_restores_the_e
         with pytest.raises(FloatingPointError):
             np.divide(one, zero)
     assert np.geterr() == before
+
+
+def test_equal_attributes_are_normalised_once_and_shared_but_never_confused():
+    x = ir.var("x", shape=(2, 3))
+    op = ir.Op.get("expand_dims")
+    a = ir.Call(op, (x,), {"axis": 1, "num_newaxis": 2})
+    b = ir.Call(op, (x,), {"axis": 1, "num_newaxis": 2})
+    assert a.attrs is b.attrs and a.attrs == {"axis": 1, "num_newaxis": 2}
+    # equal in Python, different as attributes: each keeps its own type and sign
+    lrelu = ir.Op.get("nn.leaky_relu")
+    for alpha in (1, 1.0, True, 0.0, -0.0):
+        got = ir.Call(lrelu, (x,), {"alpha": alpha}).attrs["alpha"]
+        assert type(got) is type(alpha) and repr(got) == repr(alpha)
+    pad = ir.Op.get("nn.max_pool2d")
+    lists = ir.Call(pad, (ir.var("y", shape=(1, 1, 4, 4)),), {"pool_size": [2, 2]}).attrs
+    assert lists["pool_size"] == (2, 2)
+    # a bad attribute is rejected every time, not only the first
+    for _ in range(2):
+        with pytest.raises(ir.IRError, match="no attribute 'axes'"):
+            ir.Call(op, (x,), {"axes": 1})

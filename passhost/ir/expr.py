@@ -379,7 +379,7 @@ class Op(Expr):
     Use :meth:`Op.get`; ops are never constructed directly.
     """
 
-    __slots__ = ("name", "_def", "_defaults", "_keys")
+    __slots__ = ("name", "_def", "_defaults", "_keys", "_attrs_cache")
     FIELDS = (("name", DATA),)
 
     _registry: dict = {}
@@ -390,6 +390,7 @@ class Op(Expr):
         defaults = Attrs(opdef.attrs) if opdef.attrs else EMPTY_ATTRS
         _set(self, "_defaults", defaults)
         _set(self, "_keys", frozenset(k for k, _ in opdef.attrs))
+        _set(self, "_attrs_cache", {})
         _set(self, "_checked_type", None)
         _set(self, "_span", None)
 
@@ -441,11 +442,29 @@ class Op(Expr):
         return self._def
 
     def _normalize_attrs(self, attrs: Optional[Mapping[str, Any]]) -> Attrs:
-        """Validate ``attrs`` against the declaration and fill in defaults."""
+        """Validate ``attrs`` against the declaration and fill in defaults.
+
+        Attributes of plain scalars and tuples of ints (what importers and passes build
+        calls with: strides, padding, an axis) are normalised once per operator and
+        distinct value: the result is immutable, so every call made with equal attributes
+        shares it (a keyed cache, :data:`_ATTRS_CACHE_SIZE` entries per operator)."""
         if not attrs:
             return self._defaults
         if type(attrs) is Attrs and attrs.keys() == self._keys:
             return attrs
+        key = _attrs_key(attrs) if type(attrs) is dict else None
+        if key is not None:
+            cache = self._attrs_cache
+            hit = cache.get(key)
+            if hit is not None:
+                return hit
+            out = self._normalize_new(attrs)
+            if len(cache) < _ATTRS_CACHE_SIZE:
+                cache[key] = out
+            return out
+        return self._normalize_new(attrs)
+
+    def _normalize_new(self, attrs: Mapping[str, Any]) -> Attrs:
         unknown = [k for k in attrs if k not in self._keys]
         if unknown:
             known = ", ".join(k for k, _ in self._def.attrs) or "none"
@@ -461,6 +480,33 @@ class Op(Expr):
 
     def __reduce__(self):
         return (Op.get, (self.name,))
+
+
+#: normalised attributes kept per operator (see Op._normalize_attrs)
+_ATTRS_CACHE_SIZE = 1024
+
+
+def _attrs_key(attrs: dict) -> Optional[tuple]:
+    """A key that tells apart every two attribute dicts whose normalised forms differ, or
+    ``None`` for values it does not cover. Types are part of it (``1``, ``1.0`` and
+    ``True`` are equal in Python but not as attributes), floats go by their exact bits
+    (``-0.0``), and tuples only of ints (not bools) are covered; lists count as tuples,
+    as ``Attrs`` stores them."""
+    key = []
+    for k, v in attrs.items():
+        t = type(v)
+        if t is int or t is str or t is bool or v is None:
+            key.append((k, t, v))
+        elif t is float:
+            key.append((k, t, v.hex()))
+        elif t is tuple or t is list:
+            for e in v:
+                if type(e) is not int:
+                    return None
+            key.append((k, tuple, tuple(v)))
+        else:
+            return None
+    return tuple(key)
 
 
 class Call(Expr):
