@@ -44,10 +44,18 @@ class Functions:
         self.local = {(f.domain, f.name): f for f in model.functions}
         self._schemas: dict = {}
         self._count = 0
-        g = model.graph
-        #: the model's own tensor names: an expansion's prefix never produces one of them
-        self._taken = {vi.name for vi in g.input} | {t.name for t in g.initializer} | {
-            o for n in g.node for o in n.output}
+        self._graph = model.graph
+        self._names: Optional[set] = None
+
+    @property
+    def _taken(self) -> set:
+        """The model's own tensor names: an expansion's prefix never produces one of them
+        (collected on the first expansion; most models have none)."""
+        if self._names is None:
+            g = self._graph
+            self._names = {vi.name for vi in g.input} | {t.name for t in g.initializer} | {
+                o for n in g.node for o in n.output}
+        return self._names
 
     def _schema(self, op_type: str, opset: int) -> Optional[Any]:
         key = (op_type, opset)
