@@ -303,3 +303,19 @@ def test_equal_attributes_are_normalised_once_and_shared_but_never_confused():
     for _ in range(2):
         with pytest.raises(ir.IRError, match="no attribute 'axes'"):
             ir.Call(op, (x,), {"axes": 1})
+
+
+def test_paused_gc_decorates_a_function_and_a_recursive_call_restores_it_once():
+    import gc
+
+    seen = []
+
+    @ir.paused_gc()
+    def walk(n):
+        seen.append(gc.isenabled())
+        if n:
+            walk(n - 1)
+        seen.append(gc.isenabled())
+
+    walk(3)
+    assert seen == [False] * 8 and gc.isenabled()

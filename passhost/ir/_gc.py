@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import gc
+from contextlib import ContextDecorator
 from typing import Callable, TypeVar
 
 __all__ = ["gc_paused", "paused", "resume", "PROMOTE_AFTER"]
@@ -43,14 +44,18 @@ def resume() -> None:
     gc.enable()
 
 
-class paused:
+class paused(ContextDecorator):
     """Context manager: disable the cyclic GC inside, restore it on exit (re-entrant).
+    Like a ``@contextmanager`` one, it also decorates a function (``@paused()``).
 
     A class rather than a generator: it is entered once per expression typed on its own
     (importers type every node they build), where a generator's frame costs as much as
     the rest of the call."""
 
     __slots__ = ("_active",)
+
+    def _recreate_cm(self) -> "paused":
+        return paused()  # a decorated function entered again (recursively) gets its own state
 
     def __enter__(self) -> None:
         global _depth
