@@ -20,6 +20,7 @@ import numpy as np
 from passhost import ir
 
 from .build import call, const, reshape
+from .convert_unary import softplus
 from .table import converter
 
 #: activation -> (needs alpha, needs beta, default alpha, default beta)
@@ -57,7 +58,7 @@ def _activation(node, name: str, alpha: float, beta: float):
                         x)
         if name == "softsign":
             return call("divide", x, call("add", call("abs", x), c(1)))
-        return call("log", call("add", call("exp", x), c(1)))  # softplus
+        return softplus(x, c(1))
     return apply
 
 

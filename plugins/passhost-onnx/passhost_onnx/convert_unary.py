@@ -2,7 +2,7 @@
 decompose into a few, as TVM's ``from_onnx`` decomposes them::
 
     Elu(x, alpha=a)       ->  where(less(x, 0f), multiply(a, subtract(exp(x), 1f)), x)
-    Softplus(x)           ->  log(add(exp(x), 1f))
+    Softplus(x)           ->  add(log(add(exp(negative(abs(x))), 1f)), nn.relu(x))
     And(a, b) (bool)      ->  minimum(a, b)
 """
 from __future__ import annotations
@@ -80,9 +80,19 @@ def _celu(node):
     return call("add", call("maximum", x, _c(node, 0)), call("minimum", neg, _c(node, 0)))
 
 
+def softplus(x, one):
+    """``log(1 + exp(x))`` as ``relu(x) + log(1 + exp(-|x|))``, which does not overflow.
+
+    TVM's ``from_onnx`` writes ``log(exp(x) + 1)``. In float32 that is ``inf`` once ``x``
+    passes about 88.7, where onnxruntime's ``Softplus`` gives ``x``. Below that the two
+    forms agree to a rounding. ``one`` is the constant 1 in ``x``'s dtype."""
+    return call("add", call("log", call("add", call("exp", call("negative", call("abs", x))), one)),
+                call("nn.relu", x))
+
+
 @converter("Softplus", 1)
 def _softplus(node):
-    return call("log", call("add", call("exp", node.inputs[0]), _c(node, 1)))
+    return softplus(node.inputs[0], _c(node, 1))
 
 
 @converter("Softsign", 1)

@@ -74,6 +74,8 @@ class Emitter:
         self.shapes: dict = {}
         #: names the subgraphs of If nodes read (their uses are invisible to the peepholes' scan)
         self.captured: set = set()
+        #: the graph's output names: read from outside, so no peephole may take their node
+        self.outputs: set = set()
         #: a ConvInteger's or a requantizing QuantizeLinear's output -> what joins them into
         #: QLinearConv (see emit_qnn)
         self.quantized: dict = {}
@@ -330,6 +332,7 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
                     n.output[i] = rename[x]
     em.shapes.update((p.name_hint, tuple(p.checked_type.shape)) for p in main.params
                      if isinstance(p.checked_type, ir.TensorType))
+    em.outputs = set(names)
     _merge_batch_reshapes(em)
     if em.quantized:
         _drop_nodes(em, join_qlinear_conv(em, *_uses_and_producers(em)))
@@ -382,6 +385,8 @@ def _uses_and_producers(em: Emitter) -> tuple:
         for o in n.output:
             producer[o] = i
     for x in em.captured:  # read inside an If's branch: never a single use to merge away
+        uses[x] = uses.get(x, 0) + 1
+    for x in em.outputs:  # read by whoever runs the model: the same
         uses[x] = uses.get(x, 0) + 1
     return uses, producer
 
@@ -806,14 +811,20 @@ def _hard_activations(em: Emitter) -> None:
 def _activations(em: Emitter) -> None:
     """``Softplus``, ``Mish`` and ``Elu`` back from the arithmetic they import as::
 
-        Log(Add(Exp(x), 1))                                   ->  Softplus(x)
-        Mul(x, Tanh(Softplus(x)))                              ->  Mish(x)       (opset 18 on)
+        Add(Log(Add(Exp(Neg(Abs(x))), 1)), Relu(x))           ->  Softplus(x)
+        Log(Add(Exp(x), 1))                                   ->  Softplus(x)   (as TVM writes it)
+        Mul(x, Tanh(Softplus(x)))                              ->  Mish(x)       (opset 18 on; a
+                                                                  Softplus read elsewhere stays)
         Where(Less(x, 0), Mul(a, Sub(Exp(x), 1)), x)           ->  Elu(x, alpha=a)
     """
     kinds = {n.op_type for n in em.nodes}
     if "Exp" not in kinds:
         return
     g = _Nodes(em)
+    if "Relu" in kinds and "Abs" in kinds:  # first, or the form below would take its inner Log
+        for n in em.nodes:
+            if n.op_type == "Add" and id(n) not in g.drop and len(n.input) == 2:
+                _stable_softplus(g, n)
     for n in em.nodes:
         if n.op_type == "Log" and id(n) not in g.drop:
             add = g.made(n.input[0], "Add")
@@ -842,11 +853,29 @@ def _activations(em: Emitter) -> None:
                 continue
             for x, t_name in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
                 t = g.made(t_name, "Tanh")
-                sp = t is not None and g.made(t.input[0], "Softplus")
-                if sp and sp.input[0] == x:
-                    g.become(n, "Mish", [x], [t, sp])
+                j = None if t is None else g.producer.get(t.input[0])
+                sp = None if j is None else em.nodes[j]
+                if sp is not None and sp.op_type == "Softplus" and id(sp) not in g.drop and sp.input[0] == x:
+                    # a Softplus read elsewhere too (a graph output, say) stays for those readers
+                    g.become(n, "Mish", [x], [t, sp] if g.uses.get(t.input[0]) == 1 else [t])
                     break
     _drop_nodes(em, g.drop)
+
+
+def _stable_softplus(g: _Nodes, n: Any) -> None:
+    """``n`` becomes ``Softplus(x)`` if it is ``Add(Log(Add(Exp(Neg(Abs(x))), 1)), Relu(x))``
+    (either order of each ``Add``)."""
+    for log_name, relu_name in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
+        log, relu = g.made(log_name, "Log"), g.made(relu_name, "Relu")
+        if log is None or relu is None:
+            continue
+        add = g.made(log.input[0], "Add")
+        e = add is not None and g.made(g.split(add, 1.0) or "", "Exp")
+        neg = e and g.made(e.input[0], "Neg")
+        absolute = neg and g.made(neg.input[0], "Abs")
+        if absolute and absolute.input[0] == relu.input[0]:
+            g.become(n, "Softplus", [relu.input[0]], [log, add, e, neg, absolute, relu])
+            return
 
 
 def _reductions(em: Emitter) -> None:

@@ -973,6 +973,33 @@ def test_softplus_mish_and_elu_export_as_their_onnx_operators(opset, tmp_path, o
     assert ops == want
 
 
+@pytest.mark.parametrize("o3", [False, True])
+def test_softplus_and_mish_of_large_inputs_are_finite_as_in_onnxruntime(o3, tmp_path, ort_run):
+    # TVM's log(exp(x) + 1) is inf above x = 88.7 in float32; onnxruntime's Softplus is x there
+    nodes = [helper.make_node("Softplus", ["x"], ["sp"]), helper.make_node("Mish", ["x"], ["mish"])]
+    src = tmp_path / "big.onnx"
+    onnx.save(_model(nodes, [_vi("x", [8])], [_vi("sp", [8]), _vi("mish", [8])], opset=18), str(src))
+    x = np.array([-1000, -90, -20, -0.5, 0, 0.5, 90, 1000], "float32")
+    out = _matches_onnxruntime(src, {"x": x}, ort_run, tol=(1e-6, 1e-6), o3=o3)
+    assert np.isfinite(ir.evaluate(ir.load(str(src)), x)[0]).all()
+    assert sorted(n.op_type for n in onnx.load(str(out)).graph.node) == ["Mish", "Softplus"]
+
+
+def test_a_value_the_graph_outputs_is_never_merged_away_by_an_export_peephole(tmp_path, ort_run):
+    # Conv + per-channel Add would become one Conv with a bias, but the Conv's own output
+    # is a graph output too: it must stay
+    rng = np.random.default_rng(3)
+    w = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype("float32"), "w")
+    b = numpy_helper.from_array(rng.standard_normal((1, 4, 1, 1)).astype("float32"), "b")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Add", ["c", "b"], ["y"])]
+    src = tmp_path / "conv_out.onnx"
+    onnx.save(_model(nodes, [_vi("x", [1, 3, 6, 6])], [_vi("c", [1, 4, 6, 6]), _vi("y", [1, 4, 6, 6])],
+                     inits=[w, b]), str(src))
+    out = _matches_onnxruntime(src, {"x": rng.standard_normal((1, 3, 6, 6)).astype("float32")}, ort_run,
+                               tol=(1e-5, 1e-5))
+    assert [o.name for o in onnx.load(str(out)).graph.output] == ["c", "y"]
+
+
 def test_transposes_that_undo_each_other_leave_the_export(tmp_path, ort_run):
     # GridSample's grid goes [N, H, W, 2] -> [N, 2, H, W] at import (TVM's layout) and back at
     # export: the two transposes cancel; a pair that does not undo itself stays
