@@ -119,7 +119,7 @@ _REDUCE = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "Reduce
            "ReduceSumSquare": "sumsquare"}
 #: reductions built from a host reduction: (before, host op, after)
 _COMPOSED = {"l1": ("abs", "sum", None), "l2": ("square", "sum", "sqrt"), "logsum": (None, "sum", "log"),
-             "logsumexp": ("exp", "sum", "log"), "sumsquare": ("square", "sum", None)}
+             "sumsquare": ("square", "sum", None)}
 #: the value of a reduction over an empty set (ONNX's identities)
 _EMPTY = {"sum": 0, "mean": np.nan, "max": -np.inf, "min": np.inf, "prod": 1, "l1": 0, "l2": 0,
           "logsum": -np.inf, "logsumexp": -np.inf, "sumsquare": 0}
@@ -142,7 +142,18 @@ def _empty_reduce(node, name: str, axis, keepdims: bool):
     return ir.Constant(np.full(out, value, dtype=dtype))
 
 
+def _log_sum_exp(x, axis, keepdims: bool):
+    """``log(sum(exp(x)))`` with the maximum taken out first, as TVM's ``relay.logsumexp``
+    writes it (``log(sum(exp(x - m))) + m``): ``exp`` alone overflows once an element
+    passes about 88.7 in float32, where onnxruntime's ``ReduceLogSumExp`` stays finite."""
+    m = call("max", x, axis=axis, keepdims=True)
+    out = call("add", call("log", call("sum", call("exp", call("subtract", x, m)), axis=axis, keepdims=True)), m)
+    return out if keepdims else call("squeeze", out, axis=axis)
+
+
 def _apply(name: str, x, axis, keepdims: bool):
+    if name == "logsumexp":
+        return _log_sum_exp(x, axis, keepdims)
     before, op, after = _COMPOSED.get(name, (None, name, None))
     if before == "square":
         x = call("multiply", x, x)

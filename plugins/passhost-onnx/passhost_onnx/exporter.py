@@ -862,6 +862,90 @@ def _activations(em: Emitter) -> None:
     _drop_nodes(em, g.drop)
 
 
+def _reduce_axes(g: _Nodes, n: Any) -> Optional[tuple]:
+    """The axes of reduce or squeeze node ``n`` as written (an input from opset 13 or 18
+    on, else an attribute), ``()`` for none given, or ``None`` when they are not a constant."""
+    if len(n.input) > 1 and n.input[1]:
+        axes = g.inits.get(n.input[1])
+        return None if axes is None else tuple(int(a) for a in axes.reshape(-1))
+    for a in n.attribute:
+        if a.name == "axes":
+            return tuple(a.ints)
+    return ()
+
+
+def _keeps_dims(n: Any) -> bool:
+    return all(a.i == 1 for a in n.attribute if a.name == "keepdims")
+
+
+def _log_sum_exp(em: Emitter, g: _Nodes, n: Any) -> None:
+    """``n`` becomes ``ReduceLogSumExp(x)`` if it is ``Add(Log(ReduceSum(Exp(Sub(x, m)))), m)``
+    with ``m = ReduceMax(x)`` over the same axes (kept), read by these two alone: the
+    overflow-safe form the import writes (:mod:`.convert_math`). A ``Squeeze`` of those
+    axes right after it, or the ``Reshape`` that drops them, joins it (``keepdims=0``)."""
+    for log_name, m in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
+        log = g.made(log_name, "Log")
+        total = log and g.made(log.input[0], "ReduceSum")
+        e = total and g.made(total.input[0], "Exp")
+        sub = e and g.made(e.input[0], "Sub")
+        j = g.producer.get(m)
+        if not sub or sub.input[1] != m or j is None or g.uses.get(m) != 2:
+            continue
+        top = em.nodes[j]
+        x = sub.input[0]
+        if top.op_type != "ReduceMax" or id(top) in g.drop or top.input[0] != x:
+            continue
+        axes = _reduce_axes(g, top)
+        if axes is None or axes != _reduce_axes(g, total) or not (_keeps_dims(top) and _keeps_dims(total)):
+            continue
+        if any(a.name == "noop_with_empty_axes" and a.i for a in (*top.attribute, *total.attribute)):
+            continue
+        out, keepdims, taken = n, 1, [log, total, e, sub, top]
+        shape = em.shapes.get(x)
+        sq = _single_reader(em, g, n.output[0], "Squeeze")
+        rs = _single_reader(em, g, n.output[0], "Reshape") if sq is None and shape else None
+        if sq is not None and _same_axes(_reduce_axes(g, sq), axes, len(shape or ())):
+            out, keepdims = sq, 0
+        elif rs is not None:  # (-O3 writes a squeeze as a reshape)
+            gone = {a % len(shape) for a in axes} if axes else set(range(len(shape)))
+            target = g.inits.get(rs.input[1])
+            if target is not None and tuple(int(d) for d in target.reshape(-1)) == tuple(
+                    d for i, d in enumerate(shape) if i not in gone):
+                out, keepdims = rs, 0
+        if out is not n:
+            taken.append(n)
+        attrs: dict = {"keepdims": keepdims}
+        inputs = [x]
+        if axes:
+            if em.opset >= 18:
+                inputs.append(total.input[1] if len(total.input) > 1 and total.input[1] else em.ints(axes))
+            else:
+                attrs["axes"] = list(axes)
+        out.CopyFrom(helper.make_node("ReduceLogSumExp", inputs, [out.output[0]], **attrs))
+        g.drop.update(id(t) for t in taken)
+        return
+
+
+def _same_axes(a: Optional[tuple], b: tuple, rank: int) -> bool:
+    """Whether axes ``a`` and ``b`` name the same axes of a rank-``rank`` tensor (``()``:
+    all of them, for a reduction and for a squeeze of its all-ones result alike)."""
+    if a is None:
+        return False
+    if a == b:
+        return True
+    return bool(rank and a and b) and sorted(x % rank for x in a) == sorted(x % rank for x in b)
+
+
+def _single_reader(em: Emitter, g: _Nodes, name: str, op_type: str) -> Optional[Any]:
+    """The one node reading ``name``, if it is of ``op_type`` (and not taken), else ``None``."""
+    if g.uses.get(name) != 1:
+        return None
+    for k in em.nodes:
+        if k.op_type == op_type and id(k) not in g.drop and name in k.input:
+            return k
+    return None
+
+
 def _stable_softplus(g: _Nodes, n: Any) -> None:
     """``n`` becomes ``Softplus(x)`` if it is ``Add(Log(Add(Exp(Neg(Abs(x))), 1)), Relu(x))``
     (either order of each ``Add``)."""
@@ -885,6 +969,7 @@ def _reductions(em: Emitter) -> None:
         Sqrt(ReduceSum(Mul(x, x), axes))          ->  ReduceL2(x, axes)
         ReduceSum(Mul(x, x), axes)                ->  ReduceSumSquare(x, axes)
         Cast(Cast(ArgMax(x), to=INT32), to=INT64)  ->  ArgMax(x)
+        Add(Log(ReduceSum(Exp(Sub(x, m)))), m), m = ReduceMax(x)  ->  ReduceLogSumExp(x)
     """
     kinds = {n.op_type for n in em.nodes}
     if "ReduceSum" not in kinds and not ({"ArgMax", "ArgMin"} & kinds and "Cast" in kinds):
@@ -930,6 +1015,10 @@ def _reductions(em: Emitter) -> None:
                 n.CopyFrom(helper.make_node(arg.op_type, list(arg.input), [n.output[0]],
                                             **{a.name: helper.get_attribute_value(a) for a in arg.attribute}))
                 g.drop.update((id(inner), id(arg)))
+    if {"ReduceMax", "Exp", "Log"} <= kinds:
+        for n in em.nodes:
+            if n.op_type == "Add" and id(n) not in g.drop and len(n.input) == 2:
+                _log_sum_exp(em, g, n)
     for n in em.nodes:  # then the square root of a sum of squares
         r = g.made(n.input[0], "ReduceSumSquare") if n.op_type == "Sqrt" and id(n) not in g.drop else None
         if r is not None:

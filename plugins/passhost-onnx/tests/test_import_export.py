@@ -985,6 +985,29 @@ def test_softplus_and_mish_of_large_inputs_are_finite_as_in_onnxruntime(o3, tmp_
     assert sorted(n.op_type for n in onnx.load(str(out)).graph.node) == ["Mish", "Softplus"]
 
 
+@pytest.mark.parametrize("opset", [13, 18])
+@pytest.mark.parametrize("axes,keepdims", [([1], 0), ([-1], 1), (None, 0), ([0, 2], 1)])
+def test_reduce_log_sum_exp_of_large_inputs_is_finite_and_exports_as_itself(opset, axes, keepdims, tmp_path,
+                                                                             ort_run):
+    # log(sum(exp(x))) is inf once an element passes 88.7 in float32; the import takes the
+    # maximum out first (TVM's relay.logsumexp), the export writes the one operator back
+    kw = {"keepdims": keepdims}
+    inputs, inits = ["x"], []
+    if axes is not None:
+        if opset >= 18:
+            inits = [numpy_helper.from_array(np.array(axes, "int64"), "axes")]
+            inputs.append("axes")
+        else:
+            kw["axes"] = axes
+    src = tmp_path / "lse.onnx"
+    onnx.save(_model([helper.make_node("ReduceLogSumExp", inputs, ["y"], **kw)], [_vi("x", [2, 3, 4])],
+                     [_vi("y", None)], inits=inits, opset=opset), str(src))
+    x = np.random.RandomState(0).uniform(-3, 3, (2, 3, 4)).astype("float32")
+    x[0, 1, 2], x[1, 0, 0] = 300.0, -300.0
+    out = _matches_onnxruntime(src, {"x": x}, ort_run, tol=(1e-6, 1e-5), o3=True)
+    assert [n.op_type for n in onnx.load(str(out)).graph.node] == ["ReduceLogSumExp"]
+
+
 def test_a_value_the_graph_outputs_is_never_merged_away_by_an_export_peephole(tmp_path, ort_run):
     # Conv + per-channel Add would become one Conv with a bias, but the Conv's own output
     # is a graph output too: it must stay
