@@ -486,8 +486,13 @@ class _Nodes:
         self.drop: set = set()
 
     def made(self, name: str, op_type: str) -> Optional[Any]:
+        return self.produced(name, op_type) if self.uses.get(name) == 1 else None
+
+    def produced(self, name: str, op_type: str) -> Optional[Any]:
+        """The node of type ``op_type`` writing ``name``, however many nodes read it (and
+        not taken yet)."""
         j = self.producer.get(name)
-        if j is None or self.uses.get(name) != 1:
+        if j is None:
             return None
         node = self.em.nodes[j]
         return node if node.op_type == op_type and id(node) not in self.drop else None
@@ -552,11 +557,11 @@ def _height_free(node: Any) -> Optional[list]:
 
 def _reshaped_to(r: Any, shapes: dict, inits: dict) -> Optional[tuple]:
     """The shape reshape node ``r`` makes (its output may be a renamed graph output, which
-    ``shapes`` does not know: then its shape initializer says)."""
+    ``shapes`` does not know: then its shape initializer says; an empty one makes a scalar)."""
     shape = shapes.get(r.output[0])
     if shape is None and len(r.input) > 1 and r.input[1] in inits:
         target = inits[r.input[1]]
-        if target.ndim == 1 and target.size and (target > 0).all():
+        if target.ndim == 1 and (target > 0).all():
             shape = tuple(int(d) for d in target)
     return shape
 
@@ -853,9 +858,8 @@ def _activations(em: Emitter) -> None:
                 continue
             for x, t_name in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
                 t = g.made(t_name, "Tanh")
-                j = None if t is None else g.producer.get(t.input[0])
-                sp = None if j is None else em.nodes[j]
-                if sp is not None and sp.op_type == "Softplus" and id(sp) not in g.drop and sp.input[0] == x:
+                sp = None if t is None else g.produced(t.input[0], "Softplus")
+                if sp is not None and sp.input[0] == x:
                     # a Softplus read elsewhere too (a graph output, say) stays for those readers
                     g.become(n, "Mish", [x], [t, sp] if g.uses.get(t.input[0]) == 1 else [t])
                     break
@@ -888,12 +892,9 @@ def _log_sum_exp(em: Emitter, g: _Nodes, n: Any) -> None:
         total = log and g.made(log.input[0], "ReduceSum")
         e = total and g.made(total.input[0], "Exp")
         sub = e and g.made(e.input[0], "Sub")
-        j = g.producer.get(m)
-        if not sub or sub.input[1] != m or j is None or g.uses.get(m) != 2:
-            continue
-        top = em.nodes[j]
-        x = sub.input[0]
-        if top.op_type != "ReduceMax" or id(top) in g.drop or top.input[0] != x:
+        top = g.produced(m, "ReduceMax") if sub and sub.input[1] == m and g.uses.get(m) == 2 else None
+        x = sub.input[0] if sub else None
+        if top is None or top.input[0] != x:
             continue
         axes = _reduce_axes(g, top)
         if axes is None or axes != _reduce_axes(g, total) or not (_keeps_dims(top) and _keeps_dims(total)):
@@ -908,9 +909,7 @@ def _log_sum_exp(em: Emitter, g: _Nodes, n: Any) -> None:
             out, keepdims = sq, 0
         elif rs is not None:  # (-O3 writes a squeeze as a reshape)
             gone = {a % len(shape) for a in axes} if axes else set(range(len(shape)))
-            target = g.inits.get(rs.input[1])
-            if target is not None and tuple(int(d) for d in target.reshape(-1)) == tuple(
-                    d for i, d in enumerate(shape) if i not in gone):
+            if _reshaped_to(rs, em.shapes, g.inits) == tuple(d for i, d in enumerate(shape) if i not in gone):
                 out, keepdims = rs, 0
         if out is not n:
             taken.append(n)
@@ -989,10 +988,10 @@ def _reductions(em: Emitter) -> None:
             if em.opset >= 18:
                 inputs.append(n.input[1])
             else:  # ReduceSumSquare takes them as an attribute before opset 18
-                axes = g.inits.get(n.input[1])
+                axes = _reduce_axes(g, n)
                 if axes is None:
                     return
-                attrs["axes"] = helper.make_attribute("axes", [int(a) for a in axes.reshape(-1)])
+                attrs["axes"] = helper.make_attribute("axes", list(axes))
         n.op_type = op_type
         n.input[:] = inputs
         del n.attribute[:]
