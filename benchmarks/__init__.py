@@ -10,11 +10,14 @@ Run everything with ``python -m benchmarks`` (see :mod:`benchmarks.run`).
 from __future__ import annotations
 
 import gc
+import io
 import os
 import platform
 import resource
 import statistics
+import subprocess
 import sys
+import tarfile
 import time
 from typing import Any, Callable, Optional
 
@@ -169,3 +172,12 @@ def fmt_seconds(s: float) -> str:
     if s < 1.0:
         return f"{s * 1e3:.2f} ms"
     return f"{s:.3f} s"
+
+
+def git_tree(rev: str, paths: tuple, into: str, cwd: str) -> str:
+    """The files under ``paths`` of git revision ``rev`` (of the repository at ``cwd``),
+    written into the directory ``into``: the old side of an A/B script. Returns ``into``."""
+    data = subprocess.run(["git", "archive", rev, *paths], cwd=cwd, capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(into, filter="data")
+    return into

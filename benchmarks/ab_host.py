@@ -20,17 +20,19 @@ from __future__ import annotations
 
 import argparse
 import gc
-import io
 import json
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import git_tree  # noqa: E402
 CASES = ("post_order", "rewrite_identity", "structural_hash", "structural_equal", "well_formed", "astext")
 
 
@@ -106,10 +108,7 @@ def main(argv=None) -> int:
     ap.add_argument("--passes", action="store_true", help="time the -O3 passes instead of the walkers")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        data = subprocess.run(["git", "archive", args.rev, "passhost"], cwd=ROOT, capture_output=True,
-                              check=True).stdout
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            tar.extractall(tmp, filter="data")
+        git_tree(args.rev, ("passhost",), tmp, str(ROOT))
         sides = {"old": tmp, "new": str(ROOT)}
         res: dict = {"old": {}, "new": {}}
         for r in range(args.repeat):

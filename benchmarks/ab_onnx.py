@@ -21,15 +21,18 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks import git_tree  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,11 +59,7 @@ PHASES = ("load", "optimise", "save")
 
 def extract(rev: str, into: str) -> str:
     """``passhost/``, ``plugins/`` and ``benchmarks/`` of ``rev`` in the directory ``into``."""
-    data = subprocess.run(["git", "archive", rev, "passhost", "plugins", "benchmarks"], cwd=ROOT,
-                          capture_output=True, check=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        tar.extractall(into, filter="data")
-    return into
+    return git_tree(rev, ("passhost", "plugins", "benchmarks"), into, str(ROOT))
 
 
 def _start(root: str, src: str, dst: str) -> subprocess.Popen:

@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import io
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -33,7 +31,10 @@ from passhost import ir
 from passhost.transform import PassContext
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 from bench_scaling import FAMILIES  # noqa: E402
+
+from benchmarks import git_tree  # noqa: E402
 
 
 def mlp_family(n: int, seed: int = 0, width: int = 8) -> ir.IRModule:
@@ -59,9 +60,7 @@ def load_old(rev: str, plugin: str, into: Path) -> object:
     root = Path(subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
                                check=True).stdout.strip())
     rel = Path(plugin).resolve().relative_to(root)
-    data = subprocess.run(["git", "archive", rev, str(rel)], cwd=root, capture_output=True, check=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        tar.extractall(into, filter="data")
+    git_tree(rev, (str(rel),), str(into), str(root))
     packages = [p for p in (into / rel).iterdir() if (p / "__init__.py").exists()]
     if len(packages) != 1:
         raise SystemExit(f"{plugin} at {rev}: expected one package, found {[p.name for p in packages]}")
