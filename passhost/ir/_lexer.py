@@ -18,8 +18,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..errors import ParseError
+from ..errors import ParseError, TypeInferenceError
 from .expr import Constant
+from .dims import ANY, dmax, dmin, floordiv, floormod, size_var
 from .types import DTYPES, FuncType, TensorType, TupleType
 
 __all__ = ["tokenize", "Source", "TokenReader", "literal", "decode_metadata"]
@@ -27,6 +28,10 @@ __all__ = ["tokenize", "Source", "TokenReader", "literal", "decode_metadata"]
 _KEYWORDS = frozenset(["let", "fn", "def", "if", "else", "free_var", "meta", "type", "match", "extern",
                        "ref", "ref_read", "ref_write", "True", "False", "None", "nullptr"])
 _END = ""  # the token returned past the end of the input
+#: tokens that continue a dimension expression after an operand
+_DIM_INFIX = frozenset({"+", "-", "*"})
+_FLOAT_WORD = re.compile(r"(?:inf|nan)(?:f(?:16|32|64)?)?")
+_DIM_FUNCS = {"floordiv": floordiv, "floormod": floormod, "min": dmin, "max": dmax}
 #: type names TVM's parser reads as a dtype
 _TYPE_ALIASES = {"int": "int32"}
 
@@ -314,6 +319,11 @@ class TokenReader:
                                          "(operator attributes are flat lists, or lists of lists)", start)
                     stack.append([{} if tok == "{" else [], close, None])
                     continue
+            elif tok == "?" or tok == "-" or ((tok[:1].isalpha() or tok[:1] == "_") and tok not in _KEYWORDS
+                                              and not _FLOAT_WORD.fullmatch(tok)) \
+                    or (toks[self.i] in _DIM_INFIX and re.fullmatch(r"-?[0-9]+", tok)):
+                self.i = start  # a dimension: `batch`, `2*seq + 1`, `?` (a shape attribute)
+                value = self.dim()
             elif tok[:1].isdigit() or (tok[:1] == "-" and len(tok) > 1) or tok[:3] in ("inf", "nan"):
                 value = self.number(tok, start, as_attr=True)
             elif tok == "True" or tok == "False":
@@ -371,6 +381,85 @@ class TokenReader:
         tok = self.toks[self.i]
         return (tok[:1].isalpha() or tok[:1] == "_") and tok not in _KEYWORDS and self.toks[self.i + 1] == "="
 
+    # -- dimensions -------------------------------------------------------------------
+    def dim(self) -> Any:
+        """One dimension of a shape or a shape attribute: ``768``, ``?``, ``batch``,
+        ``2*seq + 1``, ``floordiv(n, 2)`` (see :mod:`passhost.ir.dims`)."""
+        start = self.i
+        tok = self.toks[start]
+        m = re.fullmatch(r"([0-9]+)(i64|i32)?", tok)
+        if m is not None and self.toks[start + 1] not in _DIM_INFIX and not self.toks[start + 1].startswith("-"):
+            if len(m.group(1)) > 19:  # beyond int64 (and Python's 4300-digit int parsing limit)
+                raise self.error(f"dimension {m.group(1)[:12]}... ({len(m.group(1))} digits) is too large")
+            self.i += 1
+            return int(m.group(1))
+        if tok == "?":
+            self.i += 1
+            return ANY
+        try:
+            return self._dim_sum(0)
+        except (ValueError, TypeInferenceError) as err:
+            raise self.error(f"bad dimension: {err}", start) from None
+
+    def _dim_sum(self, depth: int) -> Any:
+        if depth > MAX_ATTR_DEPTH:
+            raise ValueError("dimension expression nested too deeply")
+        value = self._dim_product(depth)
+        toks = self.toks
+        while True:
+            tok = toks[self.i]
+            if tok in ("+", "-"):
+                self.i += 1
+                rhs = self._dim_product(depth)
+                value = value + rhs if tok == "+" else value - rhs
+            elif tok[:1] == "-" and tok[1:2].isdigit():  # `n-1` lexes as `n`, `-1`
+                toks[self.i] = tok[1:]
+                rhs = self._dim_product(depth)
+                value = value - rhs
+            else:
+                return value
+
+    def _dim_product(self, depth: int) -> Any:
+        value = self._dim_atom(depth)
+        while self.toks[self.i] == "*":
+            self.i += 1
+            value = value * self._dim_atom(depth)
+        return value
+
+    def _dim_atom(self, depth: int) -> Any:
+        toks = self.toks
+        tok = toks[self.i]
+        self.i += 1
+        if tok == "-":
+            return -self._dim_atom(depth)
+        if tok == "?":
+            return ANY
+        m = re.fullmatch(r"(-?[0-9]+)(i64|i32)?", tok)
+        if m is not None:
+            if len(m.group(1)) > 20:
+                raise ValueError(f"{m.group(1)[:12]}... ({len(m.group(1))} digits) is too large")
+            return int(m.group(1))
+        if tok == "(":
+            value = self._dim_sum(depth + 1)
+            self._dim_expect(")")
+            return value
+        if tok in _DIM_FUNCS and toks[self.i] == "(":
+            self.i += 1
+            a = self._dim_sum(depth + 1)
+            self._dim_expect(",")
+            b = self._dim_sum(depth + 1)
+            self._dim_expect(")")
+            return _DIM_FUNCS[tok](a, b)
+        if (tok[:1].isalpha() or tok[:1] == "_") and tok not in _KEYWORDS and "." not in tok:
+            return size_var(tok)
+        self.i -= 1
+        raise ValueError(f"expected a dimension (an int, a size variable or ?), found {self.describe(self.i)}")
+
+    def _dim_expect(self, tok: str) -> None:
+        if self.toks[self.i] != tok:
+            raise ValueError(f"expected `{tok}`, found {self.describe(self.i)}")
+        self.i += 1
+
     # -- types ------------------------------------------------------------------------
     def p_type(self):
         toks = self.toks
@@ -386,16 +475,11 @@ class TokenReader:
             self.expect("(")
             dims = []
             while toks[self.i] != ")":
-                d = toks[self.i]
-                m = re.fullmatch(r"([0-9]+)(i64|i32)?", d)
-                if m is None:
-                    what = "dynamic dimensions (`?`) are not supported" if d == "?" else \
-                        f"expected a dimension, found {self.describe(self.i)}"
-                    raise self.error(what)
-                if len(m.group(1)) > 19:  # beyond int64 (and Python's 4300-digit int parsing limit)
-                    raise self.error(f"dimension {m.group(1)[:12]}... ({len(m.group(1))} digits) is too large")
-                dims.append(int(m.group(1)))
-                self.i += 1
+                at = self.i
+                d = self.dim()
+                if type(d) is int and d < 0:
+                    raise self.error(f"a dimension cannot be negative ({d})", at)
+                dims.append(d)
                 if toks[self.i] == ",":
                     self.i += 1
                 elif toks[self.i] != ")":

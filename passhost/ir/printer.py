@@ -54,6 +54,7 @@ import numpy as np
 
 from ..errors import IRError
 from ._gc import gc_paused
+from .dims import ANY, Dim
 from .expr import USES_OF, Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
 from .op import Op
@@ -152,6 +153,8 @@ def format_attr_value(value: Any) -> str:
         return "[" + ", ".join(format_attr_value(v) for v in value) + "]"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}={format_attr_value(v)}" for k, v in value.items()) + "}"
+    if type(value) is Dim or value is ANY:  # a symbolic entry of a shape attribute
+        return str(value)
     raise IRError(
         f"cannot print attribute value {value!r} of type {type(value).__name__}: attribute values "
         "must be None, bool, int, float, str or tuples of those"

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from ..errors import IRError
+from .dims import ANY, Dim, parse_dim
 
 __all__ = ["Type", "TensorType", "TupleType", "FuncType", "DTYPES", "check_dtype"]
 
@@ -69,23 +70,55 @@ class Type:
         raise NotImplementedError
 
 
+def _shape_dims(shape: Iterable) -> tuple:
+    """``shape`` as a tuple of dimensions: ints (numpy ints converted), :class:`Dim` and
+    ``?``; a string is read as a dimension (``"batch"``, ``"seq + 1"``, ``"?"``)."""
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise IRError(f"tensor shape must be a sequence of dimensions, got {shape!r}") from None
+    for d in dims:
+        if type(d) is not int:
+            break
+    else:
+        for d in dims:
+            if d < 0:
+                raise IRError(f"tensor shape {dims} has a negative dimension")
+        return dims
+    out = []
+    for d in dims:
+        if type(d) is int or type(d) is Dim or d is ANY:
+            pass
+        elif isinstance(d, str):
+            try:
+                d = parse_dim(d)
+            except (ValueError, IRError) as err:
+                raise IRError(f"tensor shape {shape!r}: {d!r} is not a dimension ({err})") from None
+        elif isinstance(d, bool) or not hasattr(d, "__index__"):
+            raise IRError(f"tensor shape must be a sequence of ints, size variables or ?, got {shape!r}")
+        else:
+            d = int(d.__index__())
+        if type(d) is int and d < 0:
+            raise IRError(f"tensor shape {tuple(map(str, out + [d]))} has a negative dimension")
+        out.append(d)
+    return tuple(out)
+
+
 class TensorType(Type):
-    """A tensor of static ``shape`` (tuple of ints) and ``dtype``.
+    """A tensor of ``shape`` and ``dtype``. A dimension is an int, a symbolic
+    :class:`~passhost.ir.dims.Dim` (a size variable or an expression over them) or ``?``
+    (:data:`~passhost.ir.dims.ANY`); a string names one.
 
     >>> str(TensorType((1, 3), "float32"))
     'Tensor[(1, 3), float32]'
+    >>> str(TensorType(("batch", "seq*2", "?"), "int64"))
+    'Tensor[(batch, 2*seq, ?), int64]'
     """
 
     __slots__ = ("shape", "dtype", "_hash")
 
-    def __init__(self, shape: Iterable[int] = (), dtype: str = "float32") -> None:
-        try:
-            dims = tuple(int(d) for d in shape)
-        except (TypeError, ValueError):
-            raise IRError(f"tensor shape must be a sequence of ints, got {shape!r}") from None
-        for d in dims:
-            if d < 0:
-                raise IRError(f"tensor shape {dims} has a negative dimension")
+    def __init__(self, shape: Iterable = (), dtype: str = "float32") -> None:
+        dims = _shape_dims(shape)
         dtype = check_dtype(dtype)
         _set(self, "shape", dims)
         _set(self, "dtype", dtype)
@@ -100,6 +133,14 @@ class TensorType(Type):
     def concrete_shape(self) -> tuple:
         """TVM-compatible alias of :attr:`shape`."""
         return self.shape
+
+    @property
+    def is_static(self) -> bool:
+        """Whether every dimension is an int (no size variable, no ``?``)."""
+        for d in self.shape:
+            if type(d) is not int:
+                return False
+        return True
 
     def __eq__(self, other: object) -> bool:
         if self is other:

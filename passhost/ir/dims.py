@@ -1,0 +1,798 @@
+"""Symbolic dimensions: size variables, integer expressions over them, and ``?``.
+
+A tensor type's shape holds ints and :class:`Dim` objects::
+
+    Tensor[(batch, seq, 768), float32]           # two size variables
+    Tensor[(batch, past + seq, 64), float32]     # an expression
+    Tensor[(batch*seq, floordiv(seq, 2)), int64] # products, floor division by a constant
+    Tensor[(?, 3), float32]                      # ? : unknown (TVM's relay.Any)
+
+A :class:`Dim` is kept in one canonical form: a polynomial with integer coefficients
+over *atoms*, where an atom is a size variable, ``floordiv(e, c)``, ``floormod(e, c)``
+(``c`` a positive constant), ``min(a, b)`` or ``max(a, b)``. So ``batch*seq`` and
+``seq*batch`` are the same object value (equal, with one hash and one text), and
+arithmetic that cancels gives back an int: ``(seq + 1) - seq == 1``. Arithmetic is
+Python's: ``+ - *``, ``//`` and ``%`` (floor division and modulo, as ONNX and numpy).
+
+Size variables range over the non-negative integers. A question that the canonical form
+and those bounds cannot answer is never guessed:
+
+* ``==`` is structural (``batch == seq`` is False; use :func:`provably_equal` /
+  :func:`provably_unequal` to reason);
+* ``<``, ``<=``, ``>``, ``>=`` and ``bool()`` answer when the bounds decide, and raise
+  :class:`UndecidableDim` otherwise;
+* ``int()`` of a symbolic dimension raises :class:`SymbolicDimError`;
+* ``?`` (:data:`ANY`) absorbs arithmetic (``? + 1`` is ``?``; ``? * 0`` is ``0``).
+
+Every ``?`` is equal to every other for the comparison of *types* (so a printed type reads
+back equal), but no two are :func:`provably_equal`.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Mapping, Optional, Union
+
+from ..errors import TypeInferenceError
+
+__all__ = [
+    "Dim", "AnyDim", "ANY", "DimLike", "size_var", "is_dim", "is_static", "is_symbolic_dim", "has_any",
+    "free_size_vars", "substitute", "evaluate_dim", "provably_equal", "provably_unequal", "dmin", "dmax",
+    "floordiv", "floormod", "parse_dim", "dim_text", "SymbolicDimError", "UndecidableDim",
+]
+
+
+class SymbolicDimError(TypeInferenceError):
+    """A symbolic dimension was used where a concrete int is needed (``int(batch)``)."""
+
+
+class UndecidableDim(TypeInferenceError):
+    """A comparison of symbolic dimensions that their bounds cannot decide."""
+
+
+_set = object.__setattr__
+_INF = math.inf
+
+
+class AnyDim:
+    """``?``: a dimension nothing is known about (TVM's ``relay.Any()``); use :data:`ANY`."""
+
+    __slots__ = ()
+    _instance: Optional["AnyDim"] = None
+
+    def __new__(cls) -> "AnyDim":
+        if cls._instance is None:
+            cls._instance = object.__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "ANY"
+
+    def __str__(self) -> str:
+        return "?"
+
+    def __reduce__(self):
+        return (AnyDim, ())
+
+    def __hash__(self) -> int:
+        return 0x3F3F
+
+    def __eq__(self, other: object) -> bool:
+        return other is self
+
+    def __ne__(self, other: object) -> bool:
+        return other is not self
+
+    def __add__(self, other: Any) -> "AnyDim":
+        return self
+
+    __radd__ = __sub__ = __rsub__ = __add__
+
+    def __mul__(self, other: Any) -> Any:
+        return 0 if type(other) is int and other == 0 else self
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, other: Any) -> Any:
+        return self
+
+    def __rfloordiv__(self, other: Any) -> Any:
+        return 0 if type(other) is int and other == 0 else self
+
+    __mod__ = __floordiv__
+    __rmod__ = __rfloordiv__
+
+    def __neg__(self) -> "AnyDim":
+        return self
+
+    def __int__(self) -> int:
+        raise SymbolicDimError("dimension ? is unknown: it has no integer value")
+
+    __index__ = __int__
+
+    def __bool__(self) -> bool:
+        raise UndecidableDim("whether dimension ? is zero is not known")
+
+    def _undecidable(self, other: Any) -> bool:
+        raise UndecidableDim(f"cannot compare dimension ? with {other}: ? is unknown")
+
+    __lt__ = __le__ = __gt__ = __ge__ = _undecidable
+
+
+#: the unknown dimension, printed ``?``
+ANY = AnyDim()
+
+
+def _atom_key(atom: Any) -> tuple:
+    if type(atom) is str:
+        return (0, atom)
+    return (1, _text_of_atom(atom))
+
+
+class Dim:
+    """A symbolic dimension: a canonical integer polynomial over size variables and
+    ``floordiv``/``floormod``/``min``/``max`` atoms. Build with :func:`size_var` and
+    arithmetic; a result that is constant is a plain ``int``.
+
+    >>> n, m = size_var("n"), size_var("m")
+    >>> str(m * n + 2 * n - 1)
+    'm*n + 2*n - 1'
+    >>> (n + 1) * 2 // 2 - n
+    1
+    """
+
+    __slots__ = ("terms", "_hash", "_text")
+
+    def __init__(self, terms: tuple) -> None:
+        _set(self, "terms", terms)
+        _set(self, "_hash", hash(terms))
+        _set(self, "_text", None)
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise AttributeError("Dim is immutable")
+
+    def __reduce__(self):
+        return (_from_terms, (self.terms,))
+
+    # -- identity --------------------------------------------------------------------
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not Dim:
+            return False
+        return self._hash == other._hash and self.terms == other.terms  # type: ignore[attr-defined]
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    @property
+    def name(self) -> Optional[str]:
+        """The variable's name if this is a bare size variable, else ``None``."""
+        t = self.terms
+        if len(t) == 1 and t[0][1] == 1 and len(t[0][0]) == 1 and type(t[0][0][0]) is str:
+            return t[0][0][0]
+        return None
+
+    def __str__(self) -> str:
+        text = self._text
+        if text is None:
+            text = _render(self.terms)
+            _set(self, "_text", text)
+        return text
+
+    def __repr__(self) -> str:
+        return f"Dim({str(self)!r})"
+
+    # -- arithmetic ------------------------------------------------------------------
+    def __add__(self, other: Any) -> Any:
+        return _add(self, other)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Any:
+        return _add(self, _neg(other))
+
+    def __rsub__(self, other: Any) -> Any:
+        return _add(other, _neg(self))
+
+    def __mul__(self, other: Any) -> Any:
+        return _mul(self, other)
+
+    __rmul__ = __mul__
+
+    def __neg__(self) -> Any:
+        return _neg(self)
+
+    def __floordiv__(self, other: Any) -> Any:
+        return floordiv(self, other)
+
+    def __rfloordiv__(self, other: Any) -> Any:
+        return floordiv(other, self)
+
+    def __mod__(self, other: Any) -> Any:
+        return floormod(self, other)
+
+    def __rmod__(self, other: Any) -> Any:
+        return floormod(other, self)
+
+    # -- questions that need a value -------------------------------------------------
+    def __int__(self) -> int:
+        raise SymbolicDimError(f"dimension {self} is symbolic: it has no integer value until "
+                               "its size variables are bound")
+
+    __index__ = __int__
+
+    def __bool__(self) -> bool:
+        lo, hi = _bounds(self)
+        if lo > 0 or hi < 0:
+            return True
+        raise UndecidableDim(f"whether dimension {self} is zero depends on its size variables")
+
+    def __lt__(self, other: Any) -> bool:
+        return _compare(self, other, "<")
+
+    def __le__(self, other: Any) -> bool:
+        return _compare(self, other, "<=")
+
+    def __gt__(self, other: Any) -> bool:
+        return _compare(self, other, ">")
+
+    def __ge__(self, other: Any) -> bool:
+        return _compare(self, other, ">=")
+
+
+DimLike = Union[int, Dim, AnyDim]
+
+
+def _from_terms(terms: tuple) -> Any:
+    if not terms:
+        return 0
+    if len(terms) == 1 and terms[0][0] == ():
+        return terms[0][1]
+    return Dim(terms)
+
+
+def _sort_key(term: tuple) -> tuple:
+    mono = term[0]
+    return (-len(mono), [_atom_key(a) for a in mono])
+
+
+def _make(poly: dict) -> Any:
+    """A canonical Dim (or int) from ``{monomial: coeff}``."""
+    items = [(m, c) for m, c in poly.items() if c]
+    items.sort(key=_sort_key)
+    return _from_terms(tuple(items))
+
+
+def _poly(x: Any) -> dict:
+    if type(x) is Dim:
+        return dict(x.terms)
+    x = int(x)
+    return {(): x} if x else {}
+
+
+def _is_num(x: Any) -> bool:
+    return type(x) is int or (isinstance(x, int) and not isinstance(x, bool))
+
+
+def _coerce(x: Any) -> Any:
+    """An int, Dim or ANY from an int-like value (numpy ints included)."""
+    if type(x) is int or type(x) is Dim or x is ANY:
+        return x
+    if isinstance(x, bool):
+        raise TypeError(f"a dimension cannot be a bool ({x!r})")
+    if hasattr(x, "__index__"):
+        return int(x.__index__())
+    raise TypeError(f"not a dimension: {x!r}")
+
+
+def _add(a: Any, b: Any) -> Any:
+    a, b = _coerce(a), _coerce(b)
+    if a is ANY or b is ANY:
+        return ANY
+    if type(a) is int and type(b) is int:
+        return a + b
+    p = _poly(a)
+    for m, c in _poly(b).items():
+        p[m] = p.get(m, 0) + c
+    return _make(p)
+
+
+def _neg(a: Any) -> Any:
+    a = _coerce(a)
+    if a is ANY:
+        return ANY
+    if type(a) is int:
+        return -a
+    return _from_terms(tuple((m, -c) for m, c in a.terms))
+
+
+def _mono_mul(m1: tuple, m2: tuple) -> tuple:
+    if not m1:
+        return m2
+    if not m2:
+        return m1
+    return tuple(sorted(m1 + m2, key=_atom_key))
+
+
+def _mul(a: Any, b: Any) -> Any:
+    a, b = _coerce(a), _coerce(b)
+    if type(a) is int and type(b) is int:
+        return a * b
+    if a is ANY or b is ANY:
+        return 0 if (a == 0 or b == 0) else ANY
+    if type(b) is int:
+        return _make({m: c * b for m, c in a.terms}) if b else 0
+    if type(a) is int:
+        return _make({m: c * a for m, c in b.terms}) if a else 0
+    p: dict = {}
+    for m1, c1 in _poly(a).items():
+        for m2, c2 in _poly(b).items():
+            m = _mono_mul(m1, m2)
+            p[m] = p.get(m, 0) + c1 * c2
+    return _make(p)
+
+
+def _atom(kind: str, *args: Any) -> Dim:
+    atom = (kind,) + args
+    return Dim((((atom,), 1),))
+
+
+def floordiv(a: Any, b: Any) -> Any:
+    """``a // b`` (floor division) in canonical form: exact where the division is exact
+    (``(2*n + 4) // 2`` is ``n + 2``), otherwise whole multiples are taken out and the rest
+    becomes a ``floordiv`` atom (``(3*n + 1) // 2`` is ``n + floordiv(n + 1, 2)``)."""
+    a, b = _coerce(a), _coerce(b)
+    if type(a) is int and type(b) is int:
+        if b == 0:
+            raise TypeInferenceError("division of a dimension by zero")
+        return a // b
+    if a is ANY or b is ANY:
+        return ANY
+    if type(b) is Dim:
+        return _div_by_dim(a, b)
+    if b == 0:
+        raise TypeInferenceError(f"division of dimension {a} by zero")
+    if b < 0:
+        return floordiv(_neg(a), -b)
+    if b == 1:
+        return a
+    whole: dict = {}
+    rest: dict = {}
+    for m, c in a.terms:
+        q, r = divmod(c, b)
+        if q:
+            whole[m] = q
+        if r:
+            rest[m] = r
+    if not rest:
+        return _make(whole)
+    rest_dim = _make(rest)
+    if type(rest_dim) is int:
+        return _add(_make(whole), rest_dim // b)
+    # floordiv(floordiv(e, c1), c2) == floordiv(e, c1*c2)
+    t = rest_dim.terms
+    if len(t) == 1 and t[0][1] == 1 and len(t[0][0]) == 1 and type(t[0][0][0]) is tuple \
+            and t[0][0][0][0] == "floordiv":
+        inner = t[0][0][0]
+        return _add(_make(whole), floordiv(inner[1], inner[2] * b))
+    lo, hi = _bounds(rest_dim)
+    if 0 <= lo and hi < b:
+        return _make(whole)
+    return _add(_make(whole), _atom("floordiv", rest_dim, b))
+
+
+def _div_by_dim(a: Any, b: Dim) -> Any:
+    """``a // b`` for a symbolic ``b``: exact division by a monomial, or ``?``."""
+    if a == b:
+        return 1
+    if len(b.terms) != 1:
+        return ANY
+    (bm, bc), = b.terms
+    if type(a) is int:
+        return ANY
+    out: dict = {}
+    for m, c in a.terms:
+        rest = list(m)
+        for atom in bm:
+            if atom not in rest:
+                return ANY
+            rest.remove(atom)
+        if c % bc:
+            return ANY
+        out[tuple(rest)] = c // bc
+    return _make(out)
+
+
+def floormod(a: Any, b: Any) -> Any:
+    """``a % b`` with the sign of ``b`` (floor modulo), ``b`` a positive constant; a
+    symbolic or negative ``b`` gives ``?`` unless the division is exact."""
+    a, b = _coerce(a), _coerce(b)
+    if type(a) is int and type(b) is int:
+        if b == 0:
+            raise TypeInferenceError("modulo of a dimension by zero")
+        return a % b
+    if a is ANY or b is ANY:
+        return ANY
+    if type(b) is Dim:
+        q = _div_by_dim(a, b)
+        return 0 if q is not ANY and type(a) is Dim and _mul(q, b) == a else ANY
+    if b == 0:
+        raise TypeInferenceError(f"modulo of dimension {a} by zero")
+    if b < 0:
+        return ANY
+    if b == 1:
+        return 0
+    rest = {m: c % b for m, c in a.terms if c % b}
+    rest_dim = _make(rest)
+    if type(rest_dim) is int:
+        return rest_dim % b
+    lo, hi = _bounds(rest_dim)
+    if 0 <= lo and hi < b:
+        return rest_dim
+    return _atom("floormod", rest_dim, b)
+
+
+def dmin(a: Any, b: Any) -> Any:
+    """``min(a, b)``: decided by bounds where they can, otherwise a ``min`` atom."""
+    return _minmax("min", a, b)
+
+
+def dmax(a: Any, b: Any) -> Any:
+    """``max(a, b)``: decided by bounds where they can, otherwise a ``max`` atom."""
+    return _minmax("max", a, b)
+
+
+def _minmax(kind: str, a: Any, b: Any) -> Any:
+    a, b = _coerce(a), _coerce(b)
+    if type(a) is int and type(b) is int:
+        return min(a, b) if kind == "min" else max(a, b)
+    if a is ANY or b is ANY:
+        return ANY
+    if a == b:
+        return a
+    lo, hi = _bounds(_add(a, _neg(b)))
+    if hi <= 0:
+        return a if kind == "min" else b
+    if lo >= 0:
+        return b if kind == "min" else a
+    x, y = sorted((a, b), key=lambda d: str(d))
+    return _atom(kind, x, y)
+
+
+# -- bounds --------------------------------------------------------------------------
+def _atom_bounds(atom: Any) -> tuple:
+    if type(atom) is str:
+        return (0, _INF)
+    kind = atom[0]
+    if kind == "floormod":
+        return (0, atom[2] - 1)
+    if kind == "floordiv":
+        lo, hi = _bounds(atom[1])
+        c = atom[2]
+        return (math.floor(lo / c) if lo != -_INF else -_INF, math.floor(hi / c) if hi != _INF else _INF)
+    la, ha = _bounds(atom[1])
+    lb, hb = _bounds(atom[2])
+    if kind == "min":
+        return (min(la, lb), min(ha, hb))
+    return (max(la, lb), max(ha, hb))
+
+
+def _mul_bounds(x: tuple, y: tuple) -> tuple:
+    products = []
+    for p in x:
+        for q in y:
+            if (p == 0 and q in (_INF, -_INF)) or (q == 0 and p in (_INF, -_INF)):
+                products.append(0)
+            else:
+                products.append(p * q)
+    return (min(products), max(products))
+
+
+def _bounds(d: Any) -> tuple:
+    """``(lo, hi)`` with size variables in [0, inf); ``math.inf`` for unbounded."""
+    if type(d) is int:
+        return (d, d)
+    if d is ANY:
+        return (-_INF, _INF)
+    lo = hi = 0
+    for mono, c in d.terms:
+        mb: tuple = (1, 1)
+        for atom in mono:
+            mb = _mul_bounds(mb, _atom_bounds(atom))
+        tb = _mul_bounds(mb, (c, c))
+        lo, hi = lo + tb[0], hi + tb[1]
+    return (lo, hi)
+
+
+def _compare(a: Any, b: Any, op: str) -> bool:
+    diff = _add(a, _neg(b))
+    if type(diff) is int:
+        return {"<": diff < 0, "<=": diff <= 0, ">": diff > 0, ">=": diff >= 0}[op]
+    lo, hi = _bounds(diff)
+    verdict = {"<": (hi < 0, lo >= 0), "<=": (hi <= 0, lo > 0),
+               ">": (lo > 0, hi <= 0), ">=": (lo >= 0, hi < 0)}[op]
+    if verdict[0]:
+        return True
+    if verdict[1]:
+        return False
+    raise UndecidableDim(f"whether {a} {op} {b} depends on the size variables "
+                         f"({', '.join(sorted(free_size_vars(diff)))})")
+
+
+# -- questions -----------------------------------------------------------------------
+def is_dim(x: Any) -> bool:
+    """Whether ``x`` is a dimension: an int (not a bool), a :class:`Dim` or ``?``."""
+    return type(x) is int or type(x) is Dim or x is ANY
+
+
+def is_symbolic_dim(x: Any) -> bool:
+    """Whether ``x`` is a :class:`Dim` or ``?`` (not a plain int)."""
+    return type(x) is Dim or x is ANY
+
+
+def is_static(shape: Any) -> bool:
+    """Whether every entry of ``shape`` is a plain int."""
+    for d in shape:
+        if type(d) is not int:
+            return False
+    return True
+
+
+def has_any(shape: Any) -> bool:
+    """Whether ``shape`` holds a ``?``."""
+    return any(d is ANY for d in shape)
+
+
+def provably_equal(a: Any, b: Any) -> bool:
+    """``a`` and ``b`` are the same integer for every binding (``?`` is never equal)."""
+    if a is ANY or b is ANY:
+        return False
+    return a == b
+
+
+def provably_unequal(a: Any, b: Any) -> bool:
+    """``a`` and ``b`` differ for every binding (e.g. ``3`` and ``4``, ``n`` and ``n + 1``)."""
+    if a is ANY or b is ANY:
+        return False
+    diff = _add(a, _neg(b))
+    if type(diff) is int:
+        return diff != 0
+    lo, hi = _bounds(diff)
+    return lo > 0 or hi < 0
+
+
+def _atom_vars(atom: Any, out: set) -> None:
+    if type(atom) is str:
+        out.add(atom)
+        return
+    for part in atom[1:]:
+        if type(part) is Dim:
+            for mono, _ in part.terms:
+                for a in mono:
+                    _atom_vars(a, out)
+
+
+def free_size_vars(x: Any) -> set:
+    """Names of the size variables in a dimension, or in a shape (an iterable of them)."""
+    out: set = set()
+    items = [x] if (type(x) is Dim or type(x) is int or x is ANY) else list(x)
+    for d in items:
+        if type(d) is Dim:
+            for mono, _ in d.terms:
+                for a in mono:
+                    _atom_vars(a, out)
+    return out
+
+
+def substitute(d: Any, values: Mapping[str, Any]) -> Any:
+    """``d`` with size variables replaced by ``values`` (ints or dimensions)."""
+    if type(d) is not Dim:
+        return d
+    total: Any = 0
+    for mono, c in d.terms:
+        term: Any = c
+        for atom in mono:
+            term = _mul(term, _subst_atom(atom, values))
+        total = _add(total, term)
+    return total
+
+
+def _subst_atom(atom: Any, values: Mapping[str, Any]) -> Any:
+    if type(atom) is str:
+        v = values.get(atom)
+        return _var(atom) if v is None else v
+    kind = atom[0]
+    if kind == "floordiv":
+        return floordiv(substitute(atom[1], values), atom[2])
+    if kind == "floormod":
+        return floormod(substitute(atom[1], values), atom[2])
+    return _minmax(kind, substitute(atom[1], values), substitute(atom[2], values))
+
+
+def evaluate_dim(d: Any, values: Mapping[str, int]) -> int:
+    """The int value of ``d`` given every size variable's value.
+
+    :raises SymbolicDimError: a variable of ``d`` has no value (or ``d`` is ``?``)
+    """
+    if type(d) is int:
+        return d
+    if d is ANY:
+        raise SymbolicDimError("dimension ? has no value")
+    out = substitute(d, values)
+    if type(out) is not int:
+        missing = sorted(free_size_vars(out))
+        raise SymbolicDimError(f"dimension {d} needs a value for {', '.join(missing)}")
+    return out
+
+
+# -- names and text ------------------------------------------------------------------
+_VARS: dict = {}
+
+
+def _var(name: str) -> Dim:
+    d = _VARS.get(name)
+    if d is None:
+        d = Dim((((name,), 1),))
+        if len(_VARS) < 65536:
+            _VARS[name] = d
+    return d
+
+
+def size_var(name: str) -> Dim:
+    """The size variable ``name`` (an identifier: letters, digits, ``_``; not a digit first).
+
+    >>> str(size_var("batch") * 2)
+    '2*batch'
+    """
+    if not isinstance(name, str) or not name or not (name[0].isalpha() or name[0] == "_") \
+            or not all(ch.isalnum() or ch == "_" for ch in name) or name in _RESERVED:
+        raise TypeInferenceError(f"size variable name {name!r} is not an identifier (letters, digits and _, "
+                                 "not starting with a digit)")
+    return _var(name)
+
+
+_RESERVED = frozenset({"floordiv", "floormod", "min", "max", "Tensor", "fn", "True", "False", "None"})
+
+
+def _text_of_atom(atom: Any) -> str:
+    if type(atom) is str:
+        return atom
+    return f"{atom[0]}({atom[1]}, {atom[2]})"
+
+
+def _render(terms: tuple) -> str:
+    out = []
+    for i, (mono, c) in enumerate(terms):
+        body = "*".join(_text_of_atom(a) for a in mono)
+        mag = abs(c)
+        if not mono:
+            piece = str(mag)
+        elif mag == 1:
+            piece = body
+        else:
+            piece = f"{mag}*{body}"
+        if i == 0:
+            out.append(("-" if c < 0 else "") + piece)
+        else:
+            out.append((" - " if c < 0 else " + ") + piece)
+    return "".join(out)
+
+
+def dim_text(d: Any) -> str:
+    """The printed form of a dimension: ``768``, ``batch``, ``seq + 1``, ``?``."""
+    return str(d)
+
+
+# -- parsing -------------------------------------------------------------------------
+def parse_dim(text: str, make_var: Optional[Callable[[str], Any]] = None) -> Any:
+    """Read a dimension written as it prints (``batch``, ``2*seq + 1``, ``floordiv(n, 2)``,
+    ``?``); ``make_var(name)`` maps names (default :func:`size_var`).
+
+    :raises ValueError: the text is not a dimension expression
+    """
+    tokens = _tokenize(text)
+    reader = _DimReader(tokens, make_var or size_var)
+    value = reader.expr()
+    if reader.i != len(tokens):
+        raise ValueError(f"unexpected {tokens[reader.i]!r} in dimension {text!r}")
+    return value
+
+
+def _tokenize(text: str) -> list:
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch.isspace():
+            i += 1
+        elif ch.isdigit():
+            j = i
+            while j < n and text[j].isdigit():
+                j += 1
+            out.append(text[i:j])
+            i = j
+        elif ch.isalpha() or ch == "_":
+            j = i
+            while j < n and (text[j].isalnum() or text[j] == "_"):
+                j += 1
+            out.append(text[i:j])
+            i = j
+        elif ch in "+-*(),?/%":
+            if text.startswith("//", i):
+                out.append("//")
+                i += 2
+            else:
+                out.append(ch)
+                i += 1
+        else:
+            raise ValueError(f"unexpected {ch!r} in dimension {text!r}")
+    return out
+
+
+class _DimReader:
+    """Recursive descent over a token list: expr := term (('+'|'-') term)*;
+    term := unary (('*'|'//'|'%') unary)*; unary := '-' unary | atom."""
+
+    def __init__(self, tokens: list, make_var: Callable[[str], Any]) -> None:
+        self.toks = tokens
+        self.i = 0
+        self.make_var = make_var
+        self.depth = 0
+
+    def peek(self) -> str:
+        return self.toks[self.i] if self.i < len(self.toks) else ""
+
+    def take(self, tok: str) -> None:
+        if self.peek() != tok:
+            raise ValueError(f"expected {tok!r}, found {self.peek() or 'the end'!r}")
+        self.i += 1
+
+    def expr(self) -> Any:
+        self.depth += 1
+        if self.depth > 100:
+            raise ValueError("dimension expression nested too deeply")
+        value = self.term()
+        while self.peek() in ("+", "-"):
+            op = self.peek()
+            self.i += 1
+            rhs = self.term()
+            value = _add(value, rhs if op == "+" else _neg(rhs))
+        self.depth -= 1
+        return value
+
+    def term(self) -> Any:
+        value = self.unary()
+        while self.peek() in ("*", "//", "%", "/"):
+            op = self.peek()
+            self.i += 1
+            rhs = self.unary()
+            value = _mul(value, rhs) if op == "*" else floormod(value, rhs) if op == "%" else floordiv(value, rhs)
+        return value
+
+    def unary(self) -> Any:
+        tok = self.peek()
+        if tok == "-":
+            self.i += 1
+            return _neg(self.unary())
+        self.i += 1
+        if tok == "?":
+            return ANY
+        if tok.isdigit():
+            return int(tok)
+        if tok == "(":
+            value = self.expr()
+            self.take(")")
+            return value
+        if tok in ("floordiv", "floormod", "min", "max") and self.peek() == "(":
+            self.i += 1
+            a = self.expr()
+            self.take(",")
+            b = self.expr()
+            self.take(")")
+            return {"floordiv": floordiv, "floormod": floormod, "min": dmin, "max": dmax}[tok](a, b)
+        if tok and (tok[0].isalpha() or tok[0] == "_"):
+            return self.make_var(tok)
+        raise ValueError(f"expected a dimension, found {tok or 'the end'!r}")
