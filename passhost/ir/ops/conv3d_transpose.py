@@ -20,7 +20,8 @@ from ..op import OpPattern
 from ..types import TensorType
 from ._util import kernel, reg, tensor_arg
 from .conv_transpose import scatter_taps, transpose_out_dim
-from .volume import _check_common, _check_triple, grouped_data, pad6
+from .nn import differ, indivisible, static_of, surely_le
+from .volume import _check_common, _check_triple, pad6
 
 OP = "nn.conv3d_transpose"
 
@@ -33,21 +34,31 @@ def _out(data_shape: tuple, weight_shape: tuple, attrs) -> tuple:
 
 def _rel(types: list, attrs) -> TensorType:
     groups = attrs.groups
-    data, n, c = grouped_data(OP, types, groups)
+    data = tensor_arg(OP, types, 0, "data")
+    if data.ndim != 5:
+        raise TypeInferenceError(f"{OP}: data must be 5-D (NCDHW), got {data}")
+    n, c = data.shape[:2]
+    if indivisible(c, groups):
+        raise TypeInferenceError(f"{OP}: data has {c} input channels, not divisible by groups={groups}")
     if types[1] is None and attrs.channels is not None and attrs.kernel_size is not None:
         types[1] = TensorType((c, attrs.channels // groups) + tuple(attrs.kernel_size), data.dtype)
     weight = tensor_arg(OP, types, 1, "the weight")
-    if weight.ndim != 5 or weight.dtype != data.dtype or weight.shape[0] != c:
+    if weight.ndim != 5 or weight.dtype != data.dtype or differ(weight.shape[0], c):
         raise TypeInferenceError(f"{OP}: the weight {weight} does not fit the data {data} "
                                  "(want C x O/groups x kd x kh x kw, same dtype)")
     out_ch = weight.shape[1] * groups
-    if attrs.channels is not None and attrs.channels != out_ch:
-        raise TypeInferenceError(f"{OP}: channels={attrs.channels} but the weight {weight} gives {out_ch} output "
-                                 f"channels (groups={groups})")
-    if attrs.kernel_size is not None and tuple(attrs.kernel_size) != weight.shape[2:]:
-        raise TypeInferenceError(f"{OP}: kernel_size={list(attrs.kernel_size)} but the weight is {weight}")
-    out = _out(data.shape, weight.shape, attrs)
-    if min(out) <= 0:
+    if attrs.channels is not None:
+        if differ(attrs.channels, out_ch):
+            raise TypeInferenceError(f"{OP}: channels={attrs.channels} but the weight {weight} gives {out_ch} "
+                                     f"output channels (groups={groups})")
+        out_ch = static_of(out_ch, attrs.channels)
+    wshape = weight.shape
+    if attrs.kernel_size is not None:
+        if any(differ(k, d) for k, d in zip(attrs.kernel_size, wshape[2:])):
+            raise TypeInferenceError(f"{OP}: kernel_size={list(attrs.kernel_size)} but the weight is {weight}")
+        wshape = wshape[:2] + tuple(static_of(d, k) for d, k in zip(wshape[2:], attrs.kernel_size))
+    out = _out(data.shape, wshape, attrs)
+    if any(surely_le(d, 0) for d in out):
         raise TypeInferenceError(f"{OP}: padding {list(attrs.padding)} leaves no output for {data}")
     return TensorType((n, out_ch) + out, attrs.out_dtype or data.dtype)
 

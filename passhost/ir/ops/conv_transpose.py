@@ -22,6 +22,7 @@ from ..op import OpPattern
 from ..types import TensorType
 from ._util import check_int_pair, check_pad, kernel, pad4, reg, tensor_arg
 from .layout import layout_axes, layout_index, parse_layout
+from .nn import differ, indivisible, static_of, surely_le
 
 OP = "nn.conv2d_transpose"
 
@@ -40,7 +41,7 @@ def _rel(types: list, attrs) -> TensorType:
         raise TypeInferenceError(f"{OP}: data must be 4-D ({attrs.data_layout}), got {data}")
     groups = attrs.groups
     in_ch = data.shape[c_]
-    if in_ch % groups:
+    if in_ch % groups != 0 and indivisible(in_ch, groups):
         raise TypeInferenceError(f"{OP}: data has {in_ch} input channels, not divisible by groups={groups}")
     if types[1] is None:
         if attrs.channels is None or attrs.kernel_size is None:
@@ -58,21 +59,26 @@ def _rel(types: list, attrs) -> TensorType:
     if weight.dtype != data.dtype:
         raise TypeInferenceError(f"{OP}: dtype mismatch between the data {data} and the weight {weight}")
     ws = weight.shape
-    if ws[i_] != in_ch:
+    if ws[i_] != in_ch and differ(ws[i_], in_ch):
         raise TypeInferenceError(f"{OP}: data has {in_ch} input channels but the weight {weight} "
                                  f"(layout {attrs.kernel_layout}) has {ws[i_]}")
     out_ch = ws[o_] * groups
     if attrs.channels is not None and attrs.channels != out_ch:
-        raise TypeInferenceError(f"{OP}: channels={attrs.channels} but the weight {weight} gives "
-                                 f"{out_ch} output channels (groups={groups})")
+        if differ(attrs.channels, out_ch):
+            raise TypeInferenceError(f"{OP}: channels={attrs.channels} but the weight {weight} gives "
+                                     f"{out_ch} output channels (groups={groups})")
+        out_ch = static_of(out_ch, attrs.channels)
     kh, kw = ws[kh_], ws[kw_]
-    if attrs.kernel_size is not None and tuple(attrs.kernel_size) != (kh, kw):
-        raise TypeInferenceError(f"{OP}: kernel_size={list(attrs.kernel_size)} but the weight {weight} is {kh}x{kw}")
+    ks = attrs.kernel_size
+    if ks is not None and tuple(ks) != (kh, kw):
+        if differ(ks[0], kh) or differ(ks[1], kw):
+            raise TypeInferenceError(f"{OP}: kernel_size={list(ks)} but the weight {weight} is {kh}x{kw}")
+        kh, kw = static_of(kh, ks[0]), static_of(kw, ks[1])
     pt, pl, pb, pr = pad4(attrs.padding)
     (sh, sw), (dh, dw), (oph, opw) = attrs.strides, attrs.dilation, attrs.output_padding
     oh = transpose_out_dim(data.shape[h_], kh, sh, dh, pt, pb, oph)
     ow = transpose_out_dim(data.shape[w_], kw, sw, dw, pl, pr, opw)
-    if oh <= 0 or ow <= 0:
+    if (oh <= 0 or ow <= 0) if type(oh) is int and type(ow) is int else (surely_le(oh, 0) or surely_le(ow, 0)):
         raise TypeInferenceError(f"{OP}: padding {list(attrs.padding)} leaves no output for {data}")
     nchw = (data.shape[n_], out_ch, oh, ow)
     shape = tuple(nchw["NCHW".index(c)] for c in parse_layout(out_layout))

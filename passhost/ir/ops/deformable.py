@@ -18,7 +18,7 @@ from ...errors import IRError, TypeInferenceError
 from ..op import OpPattern
 from ..types import TensorType
 from ._util import check_int_pair, check_pad, kernel, pad4, reg, tensor_arg
-from .nn import conv_out_dim
+from .nn import conv_out_dim, differ, indivisible, static_of
 
 
 def _rel_for(op: str, masked: bool):
@@ -32,22 +32,28 @@ def _rel_for(op: str, masked: bool):
         n, c, h, w = data.shape
         o, i, kh, kw = weight.shape
         g, dg = attrs.groups, attrs.deformable_groups
-        if c % g or c % dg or i * g != c or o % g or weight.dtype != data.dtype:
+        if indivisible(c, g) or indivisible(c, dg) or differ(i * g, c) or indivisible(o, g) \
+                or weight.dtype != data.dtype:
             raise TypeInferenceError(f"{op}: the weight {weight} does not fit the data {data} with groups={g}, "
                                      f"deformable_groups={dg}")
         pt, pl, pb, pr = pad4(attrs.padding)
         oh = conv_out_dim(h, pt, pb, kh, attrs.strides[0], attrs.dilation[0])
         ow = conv_out_dim(w, pl, pr, kw, attrs.strides[1], attrs.dilation[1])
-        if offset.shape != (n, dg * kh * kw * 2, oh, ow) or offset.dtype != data.dtype:
+        want = (n, dg * kh * kw * 2, oh, ow)
+        if offset.ndim != 4 or any(differ(a, b) for a, b in zip(offset.shape, want)) or offset.dtype != data.dtype:
             raise TypeInferenceError(f"{op}: the offset must be {data.dtype}[{n}, {dg * kh * kw * 2}, {oh}, {ow}] "
                                      f"(deformable_groups x kh x kw x 2 channels), got {offset}")
+        n, oh, ow = static_of(n, offset.shape[0]), static_of(oh, offset.shape[2]), static_of(ow, offset.shape[3])
         if masked:
             mask = tensor_arg(op, types, 3, "the mask")
-            if mask.shape != (n, dg * kh * kw, oh, ow) or mask.dtype != data.dtype:
+            want = (n, dg * kh * kw, oh, ow)
+            if mask.ndim != 4 or any(differ(a, b) for a, b in zip(mask.shape, want)) or mask.dtype != data.dtype:
                 raise TypeInferenceError(f"{op}: the mask must be {data.dtype}[{n}, {dg * kh * kw}, {oh}, {ow}], "
                                          f"got {mask}")
-        if attrs.channels is not None and attrs.channels != o:
-            raise TypeInferenceError(f"{op}: channels={attrs.channels} but the weight {weight} has {o}")
+        if attrs.channels is not None:
+            if differ(attrs.channels, o):
+                raise TypeInferenceError(f"{op}: channels={attrs.channels} but the weight {weight} has {o}")
+            o = static_of(o, attrs.channels)
         return TensorType((n, o, oh, ow), attrs.out_dtype or data.dtype)
     return rel
 

@@ -24,6 +24,7 @@ from ...errors import IRError, TypeInferenceError
 from ..op import OpPattern
 from ..types import TensorType
 from ._util import kernel, reg, tensor_arg
+from .nn import differ, static_of
 
 OP = "image.grid_sample"
 METHODS = ("nearest", "bilinear", "bicubic")
@@ -36,10 +37,11 @@ def _rel(types: list, attrs) -> TensorType:
     nd = data.ndim - 2
     if nd not in (2, 3) or attrs.layout != ("NCHW" if nd == 2 else "NCDHW"):
         raise TypeInferenceError(f"{OP}: data must be NCHW or NCDHW as the layout says ({attrs.layout}), got {data}")
-    if grid.ndim != data.ndim or grid.shape[0] != data.shape[0] or grid.shape[1] != nd or grid.dtype != data.dtype:
+    if grid.ndim != data.ndim or differ(grid.shape[0], data.shape[0]) or differ(grid.shape[1], nd) \
+            or grid.dtype != data.dtype:
         raise TypeInferenceError(f"{OP}: the grid {grid} must be (N, {nd}, *out) of the data's batch and dtype "
                                  f"({data})")
-    return TensorType(data.shape[:2] + grid.shape[2:], data.dtype)
+    return TensorType((static_of(data.shape[0], grid.shape[0]), data.shape[1]) + grid.shape[2:], data.dtype)
 
 
 def _reflect(x: np.ndarray, lo: float, hi: float) -> np.ndarray:

@@ -29,6 +29,11 @@ the image and renormalises). Taps outside the image are clamped to the border::
     image.resize2d(%x, size=[8, 8], roi=[0f, 0f, 0f, 0f], method="nearest_neighbor", rounding_method="")
     /* (1, 3, 4, 4) -> (1, 3, 8, 8) */
 
+``size`` may hold symbolic dimensions (a resize relative to a dynamic input), which the
+output type takes as they are; the kernel sees them bound to ints::
+
+    image.resize2d(%x, size=[2*h, 2*w])   /* (n, 3, h, w) -> (n, 3, 2*h, 2*w) */
+
 The kernel builds one weight matrix per spatial axis (``out x in``) and contracts the
 data with both, so all three methods share one path.
 """
@@ -37,10 +42,12 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import IRError, TypeInferenceError
+from ..dims import Dim
 from ..op import OpPattern
 from ..types import TensorType, check_dtype
 from ._util import kernel, reg, tensor_arg
 from .layout import layout_axes, layout_index, parse_layout
+from .nn import surely_le
 
 OP = "image.resize2d"
 METHODS = ("nearest_neighbor", "linear", "cubic")
@@ -213,10 +220,11 @@ def _check(attrs) -> None:
     def bad(key, want):
         raise IRError(f"operator {OP}: attribute {key} must be {want}, got {attrs[key]!r}")
 
-    size = attrs.size
+    size = attrs.size  # (a resize to a symbolic size, size=[2*h, 2*w], holds Dims)
     if not (isinstance(size, tuple) and len(size) == 2 and all(
-            isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in size)):
-        bad("size", "two positive ints (height, width)")
+            (type(d) is Dim and not surely_le(d, 0)) or (isinstance(d, int) and not isinstance(d, bool) and d > 0)
+            for d in size)):
+        bad("size", "two positive ints or dimensions (height, width)")
     roi = attrs.roi
     if roi is not None and not (isinstance(roi, tuple) and len(roi) == 4 and all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in roi)):

@@ -17,7 +17,8 @@ import numpy as np
 from ...errors import TypeInferenceError
 from ..op import OpPattern
 from ..types import TensorType
-from ._util import kernel, reg, tensor_arg
+from ._util import broadcast_dim, kernel, reg, tensor_arg
+from .nn import differ, static_of
 
 FUSABLE = OpPattern.OUT_ELEMWISE_FUSABLE
 
@@ -36,13 +37,15 @@ def _matmul_rel(types: list, attrs) -> TensorType:
     if b.ndim != 2:
         raise TypeInferenceError(f"{op}: tensor_b must be 2-D, got {b}")
     bk, n = (b.shape[1], b.shape[0]) if attrs.transpose_b else b.shape
-    if bk != k:
+    if bk != k and differ(bk, k):
         raise TypeInferenceError(f"{op}: tensor_a {a} has {k} reduction elements but tensor_b {b} has {bk} "
                                  f"(transpose_a={attrs.transpose_a}, transpose_b={attrs.transpose_b})")
     if b.dtype != a.dtype:
         raise TypeInferenceError(f"{op}: dtype mismatch between tensor_a {a} and tensor_b {b}")
     if attrs.units is not None and attrs.units != n:
-        raise TypeInferenceError(f"{op}: units={attrs.units} but tensor_b {b} gives {n} output features")
+        if differ(attrs.units, n):
+            raise TypeInferenceError(f"{op}: units={attrs.units} but tensor_b {b} gives {n} output features")
+        n = static_of(n, attrs.units)
     lead = a.shape[:-2] + (a.shape[-1],) if attrs.transpose_a else a.shape[:-1]
     return TensorType(lead + (n,), attrs.out_dtype or a.dtype)
 
@@ -78,14 +81,20 @@ def _batch_matmul_rel(types: list, attrs) -> TensorType:
         raise TypeInferenceError(f"{op}: both operands must be 3-D (batch, rows, cols), got {x} and {y}")
     xb, xi, xk = (x.shape[0], x.shape[2], x.shape[1]) if attrs.transpose_a else x.shape
     yb, yk, yj = (y.shape[0], y.shape[2], y.shape[1]) if attrs.transpose_b else y.shape
-    if xb != yb and 1 not in (xb, yb):
-        raise TypeInferenceError(f"{op}: batch sizes of {x} and {y} differ and neither is 1")
-    if xk != yk:
+    if type(xb) is int and type(yb) is int:
+        if xb != yb and 1 not in (xb, yb):
+            raise TypeInferenceError(f"{op}: batch sizes of {x} and {y} differ and neither is 1")
+        batch = max(xb, yb)
+    else:
+        batch = broadcast_dim(xb, yb)
+        if batch is None:
+            raise TypeInferenceError(f"{op}: batch sizes of {x} and {y} differ and neither is 1")
+    if xk != yk and differ(xk, yk):
         raise TypeInferenceError(f"{op}: {x} and {y} disagree on the reduction size ({xk} vs {yk}; "
                                  f"transpose_a={attrs.transpose_a}, transpose_b={attrs.transpose_b})")
     if x.dtype != y.dtype:
         raise TypeInferenceError(f"{op}: dtype mismatch between {x} and {y}")
-    return TensorType((max(xb, yb), xi, yj), attrs.out_dtype or x.dtype)
+    return TensorType((batch, xi, yj), attrs.out_dtype or x.dtype)
 
 
 @kernel

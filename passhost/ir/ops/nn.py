@@ -13,12 +13,74 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ...errors import IRError, TypeInferenceError
+from ..dims import UndecidableDim, provably_unequal
 from ..op import OpPattern
 from ..types import TensorType, TupleType
 from ._util import (check_int_pair, check_pad, kernel, norm_axis, pad4, reg, tensor_arg, vector_type)
 from .layout import layout_axes, layout_index, parse_layout
 
 FUSABLE, B, OPAQUE = OpPattern.OUT_ELEMWISE_FUSABLE, OpPattern.BROADCAST, OpPattern.OPAQUE
+
+
+# -- symbolic dimensions: what holds for every binding ---------------------------------
+# A relation raises on symbolic dimensions only for what is wrong for every binding of the
+# size variables. Hot relations keep a static fast path: ``a != b and differ(a, b)`` costs
+# one comparison when two ints (or two identical dimensions) agree.
+def surely_le(a, b) -> bool:
+    """``a <= b`` for every binding of the size variables (for ints: ``a <= b``); a
+    comparison the bounds cannot decide, or one with ``?``, is not sure."""
+    if type(a) is int and type(b) is int:
+        return a <= b
+    try:
+        return bool(a <= b)
+    except UndecidableDim:
+        return False
+
+
+def surely_lt(a, b) -> bool:
+    """``a < b`` for every binding of the size variables (for ints: ``a < b``)."""
+    if type(a) is int and type(b) is int:
+        return a < b
+    try:
+        return bool(a < b)
+    except UndecidableDim:
+        return False
+
+
+def differ(a, b) -> bool:
+    """``a != b`` for every binding: two dimensions that must agree are a mismatch only
+    then (``n`` and ``64`` may agree; ``3`` and ``4``, ``n`` and ``n + 1`` never do)."""
+    if type(a) is int and type(b) is int:
+        return a != b
+    return provably_unequal(a, b)
+
+
+def indivisible(a, b: int) -> bool:
+    """``a % b != 0`` for every binding (``b`` a positive int)."""
+    if type(a) is int:
+        return a % b != 0
+    return provably_unequal(a % b, 0)
+
+
+def static_of(a, b):
+    """Of two dimensions known to agree, the static one if either is (else ``a``)."""
+    return b if type(a) is not int and type(b) is int else a
+
+
+def channel_vector(op: str, types: list, i: int, dim, dtype: str, what: str, reason: str,
+                   cache=None) -> TensorType:
+    """:func:`._util.vector_type`, except that a length that may be ``dim`` is accepted (a
+    ``(64,)`` bias for data of ``c`` channels, a ``(c,)`` one for 64): the static check
+    and its error otherwise."""
+    try:
+        return vector_type(op, types, i, dim, dtype, what, reason, cache)
+    except TypeInferenceError:
+        t = types[i]
+        if not (type(t) is TensorType and t.dtype == dtype and len(t.shape) == 1 and not differ(t.shape[0], dim)):
+            raise
+    if cache is not None and cache[0] is None:
+        cache[0] = t
+    return t
 
 
 # -- conv2d ------------------------------------------------------------------------
@@ -40,7 +102,7 @@ def _conv2d_rel(types: list, attrs) -> TensorType:
         raise TypeInferenceError(f"{op}: data must be 4-D ({data_layout}), got {data}")
     groups = get("groups")
     in_ch = data.shape[c_]
-    if in_ch % groups:
+    if in_ch % groups != 0 and indivisible(in_ch, groups):
         raise TypeInferenceError(f"{op}: data has {in_ch} input channels, not divisible by groups={groups}")
     weight = types[1]
     channels, kernel_size = get("channels"), get("kernel_size")
@@ -59,24 +121,29 @@ def _conv2d_rel(types: list, attrs) -> TensorType:
     if weight.dtype != data.dtype:
         raise TypeInferenceError(f"{op}: dtype mismatch between the data {data} and the weight {weight}")
     ws = weight.shape
-    if ws[i_] * groups != in_ch:
+    if ws[i_] * groups != in_ch and differ(ws[i_] * groups, in_ch):
         raise TypeInferenceError(
             f"{op}: data has {in_ch} input channels but the weight expects {ws[i_] * groups} "
             f"(weight {weight} in layout {kernel_layout}, groups={groups})")
     out_ch = ws[o_]
-    if out_ch % groups:
+    if out_ch % groups != 0 and indivisible(out_ch, groups):
         raise TypeInferenceError(f"{op}: the weight's {out_ch} output channels are not divisible by groups={groups}")
     if channels is not None and channels != out_ch:
-        raise TypeInferenceError(f"{op}: channels={channels} but the weight {weight} has {out_ch} output channels")
+        if differ(channels, out_ch):
+            raise TypeInferenceError(
+                f"{op}: channels={channels} but the weight {weight} has {out_ch} output channels")
+        out_ch = channels  # (an int: the weight's is symbolic)
     kh, kw = ws[kh_], ws[kw_]
     if kernel_size is not None and tuple(kernel_size) != (kh, kw):
-        raise TypeInferenceError(f"{op}: kernel_size={list(kernel_size)} but the weight {weight} is {kh}x{kw}")
+        if differ(kernel_size[0], kh) or differ(kernel_size[1], kw):
+            raise TypeInferenceError(f"{op}: kernel_size={list(kernel_size)} but the weight {weight} is {kh}x{kw}")
+        kh, kw = kernel_size
     pt, pl, pb, pr = pad4(get("padding"))
     sh, sw = get("strides")
     dh, dw = get("dilation")
     oh = conv_out_dim(data.shape[h_], pt, pb, kh, sh, dh)
     ow = conv_out_dim(data.shape[w_], pl, pr, kw, sw, dw)
-    if oh <= 0 or ow <= 0:
+    if (oh <= 0 or ow <= 0) if type(oh) is int and type(ow) is int else (surely_le(oh, 0) or surely_le(ow, 0)):
         raise TypeInferenceError(f"{op}: the {kh}x{kw} kernel (dilation {dh}x{dw}) does not fit the padded input {data}")
     nchw = (data.shape[n_], out_ch, oh, ow)
     shape = nchw if out_layout == "NCHW" else tuple(nchw["NCHW".index(c)] for c in parse_layout(out_layout))
@@ -167,14 +234,17 @@ def _dense_rel(types: list, attrs) -> TensorType:
             raise TypeInferenceError(f"{op}: the weight's type is unknown; give it a type annotation or set units")
         types[1] = TensorType((attrs.units, k), data.dtype)
     weight = tensor_arg(op, types, 1, "the weight")
-    if weight.ndim != 2 or weight.shape[1] != k:
+    if weight.ndim != 2 or (weight.shape[1] != k and differ(weight.shape[1], k)):
         raise TypeInferenceError(f"{op}: data {data} has {k} input features but the weight {weight} "
                                  f"expects shape (units, {k})")
     if weight.dtype != data.dtype:
         raise TypeInferenceError(f"{op}: dtype mismatch between the data {data} and the weight {weight}")
-    if attrs.units is not None and attrs.units != weight.shape[0]:
-        raise TypeInferenceError(f"{op}: units={attrs.units} but the weight {weight} has {weight.shape[0]} rows")
-    return TensorType(data.shape[:-1] + (weight.shape[0],), attrs.out_dtype or data.dtype)
+    units = weight.shape[0]
+    if attrs.units is not None and attrs.units != units:
+        if differ(attrs.units, units):
+            raise TypeInferenceError(f"{op}: units={attrs.units} but the weight {weight} has {units} rows")
+        units = attrs.units  # (an int: the weight's is symbolic)
+    return TensorType(data.shape[:-1] + (units,), attrs.out_dtype or data.dtype)
 
 
 @kernel
@@ -195,8 +265,8 @@ def _bias_add_rel(types: list, attrs) -> TensorType:
     data = tensor_arg(op, types, 0, "data")
     axis = norm_axis(op, attrs.axis, data.ndim)
     dim = data.shape[axis]
-    vector_type(op, types, 1, dim, data.dtype, "the bias",
-                f"the data {data} has {dim} elements on axis {attrs.axis}")
+    channel_vector(op, types, 1, dim, data.dtype, "the bias",
+                   f"the data {data} has {dim} elements on axis {attrs.axis}")
     return data
 
 
@@ -217,7 +287,8 @@ def _prelu_rel(types: list, attrs) -> TensorType:
     data = tensor_arg(op, types, 0, "data")
     axis = norm_axis(op, attrs.axis, data.ndim)
     dim = data.shape[axis]
-    vector_type(op, types, 1, dim, data.dtype, "alpha", f"the data {data} has {dim} elements on axis {attrs.axis}")
+    channel_vector(op, types, 1, dim, data.dtype, "alpha",
+                   f"the data {data} has {dim} elements on axis {attrs.axis}")
     return data
 
 
@@ -310,7 +381,7 @@ def _norm_rel(op: str, nparams: int, tuple_out: bool):
         reason = f"the data {data} has {dim} channels on axis {attrs.axis}"
         vec = None
         for i, name in enumerate(names, start=1):
-            vec = vector_type(op, types, i, dim, data.dtype, name, reason, cache)
+            vec = channel_vector(op, types, i, dim, data.dtype, name, reason, cache)
         if tuple_out:
             return TupleType([data, vec, vec])
         return data

@@ -16,6 +16,7 @@ from ...errors import IRError, TypeInferenceError
 from ..op import OpPattern
 from ..types import TensorType
 from ._util import kernel, reg, tensor_arg
+from .nn import surely_le, surely_lt
 
 _MODES = ("constant", "edge", "reflect")
 
@@ -33,9 +34,9 @@ def _pad_rel(types: list, attrs) -> TensorType:
     shape = []
     for axis, (d, (lo, hi)) in enumerate(zip(data.shape, widths)):
         n = d + lo + hi
-        if n < 0:
+        if (n < 0) if type(n) is int else surely_lt(n, 0):
             raise TypeInferenceError(f"{op}: padding axis {axis} of {data} by ({lo}, {hi}) leaves a negative size")
-        if attrs.pad_mode != "constant" and (lo > 0 or hi > 0) and d + min(lo, 0) + min(hi, 0) <= 0:
+        if attrs.pad_mode != "constant" and (lo > 0 or hi > 0) and surely_le(d + min(lo, 0) + min(hi, 0), 0):
             raise TypeInferenceError(f"{op}: cannot {attrs.pad_mode}-pad the empty axis {axis} of {data}")
         shape.append(n)
     shape = tuple(shape)

@@ -23,7 +23,7 @@ from ..op import OpPattern
 from ..types import TensorType
 from ._util import check_int_pair, check_pad, kernel, pad4, reg, tensor_arg
 from .layout import layout_axes, layout_index, parse_layout
-from .nn import _windows
+from .nn import _windows, surely_le
 
 FUSABLE = OpPattern.OUT_ELEMWISE_FUSABLE
 
@@ -53,7 +53,7 @@ def _pool_rel(op: str):
         if data.ndim != 4:
             raise TypeInferenceError(f"{op}: data must be 4-D ({attrs.layout}), got {data}")
         oh, ow = _out_hw(data.shape[h_], data.shape[w_], attrs)
-        if oh <= 0 or ow <= 0:
+        if (oh <= 0 or ow <= 0) if type(oh) is int and type(ow) is int else (surely_le(oh, 0) or surely_le(ow, 0)):
             raise TypeInferenceError(f"{op}: pool_size {list(attrs.pool_size)} does not fit the padded input {data}")
         nchw = (data.shape[n_], data.shape[c_], oh, ow)
         shape = tuple(nchw["NCHW".index(c)] for c in parse_layout(out_layout))

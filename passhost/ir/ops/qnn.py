@@ -47,7 +47,7 @@ from ...errors import TypeInferenceError
 from ..op import OpPattern
 from ..types import TensorType
 from .layout import layout_index
-from .nn import _check_conv2d, _conv2d, _conv2d_rel
+from .nn import _check_conv2d, _conv2d, _conv2d_rel, differ, static_of
 from ._util import kernel, norm_axis, reg, tensor_arg
 
 __all__: list = []
@@ -70,7 +70,7 @@ def _vector(op: str, types: list, i: int, what: str, size: int, floating: bool, 
     if floating != t.dtype.startswith("float"):
         kind = "a floating-point" if floating else "an integer"
         raise TypeInferenceError(f"{op}: {what} must be {kind} tensor, got {t}")
-    if t.ndim > 1 or (t.ndim == 1 and t.shape[0] not in (1, size)):
+    if t.ndim > 1 or (t.ndim == 1 and differ(t.shape[0], 1) and differ(t.shape[0], size)):
         raise TypeInferenceError(f"{op}: {what} must be a scalar or one value per {per} ({size}), got {t}")
     return t
 
@@ -120,7 +120,7 @@ def _per_axis(op: str, t: TensorType, data: TensorType, axis: int, what: str) ->
     """``t`` (a scale or zero point) is one value, or one per slice of ``axis`` of ``data``."""
     if t.ndim == 0 or t.shape == (1,):
         return
-    if t.ndim != 1 or t.shape[0] != data.shape[axis]:
+    if t.ndim != 1 or (differ(t.shape[0], data.shape[axis]) and differ(t.shape[0], 1)):
         raise TypeInferenceError(f"{op}: {what} must be a scalar or one value per slice of axis {axis} "
                                  f"({data.shape[axis]}), got {t}")
 
@@ -244,12 +244,14 @@ _DENSE = "qnn.dense"
 def _qnn_dense_rel(types: list, attrs) -> TensorType:
     data = _integer(_DENSE, types, 0, "the data")
     weight = _integer(_DENSE, types, 1, "the weight")
-    if weight.ndim != 2 or data.ndim < 1 or data.shape[-1] != weight.shape[1]:
+    if weight.ndim != 2 or data.ndim < 1 or differ(data.shape[-1], weight.shape[1]):
         raise TypeInferenceError(f"{_DENSE}: the weight must be (units, {data.shape[-1] if data.ndim else '?'}) "
                                  f"for data {data}, got {weight}")
     units = weight.shape[0]
-    if attrs.units is not None and attrs.units != units:
-        raise TypeInferenceError(f"{_DENSE}: units={attrs.units} but the weight {weight} has {units}")
+    if attrs.units is not None:
+        if differ(attrs.units, units):
+            raise TypeInferenceError(f"{_DENSE}: units={attrs.units} but the weight {weight} has {units}")
+        units = static_of(units, attrs.units)
     izp = _vector(_DENSE, types, 2, "the input zero point", 1, False, "unit")
     kzp = _vector(_DENSE, types, 3, "the kernel zero point", units, False, "unit")
     for t, operand, what in ((izp, data, "the input zero point"), (kzp, weight, "the kernel zero point")):

@@ -20,6 +20,7 @@ from ...errors import IRError, TypeInferenceError
 from ..op import OpPattern
 from ..types import TensorType, TupleType
 from ._util import check_int_pair, check_pad, kernel, pad4, reg, tensor_arg
+from .nn import differ, surely_le, surely_lt
 from .pool import _out_hw, _prepare
 
 _ARGMAX, _UNPOOL = "nn.max_pool2d_with_argmax", "nn.max_unpool2d"
@@ -31,7 +32,7 @@ def _argmax_rel(types: list, attrs) -> TupleType:
         raise TypeInferenceError(f"{_ARGMAX}: data must be 4-D (NCHW), got {data}")
     n, c, h, w = data.shape
     oh, ow = _out_hw(h, w, attrs)
-    if oh <= 0 or ow <= 0:
+    if surely_le(oh, 0) or surely_le(ow, 0):
         raise TypeInferenceError(f"{_ARGMAX}: pool_size {list(attrs.pool_size)} does not fit the padded input {data}")
     return TupleType([TensorType((n, c, oh, ow), data.dtype), TensorType((n, c, oh, ow), "int64")])
 
@@ -65,13 +66,15 @@ def _pooled_from(data_shape: tuple, attrs) -> tuple:
 def _unpool_rel(types: list, attrs) -> TensorType:
     data = tensor_arg(_UNPOOL, types, 0, "data")
     indices = tensor_arg(_UNPOOL, types, 1, "the indices")
-    if data.ndim != 4 or indices.shape != data.shape or np.dtype(indices.dtype).kind not in "iu":
+    if data.ndim != 4 or indices.ndim != 4 or any(differ(a, b) for a, b in zip(indices.shape, data.shape)) \
+            or np.dtype(indices.dtype).kind not in "iu":
         raise TypeInferenceError(f"{_UNPOOL}: data must be 4-D (NCHW) and the indices integers of its shape, got "
                                  f"{data} and {indices}")
     size, pooled = tuple(attrs.output_size), _pooled_from(data.shape, attrs)
-    if size[:2] != data.shape[:2] or any(s < p for s, p in zip(size, pooled)):
+    if differ(size[0], data.shape[0]) or differ(size[1], data.shape[1]) \
+            or any(surely_lt(s, p) for s, p in zip(size, pooled)):
         raise TypeInferenceError(f"{_UNPOOL}: output_size {list(size)} must keep the data's batch and channels and "
-                                 f"hold the unpooled {list(pooled)}")
+                                 f"hold the unpooled [{', '.join(map(str, pooled))}]")
     return TensorType(size, data.dtype)
 
 
