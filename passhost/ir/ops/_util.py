@@ -259,3 +259,97 @@ def pad4(padding: tuple) -> tuple:
     if len(padding) == 2:
         return (padding[0], padding[1], padding[0], padding[1])
     return tuple(padding)
+
+
+# -- symbolic dimensions: products, broadcasting checks, shape attributes ---------------
+from ..dims import ANY, Dim, UndecidableDim, provably_unequal  # noqa: E402  (for the helpers below)
+
+
+def dim_prod(values: Any) -> Any:
+    """The product of dimensions (ints, :class:`~passhost.ir.dims.Dim`, ``?``); an int when
+    all are ints (:func:`prod` without its ``int()``)."""
+    out: Any = 1
+    for v in values:
+        out = out * v
+    return out
+
+
+def broadcasts_to(src: tuple, dst: tuple) -> bool:
+    """Whether ``src`` may broadcast to exactly ``dst`` (numpy rules): ``False`` only when
+    it provably cannot (a longer ``src``, or an axis provably neither 1 nor ``dst``'s)."""
+    if len(src) > len(dst):
+        return False
+    for d, s in zip(src, dst[len(dst) - len(src):]):
+        if d == s or d == 1:
+            continue
+        if provably_unequal(d, 1) and provably_unequal(d, s):
+            return False
+    return True
+
+
+def check_dims_attr(op: str, key: str, value: Any, message: str, nonneg: bool = True) -> None:
+    """Attribute check of a list of dimensions: ints (``>= 0`` when ``nonneg``) or
+    :class:`~passhost.ir.dims.Dim` (not provably negative when ``nonneg``); ``?`` is
+    refused with its own message, anything else with ``message`` (``{v}``: the value)."""
+    if not isinstance(value, tuple):
+        raise IRError(message.format(v=repr(value)))
+    for d in value:
+        if d is ANY:
+            raise IRError(f"operator {op}: attribute {key}={format_dims(value)} holds ?: a shape attribute "
+                          "needs known dimensions (ints or size-variable expressions such as batch or seq + 1)")
+        if type(d) is int:
+            if nonneg and d < 0:
+                raise IRError(message.format(v=repr(value)))
+        elif type(d) is Dim:
+            if nonneg and provably_negative(d):
+                raise IRError(f"operator {op}: attribute {key}={format_dims(value)} has the negative dimension {d}")
+        else:
+            raise IRError(message.format(v=repr(value)))
+
+
+def provably_negative(d: Any) -> bool:
+    """Whether the dimension ``d`` is ``< 0`` for every binding (``?``: no)."""
+    try:
+        return d is not ANY and d < 0
+    except UndecidableDim:
+        return False
+
+
+def format_dims(shape: Any) -> str:
+    """``[batch, 3, seq + 1]``: a list of dimensions as the text format writes it."""
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def unify_dim(a: Any, b: Any) -> Any:
+    """Of two dimensions that must be equal (and are not provably unequal): the static one
+    if any, else a size-variable expression rather than ``?``, else ``a``."""
+    if type(a) is int:
+        return a
+    if type(b) is int or a is ANY:
+        return b
+    return a
+
+
+def provably_greater(a: Any, b: Any) -> bool:
+    """Whether ``a > b`` for every binding (undecidable, or ``?``: no)."""
+    try:
+        return a > b
+    except UndecidableDim:
+        return False
+
+
+def shape_text(shape: Any) -> str:
+    """A shape as messages write it: ``(2, 3)`` (a static one, as ``str(tuple)``),
+    ``(batch, 3)``."""
+    for d in shape:
+        if type(d) is not int:
+            break
+    else:
+        return str(tuple(shape))
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def dims_differ(a: Any, b: Any) -> bool:
+    """Whether two dimensions that must be equal are not: ints that differ, or symbolic
+    ones that provably differ (``n`` and ``n + 1``; not ``n`` and ``m``)."""
+    return a != b and ((type(a) is int and type(b) is int) or provably_unequal(a, b))

@@ -17,7 +17,7 @@ import numpy as np
 from ...errors import IRError, TypeInferenceError
 from ..op import OpPattern
 from ..types import TensorType, TupleType
-from ._util import kernel, reg
+from ._util import broadcast_dim, broadcast_shape, kernel, reg
 
 _OP = "einsum"
 
@@ -44,6 +44,17 @@ def _split_term(term: str, ndim: int, equation: str) -> list:
     return labels
 
 
+def _broadcast_all(shapes: list):
+    """numpy broadcasting of several shapes (dimensions may be symbolic), ``None`` if they
+    provably do not broadcast."""
+    out: tuple = ()
+    for shape in shapes:
+        out = broadcast_shape(out, tuple(shape))
+        if out is None:
+            return None
+    return out
+
+
 def einsum_shape(equation: str, shapes: list) -> tuple:
     """The output shape of ``einsum`` with ``equation`` on operands of ``shapes``."""
     eq = equation.replace(" ", "")
@@ -66,12 +77,19 @@ def einsum_shape(equation: str, shapes: list) -> tuple:
             if have is None or have == 1:
                 sizes[label] = d
             elif d != have and d != 1:
-                raise TypeInferenceError(f"{_OP}: {equation!r}: label {label!r} is {have} in one operand and "
-                                         f"{d} in another")
-    try:
-        ell = tuple(int(d) for d in np.broadcast_shapes(*broadcast))
-    except ValueError:
-        raise TypeInferenceError(f"{_OP}: {equation!r}: the '...' axes {broadcast} do not broadcast") from None
+                if type(d) is int and type(have) is int:
+                    raise TypeInferenceError(f"{_OP}: {equation!r}: label {label!r} is {have} in one operand and "
+                                             f"{d} in another")
+                merged = broadcast_dim(have, d)  # symbolic: fails only where provably neither equal nor 1
+                if merged is None:
+                    raise TypeInferenceError(f"{_OP}: {equation!r}: label {label!r} is {have} in one operand and "
+                                             f"{d} in another")
+                sizes[label] = merged
+    ell = _broadcast_all(broadcast)
+    if ell is None:
+        text = "[" + ", ".join("(" + ", ".join(map(str, b)) + ("," if len(b) == 1 else "") + ")"
+                               for b in broadcast) + "]"
+        raise TypeInferenceError(f"{_OP}: {equation!r}: the '...' axes {text} do not broadcast")
     if not arrow:
         return ell + tuple(sizes[label] for label in sorted(label for label, c in counts.items() if c == 1))
     if output.count("...") > 1:

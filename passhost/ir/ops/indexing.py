@@ -21,7 +21,9 @@ import numpy as np
 from ...errors import IRError, TypeInferenceError
 from ..op import OpPattern
 from ..types import TensorType
-from ._util import broadcast_shape, kernel, norm_axis, prod, reg, tensor_arg
+from ..dims import UndecidableDim, dmax, dmin, is_static
+from ._util import (broadcast_shape, broadcasts_to, check_dims_attr, dims_differ, format_dims, kernel, norm_axis, prod,
+                    provably_greater, reg, shape_text, tensor_arg, unify_dim)
 
 INJ, B = OpPattern.INJECTIVE, OpPattern.BROADCAST
 #: TVM's "to the end" value for a missing or open end
@@ -35,9 +37,15 @@ def _is_ints(v, allow_none: bool = False) -> bool:
 
 
 # -- strided_slice ---------------------------------------------------------------------
-def slice_plan(shape: tuple, attrs, op: str = "strided_slice") -> tuple:
-    """One ``slice`` per axis (canonical start/stop/step) for ``strided_slice``."""
-    ndim = len(shape)
+#: an int bound at least this large is past the end of any axis (no tensor has 2**62
+#: elements along one axis), one at most its negative before the start: it clamps without a
+#: ``min``/``max`` of a symbolic dimension (the importers write 2**63 - 1 or -2**62)
+_HUGE = 2 ** 62
+
+
+def _slice_params(ndim: int, attrs, op: str) -> tuple:
+    """``(axes, begin, end, strides, size_mode)`` of a ``strided_slice``, checked and, with
+    ``axes`` None, completed to every axis."""
     begin, end = list(attrs.begin), list(attrs.end)
     strides = list(attrs.strides) if attrs.strides else [1]
     size_mode = attrs.slice_mode == "size"
@@ -46,23 +54,36 @@ def slice_plan(shape: tuple, attrs, op: str = "strided_slice") -> tuple:
         if not len(axes) == len(begin) == len(end) == len(strides):
             raise TypeInferenceError(
                 f"{op}: axes, begin, end and strides must have the same length, got axes={list(attrs.axes)}, "
-                f"begin={begin}, end={end}, strides={strides}")
+                f"begin={_text(begin)}, end={_text(end)}, strides={strides}")
         if len(set(axes)) != len(axes):
             raise TypeInferenceError(f"{op}: axes {list(attrs.axes)} name an axis twice")
     else:
         if max(len(begin), len(end), len(strides)) > ndim:
             raise TypeInferenceError(
-                f"{op}: begin={begin}, end={end}, strides={strides} have more entries than the "
+                f"{op}: begin={_text(begin)}, end={_text(end)}, strides={strides} have more entries than the "
                 f"rank-{ndim} data")
         axes = list(range(ndim))
         strides += [1] * (ndim - len(strides))
         begin += [0 if strides[i] > 0 else MAX_INDEX for i in range(len(begin), ndim)]
         end += [MAX_INDEX if strides[i] > 0 else -MAX_INDEX for i in range(len(end), ndim)]
+    for i, a in enumerate(axes):
+        if not size_mode and strides[i] == 0:
+            raise TypeInferenceError(f"{op}: the stride for axis {a} is 0")
+    return axes, begin, end, strides, size_mode
+
+
+def _text(values: list) -> str:
+    return str(values) if all(type(v) is int for v in values) else format_dims(values)
+
+
+def slice_plan(shape: tuple, attrs, op: str = "strided_slice") -> tuple:
+    """One ``slice`` per axis (canonical start/stop/step) for ``strided_slice`` (a static
+    ``shape`` and int bounds: the kernel's, after the attributes are bound)."""
+    ndim = len(shape)
+    axes, begin, end, strides, size_mode = _slice_params(ndim, attrs, op)
     plan = [slice(None)] * ndim
     for i, a in enumerate(axes):
         step = 1 if size_mode else strides[i]
-        if step == 0:
-            raise TypeInferenceError(f"{op}: the stride for axis {a} is 0")
         b, e = begin[i], end[i]
         if size_mode:
             e = MAX_INDEX if e < 0 else b + e
@@ -71,13 +92,68 @@ def slice_plan(shape: tuple, attrs, op: str = "strided_slice") -> tuple:
     return tuple(plan)
 
 
-def _sliced_shape(shape: tuple, plan: tuple) -> tuple:
-    return tuple(len(range(*s.indices(d))) for d, s in zip(shape, plan))
+def _clamped(x, n, lo, hi):
+    """Python's normalisation of one slice bound ``x`` on an axis of ``n``: a negative int
+    counts from the end (a symbolic bound never does), then clamped into ``[lo, hi]``."""
+    if type(x) is int:
+        if x >= _HUGE:
+            return hi
+        if x <= -_HUGE:
+            return lo
+        if x < 0:
+            x = x + n
+    return dmax(lo, dmin(x, hi))
+
+
+def _ordered(lo, hi) -> bool:
+    """Whether slice bounds ``lo <= hi`` provably stay in order once normalised and
+    clamped: both count from the start (ints >= 0 or dimensions) or both from the end
+    (negative ints), and ``lo <= hi`` (the normalisation and the clamp keep the order)."""
+    if (type(lo) is int and lo < 0) != (type(hi) is int and hi < 0):
+        return False
+    try:
+        return lo <= hi
+    except UndecidableDim:
+        return False
+
+
+def _slice_len(n, b, e, step: int):
+    """``len(range(n)[b:e:step])`` for dimensions: ``n``, ``b`` and ``e`` may be symbolic."""
+    if type(n) is int and type(b) is int and type(e) is int:
+        return len(range(*slice(b, e, step).indices(n)))
+    if step > 0:
+        if type(b) is int and -_HUGE < b < 0 and type(e) is int and e >= _HUGE:
+            diff = dmin(-b, n)  # the last -b elements: n - max(n + b, 0)
+        else:
+            diff = _clamped(e, n, 0, n) - _clamped(b, n, 0, n)
+            if not _ordered(b, e):
+                diff = dmax(diff, 0)
+    else:
+        diff = _clamped(b, n, -1, n - 1) - _clamped(e, n, -1, n - 1)
+        if not _ordered(e, b):
+            diff = dmax(diff, 0)
+    s = abs(step)
+    return diff if s == 1 else (diff + s - 1) // s
+
+
+def sliced_shape(shape: tuple, attrs, op: str = "strided_slice") -> tuple:
+    """The output shape of ``strided_slice`` on ``shape``; the shape and the ``begin``/``end``
+    bounds may be symbolic (clamped with ``min``/``max`` where their bounds do not decide)."""
+    ndim = len(shape)
+    axes, begin, end, strides, size_mode = _slice_params(ndim, attrs, op)
+    out = list(shape)
+    for i, a in enumerate(axes):
+        step = 1 if size_mode else strides[i]
+        b, e = begin[i], end[i]
+        if size_mode:
+            e = MAX_INDEX if type(e) is int and e < 0 else b + e
+        out[a] = _slice_len(shape[a], b, e, step)
+    return tuple(out)
 
 
 def _strided_slice_rel(types: list, attrs) -> TensorType:
     t = tensor_arg("strided_slice", types, 0, "data")
-    shape = _sliced_shape(t.shape, slice_plan(t.shape, attrs))
+    shape = sliced_shape(t.shape, attrs)
     return t if shape == t.shape else TensorType(shape, t.dtype)
 
 
@@ -90,8 +166,8 @@ def _strided_slice(args: list, attrs) -> np.ndarray:
 def _check_strided_slice(attrs) -> None:
     op = "operator strided_slice"
     for key in ("begin", "end"):
-        if not _is_ints(attrs[key]):
-            raise IRError(f"{op}: attribute {key} must be a list of ints, got {attrs[key]!r}")
+        check_dims_attr("strided_slice", key, attrs[key], f"{op}: attribute {key} must be a list of ints, got {{v}}",
+                        nonneg=False)
     if not _is_ints(attrs.strides, allow_none=True):
         raise IRError(f"{op}: attribute strides must be a list of ints, got {attrs.strides!r}")
     if not _is_ints(attrs.axes, allow_none=True):
@@ -119,10 +195,14 @@ def _take_geometry(dshape: tuple, ishape: tuple, attrs, op: str = "take") -> tup
         raise TypeInferenceError(
             f"{op}: batch_dims={attrs.batch_dims} must lie in 0..{min(axis, len(ishape))} "
             f"(axis {axis}, rank-{len(ishape)} indices)")
-    if tuple(dshape[:b]) != tuple(ishape[:b]):
-        raise TypeInferenceError(
-            f"{op}: the first {b} (batch) axes of the data {dshape} and the indices {ishape} differ")
-    return axis, b, tuple(dshape[:axis]) + tuple(ishape[b:]) + tuple(dshape[axis + 1:])
+    batch = tuple(dshape[:b])
+    if batch != tuple(ishape[:b]):
+        if any(map(dims_differ, batch, ishape)):
+            raise TypeInferenceError(
+                f"{op}: the first {b} (batch) axes of the data {shape_text(dshape)} and the indices "
+                f"{shape_text(ishape)} differ")
+        batch = tuple(map(unify_dim, batch, ishape))
+    return axis, b, batch + tuple(dshape[b:axis]) + tuple(ishape[b:]) + tuple(dshape[axis + 1:])
 
 
 def _take_rel(types: list, attrs) -> TensorType:
@@ -180,8 +260,8 @@ def _gather_rel(types: list, attrs) -> TensorType:
     if not idx.dtype.startswith(("int", "uint")):
         raise TypeInferenceError(f"{op}: the indices must be integers, got {idx}")
     axis = norm_axis(op, attrs.axis, data.ndim)
-    if idx.ndim != data.ndim or any(i != d for k, (i, d) in enumerate(zip(idx.shape, data.shape))
-                                    if k != axis and i > d):
+    if idx.ndim != data.ndim or any(i != d and provably_greater(i, d)
+                                    for k, (i, d) in enumerate(zip(idx.shape, data.shape)) if k != axis):
         raise TypeInferenceError(f"{op}: the indices {idx} must have the data's rank and fit the data {data} "
                                  f"outside axis {attrs.axis}")
     return TensorType(idx.shape, data.dtype)
@@ -203,8 +283,16 @@ reg("gather", 2, _gather_rel, _gather, attrs=(("axis", 0),), pattern=INJ,
 def _broadcast_to_rel(types: list, attrs) -> TensorType:
     t = tensor_arg("broadcast_to", types, 0, "data")
     shape = tuple(attrs.shape)
-    if broadcast_shape(t.shape, shape) != shape:
-        raise TypeInferenceError(f"broadcast_to: cannot broadcast {t} to the shape {list(shape)}")
+    if is_static(shape) and t.is_static:
+        if broadcast_shape(t.shape, shape) != shape:
+            raise TypeInferenceError(f"broadcast_to: cannot broadcast {t} to the shape {list(shape)}")
+    else:
+        if not broadcasts_to(t.shape, shape):
+            raise TypeInferenceError(f"broadcast_to: cannot broadcast {t} to the shape {format_dims(shape)}")
+        # a target dimension that the data's non-1 static one must equal is that one
+        lead = len(shape) - t.ndim
+        shape = tuple(s if i < lead or type(s) is int or type(t.shape[i - lead]) is not int
+                      or t.shape[i - lead] == 1 else t.shape[i - lead] for i, s in enumerate(shape))
     return t if shape == t.shape else TensorType(shape, t.dtype)
 
 
@@ -215,9 +303,8 @@ def _broadcast_to(args: list, attrs) -> np.ndarray:
 
 def _check_shape_attr(op: str):
     def check(attrs) -> None:
-        v = attrs.shape
-        if not _is_ints(v) or any(d < 0 for d in v):
-            raise IRError(f"operator {op}: attribute shape must be a list of non-negative ints, got {v!r}")
+        check_dims_attr(op, "shape", attrs.shape,
+                        f"operator {op}: attribute shape must be a list of non-negative ints, got {{v}}")
 
     return check
 
@@ -245,8 +332,8 @@ def _tile(args: list, attrs) -> np.ndarray:
 
 
 def _check_reps(attrs) -> None:
-    if not _is_ints(attrs.reps) or any(r < 0 for r in attrs.reps):
-        raise IRError(f"operator tile: attribute reps must be a list of non-negative ints, got {attrs.reps!r}")
+    check_dims_attr("tile", "reps", attrs.reps,
+                    "operator tile: attribute reps must be a list of non-negative ints, got {v}")
 
 
 reg("tile", 1, _tile_rel, _tile, attrs=(("reps", None),), pattern=B, attr_check=_check_reps,

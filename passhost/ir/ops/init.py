@@ -1,7 +1,8 @@
 """Tensor creation: ``full zeros ones full_like zeros_like ones_like`` (pattern ELEMWISE, as TVM).
 
 ``full(fill_value)`` takes the value as a scalar tensor argument and the shape and dtype
-as attributes (TVM's ``InitOpAttrs``; an empty dtype means the fill value's);
+as attributes (TVM's ``InitOpAttrs``; an empty dtype means the fill value's; the shape's
+entries are ints or dimensions such as ``batch`` or ``seq + 1``, never ``?``);
 ``zeros``/``ones`` take no argument. The ``*_like`` forms copy shape and dtype from
 their first argument (``full_like`` casts its scalar fill value to that dtype)::
 
@@ -15,7 +16,7 @@ import numpy as np
 from ...errors import IRError, TypeInferenceError
 from ..op import OpPattern
 from ..types import TensorType, check_dtype
-from ._util import kernel, reg, tensor_arg
+from ._util import check_dims_attr, kernel, reg, tensor_arg
 
 E = OpPattern.ELEMWISE
 
@@ -52,9 +53,8 @@ def _filled(value: int):
 
 def _check_init(op: str, need_dtype: bool):
     def check(attrs) -> None:
-        v = attrs.shape
-        if not isinstance(v, tuple) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in v):
-            raise IRError(f"operator {op}: attribute shape must be a list of non-negative ints, got {v!r}")
+        check_dims_attr(op, "shape", attrs.shape,
+                        f"operator {op}: attribute shape must be a list of non-negative ints, got {{v}}")
         if attrs.dtype or need_dtype:
             try:
                 check_dtype(attrs.dtype)

@@ -19,7 +19,7 @@ import numpy as np
 from ...errors import TypeInferenceError
 from ..op import OpPattern
 from ..types import TensorType
-from ._util import broadcast_shape, kernel, norm_axes, reg, tensor_arg
+from ._util import broadcast_shape, broadcasts_to, kernel, norm_axes, reg, tensor_arg
 
 R = OpPattern.COMM_REDUCE
 _REDUCE_ATTRS = (("axis", None), ("keepdims", False), ("exclude", False))
@@ -36,7 +36,8 @@ def _reduce_rel(name: str, nargs: int = 1):
         t = tensor_arg(name, types, 0, "data")
         if nargs == 2:
             m = tensor_arg(name, types, 1, "the mean")
-            if m.dtype != t.dtype or broadcast_shape(t.shape, m.shape) != t.shape:
+            if m.dtype != t.dtype or (broadcast_shape(t.shape, m.shape) != t.shape if t.is_static and m.is_static
+                                      else not broadcasts_to(m.shape, t.shape)):
                 raise TypeInferenceError(f"{name}: the mean {m} must broadcast to the data {t}")
         axes = norm_axes(name, attrs.axis, t.ndim, bool(attrs.exclude))
         shape = reduce_shape(t.shape, axes, bool(attrs.keepdims))

@@ -21,7 +21,8 @@ import numpy as np
 from ...errors import IRError, TypeInferenceError
 from ..op import OpPattern
 from ..types import TensorType
-from ._util import kernel, norm_axis, reg, tensor_arg
+from ..dims import provably_unequal
+from ._util import dims_differ, kernel, norm_axis, reg, shape_text, tensor_arg, unify_dim
 
 _REDUCTIONS = ("update", "add", "mul", "min", "max")
 _UFUNC = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
@@ -42,10 +43,22 @@ def _gather_nd_rel(types: list, attrs) -> TensorType:
     if idx.ndim < 1:
         raise TypeInferenceError(f"{op}: the indices need at least one axis, got {idx}")
     m = idx.shape[0]
+    if type(m) is not int:  # the output's rank depends on M: index_rank must say it (as in TVM)
+        r = attrs.index_rank
+        if r is None:
+            raise TypeInferenceError(
+                f"{op}: the indices {idx} have a symbolic number of coordinates M={m} (their first axis), "
+                "and the output's rank depends on it: give index_rank=M")
+        if provably_unequal(m, r):
+            raise TypeInferenceError(f"{op}: the indices {idx} have M={m} coordinates, index_rank={r}")
+        m = r
     ys = idx.shape[1:]
-    if b < 0 or b > len(ys) or b + m > data.ndim or tuple(ys[:b]) != tuple(data.shape[:b]):
+    batch = tuple(ys[:b])
+    if b < 0 or b > len(ys) or b + m > data.ndim or (
+            batch != tuple(data.shape[:b]) and any(map(dims_differ, batch, data.shape[:b]))):
         raise TypeInferenceError(f"{op}: indices {idx} (M={m}, batch_dims={b}) do not fit the data {data}")
-    return TensorType(tuple(ys) + tuple(data.shape[b + m:]), data.dtype)
+    batch = tuple(map(unify_dim, batch, data.shape[:b]))
+    return TensorType(batch + tuple(ys[b:]) + tuple(data.shape[b + m:]), data.dtype)
 
 
 def _positions(data_shape: tuple, idx: np.ndarray, b: int) -> tuple:
@@ -73,6 +86,9 @@ def _check_gather_nd(attrs) -> None:
     b = attrs.batch_dims
     if isinstance(b, bool) or not isinstance(b, int) or b < 0:
         raise IRError(f"operator gather_nd: attribute batch_dims must be an int >= 0, got {b!r}")
+    r = attrs.index_rank
+    if r is not None and (isinstance(r, bool) or not isinstance(r, int) or r < 0):
+        raise IRError(f"operator gather_nd: attribute index_rank must be None or an int >= 0, got {r!r}")
 
 
 reg("gather_nd", 2, _gather_nd_rel, _gather_nd, attrs=(("batch_dims", 0), ("index_rank", None)),
@@ -91,15 +107,21 @@ def _scatter_rel(op: str, elements: bool):
             raise TypeInferenceError(f"{op}: the updates {upd} must have the data's dtype ({data.dtype})")
         if elements:
             norm_axis(op, attrs.axis, data.ndim)
-            if idx.shape != upd.shape or idx.ndim != data.ndim:
+            if idx.ndim != upd.ndim or idx.ndim != data.ndim or any(map(dims_differ, idx.shape, upd.shape)):
                 raise TypeInferenceError(f"{op}: indices {idx} and updates {upd} must have one shape and the "
                                          f"data's rank ({data})")
         else:
             m = idx.shape[0] if idx.ndim else 0
+            if type(m) is not int:  # a symbolic M: the ranks say it (updates: Y..., X_M...)
+                implied = idx.ndim - 1 + data.ndim - upd.ndim
+                if implied < 0 or provably_unequal(m, implied):
+                    raise TypeInferenceError(f"{op}: updates {upd} do not fit indices {idx} (M={m} coordinates) "
+                                             f"and data {data}")
+                m = implied
             want = tuple(idx.shape[1:]) + tuple(data.shape[m:])
-            if idx.ndim < 1 or m > data.ndim or tuple(upd.shape) != want:
-                raise TypeInferenceError(f"{op}: updates {upd} must have shape {want} for indices {idx} and "
-                                         f"data {data}")
+            if idx.ndim < 1 or m > data.ndim or len(upd.shape) != len(want) or any(map(dims_differ, upd.shape, want)):
+                raise TypeInferenceError(f"{op}: updates {upd} must have shape {shape_text(want)} for indices "
+                                         f"{idx} and data {data}")
         return data
 
     rel.__name__ = f"{op}_rel"
@@ -157,7 +179,7 @@ def _reverse_sequence_rel(types: list, attrs) -> TensorType:
     _int_indices(op, lens)
     seq_axis = norm_axis(op, attrs.seq_axis, data.ndim, "seq_axis")
     batch_axis = norm_axis(op, attrs.batch_axis, data.ndim, "batch_axis")
-    if seq_axis == batch_axis or lens.shape != (data.shape[batch_axis],):
+    if seq_axis == batch_axis or lens.ndim != 1 or dims_differ(lens.shape[0], data.shape[batch_axis]):
         raise TypeInferenceError(f"{op}: seq_lengths {lens} must be one length per batch entry of {data} "
                                  f"(batch_axis={attrs.batch_axis}, seq_axis={attrs.seq_axis}, distinct)")
     return data

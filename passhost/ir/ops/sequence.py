@@ -1,9 +1,11 @@
 """Ranges, scans, sorting and encodings: ``arange cumsum cumprod topk one_hot ndarray_size``.
 
 Names and attributes are Relay's. ``arange`` takes its bounds as attributes (the output
-shape must be static here), so it has no arguments, as ``zeros`` has::
+shape follows from them), so it has no arguments, as ``zeros`` has; the bounds of an
+integer range may be dimensions (size variables or expressions over them, never ``?``)::
 
     arange(start=0f, stop=5f, step=2f, dtype="float32")        /* ty=Tensor[(3), float32] */
+    arange(start=0, stop=seq, step=1, dtype="int64")           /* ty=Tensor[(seq), int64] */
     cumsum(%x, axis=1, exclusive=True)                           /* running sums, each without itself */
     topk(%x, k=2)                                                /* (values, indices), largest first */
     one_hot(%i, 1f, 0f, depth=4)                                 /* a new last axis of 4 */
@@ -18,7 +20,8 @@ import numpy as np
 from ...errors import IRError, TypeInferenceError
 from ..op import OpPattern
 from ..types import TensorType, TupleType, check_dtype
-from ._util import kernel, norm_axis, reg, tensor_arg
+from ..dims import ANY, Dim, UndecidableDim, dmax
+from ._util import dim_prod, kernel, norm_axis, provably_greater, reg, tensor_arg
 
 OPAQUE, INJECTIVE = OpPattern.OPAQUE, OpPattern.INJECTIVE
 
@@ -37,21 +40,42 @@ def _dtype_check(op: str, key: str = "dtype", allow_empty: bool = False):
 
 
 # -- arange -------------------------------------------------------------------------------
-def _arange_len(attrs) -> int:
+def _arange_len(attrs):
+    """The element count; an integer range may have symbolic bounds (``stop=seq``): then
+    ``max(ceil((stop - start) / step), 0)`` in integer arithmetic, ``?`` where a symbolic
+    step's sign or quotient is not known."""
     start, stop, step = attrs.start, attrs.stop, attrs.step
     if stop is None:
         start, stop = 0, start
-    return max(int(math.ceil((stop - start) / step)), 0)
+    if type(start) is not Dim and type(stop) is not Dim and type(step) is not Dim:
+        return max(int(math.ceil((stop - start) / step)), 0)
+    try:
+        if step > 0:
+            return dmax((stop - start + step - 1) // step, 0)
+        return dmax((start - stop - step - 1) // -step, 0)
+    except UndecidableDim:
+        return ANY
 
 
 def _arange_check(attrs) -> None:
+    symbolic = False
     for key in ("start", "stop", "step"):
         v = attrs[key]
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+        if v is ANY:
+            raise IRError(f"operator arange: attribute {key} is ?: a bound must be a number or a known dimension "
+                          "(an int or a size-variable expression such as seq)")
+        if type(v) is Dim:
+            symbolic = True
+        elif v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
             raise IRError(f"operator arange: attribute {key} must be a number, got {v!r}")
     if attrs.start is None:
         raise IRError("operator arange: attribute start is required")
-    if not attrs.step:
+    if symbolic:
+        floats = [k for k in ("start", "stop", "step") if type(attrs[k]) is float]
+        if floats:
+            raise IRError(f"operator arange: a symbolic bound needs an integer range, but {floats[0]}="
+                          f"{attrs[floats[0]]!r} is a float")
+    if type(attrs.step) is not Dim and not attrs.step:
         raise IRError("operator arange: attribute step must not be 0")
     _dtype_check("arange")(attrs)
 
@@ -78,7 +102,7 @@ def _scan_rel(op: str):
         data = tensor_arg(op, types, 0, "data")
         dtype = attrs.dtype or data.dtype
         if attrs.axis is None:
-            return TensorType((int(np.prod(data.shape, dtype=np.int64)),), dtype)
+            return TensorType((dim_prod(data.shape),), dtype)
         norm_axis(op, attrs.axis, data.ndim)
         return TensorType(data.shape, dtype)
 
@@ -133,7 +157,7 @@ def _topk_rel(types: list, attrs):
     data = tensor_arg("topk", types, 0, "data")
     axis = norm_axis("topk", attrs.axis, data.ndim)
     k = attrs.k or data.shape[axis]
-    if k > data.shape[axis]:
+    if provably_greater(k, data.shape[axis]):
         raise TypeInferenceError(f"topk: k={k} is larger than axis {axis} of {data}")
     shape = data.shape[:axis] + (k,) + data.shape[axis + 1:]
     values, indices = TensorType(shape, data.dtype), TensorType(shape, attrs.dtype)

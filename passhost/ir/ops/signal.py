@@ -13,8 +13,8 @@ import numpy as np
 
 from ...errors import TypeInferenceError
 from ..op import OpPattern
-from ..types import TupleType
-from ._util import kernel, reg, tensor_arg
+from ..types import TensorType, TupleType
+from ._util import dims_differ, kernel, reg, tensor_arg, unify_dim
 
 _OP = "dft"
 
@@ -23,7 +23,9 @@ def _rel(types: list, attrs) -> TupleType:
     re = tensor_arg(_OP, types, 0, "the real part")
     im = tensor_arg(_OP, types, 1, "the imaginary part")
     if re != im:
-        raise TypeInferenceError(f"{_OP}: the real part {re} and the imaginary part {im} differ")
+        if re.dtype != im.dtype or re.ndim != im.ndim or any(map(dims_differ, re.shape, im.shape)):
+            raise TypeInferenceError(f"{_OP}: the real part {re} and the imaginary part {im} differ")
+        re = TensorType(tuple(map(unify_dim, re.shape, im.shape)), re.dtype)  # equal: the static ones
     if re.dtype not in ("float16", "float32", "float64"):
         raise TypeInferenceError(f"{_OP}: the data must be floating point, got {re}")
     if re.ndim < 1:

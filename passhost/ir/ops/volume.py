@@ -17,7 +17,8 @@ import numpy as np
 from ...errors import IRError, TypeInferenceError
 from ..op import OpPattern
 from ..types import TensorType
-from ._util import kernel, reg, tensor_arg
+from ..dims import UndecidableDim
+from ._util import dims_differ, kernel, reg, shape_text, tensor_arg
 from .nn import _windows, conv_out_dim
 from .pool import pool_out_dim
 
@@ -53,6 +54,28 @@ def _check_common(op: str, attrs, size_key: str, layouts: tuple) -> None:
                           f"got {attrs[key]!r}")
 
 
+# -- symbolic dimensions: fail only where it is provable ------------------------------------
+def _nonzero(r) -> bool:
+    """A remainder that is provably nonzero (a nonzero int; a symbolic one may be 0)."""
+    return type(r) is int and r != 0
+
+
+def _not_positive(out: tuple) -> bool:
+    """Whether an output size is provably ``<= 0`` (one that depends on the size variables
+    is accepted: the kernel checks it on the bound shapes)."""
+    for d in out:
+        if type(d) is int:
+            if d <= 0:
+                return True
+        else:
+            try:
+                if d <= 0:
+                    return True
+            except UndecidableDim:
+                pass
+    return False
+
+
 # -- conv3d ----------------------------------------------------------------------------
 def grouped_data(op: str, types: list, groups: int) -> tuple:
     """``(data type, batch, channels)`` of a 3-D convolution's NCDHW data, checked: 5-D, its
@@ -61,7 +84,7 @@ def grouped_data(op: str, types: list, groups: int) -> tuple:
     if data.ndim != 5:
         raise TypeInferenceError(f"{op}: data must be 5-D (NCDHW), got {data}")
     n, c = data.shape[:2]
-    if c % groups:
+    if _nonzero(c % groups):
         raise TypeInferenceError(f"{op}: data has {c} input channels, not divisible by groups={groups}")
     return data, n, c
 
@@ -73,15 +96,16 @@ def _conv3d_rel(types: list, attrs) -> TensorType:
     if types[1] is None and attrs.channels is not None and attrs.kernel_size is not None:
         types[1] = TensorType((attrs.channels, c // groups) + tuple(attrs.kernel_size), data.dtype)
     weight = tensor_arg(op, types, 1, "the weight")
-    if weight.ndim != 5 or weight.dtype != data.dtype or weight.shape[1] * groups != c \
-            or weight.shape[0] % groups:
+    if weight.ndim != 5 or weight.dtype != data.dtype or dims_differ(weight.shape[1] * groups, c) \
+            or _nonzero(weight.shape[0] % groups):
         raise TypeInferenceError(f"{op}: the weight {weight} does not fit the data {data} with groups={groups} "
                                  "(want O x C/groups x kd x kh x kw, same dtype)")
     p = pad6(attrs.padding)
     out = tuple(conv_out_dim(data.shape[2 + i], p[i], p[3 + i], weight.shape[2 + i], attrs.strides[i],
                              attrs.dilation[i]) for i in range(3))
-    if min(out) <= 0:
-        raise TypeInferenceError(f"{op}: the kernel {weight.shape[2:]} does not fit the padded input {data}")
+    if _not_positive(out):
+        raise TypeInferenceError(f"{op}: the kernel {shape_text(weight.shape[2:])} does not fit the padded input "
+                                 f"{data}")
     return TensorType((n, weight.shape[0]) + out, attrs.out_dtype or data.dtype)
 
 
@@ -137,7 +161,7 @@ def _pool3d_rel(op: str):
         if data.ndim != 5:
             raise TypeInferenceError(f"{op}: data must be 5-D (NCDHW), got {data}")
         out = _pool_out(data.shape, attrs)
-        if min(out) <= 0:
+        if _not_positive(out):
             raise TypeInferenceError(f"{op}: pool_size {list(attrs.pool_size)} does not fit the padded input {data}")
         return TensorType(data.shape[:2] + out, data.dtype)
 
