@@ -23,10 +23,36 @@ __all__ = ["random_inputs", "evaluable", "compare_outputs", "load_npz"]
 _INF = float("inf")
 
 
-def random_inputs(mod: Any, seed: int = 0, low: float = -1.0, high: float = 1.0) -> list:
+#: sizes :func:`random_inputs` gives size variables, in the order of their names: small,
+#: distinct and not 1, so a swapped or wrongly broadcast dimension shows
+DEFAULT_SIZES = (2, 3, 5, 7, 11, 13)
+
+
+def size_bindings(func: Any, sizes: Optional[dict] = None) -> dict:
+    """Values for every size variable of ``func``'s parameter types: ``sizes`` where given,
+    else :data:`DEFAULT_SIZES` in the order of the variables' names."""
+    names: set = set()
+    for p in func.params:
+        t = p.type_annotation if p.type_annotation is not None else (p.checked_type if p.has_type else None)
+        if isinstance(t, ir.TensorType) and not t.is_static:
+            names |= ir.dims.free_size_vars(t.shape)
+    out = dict(sizes or {})
+    for i, name in enumerate(sorted(names - set(out))):
+        out[name] = DEFAULT_SIZES[i % len(DEFAULT_SIZES)]
+    return out
+
+
+def concrete_shape(shape: tuple, sizes: dict) -> tuple:
+    """``shape`` with its size variables bound by ``sizes`` (``?`` is an error)."""
+    return tuple(ir.dims.evaluate_dim(d, sizes) for d in shape)
+
+
+def random_inputs(mod: Any, seed: int = 0, low: float = -1.0, high: float = 1.0,
+                  sizes: Optional[dict] = None) -> list:
     """Arrays for every parameter of ``mod["main"]`` (or of a function), uniform in
     ``[low, high)``, seeded (integers in ``[low, high]``, booleans either way); the
-    parameters need tensor type annotations or types.
+    parameters need tensor type annotations or types. Symbolic dimensions take the values
+    ``sizes`` gives, else :func:`size_bindings`'s defaults.
 
     :raises IRError: ``mod`` is neither a module nor a function, or a parameter has no
         tensor type
@@ -36,17 +62,19 @@ def random_inputs(mod: Any, seed: int = 0, low: float = -1.0, high: float = 1.0)
         raise IRError(f"random_inputs needs an IRModule or a Function, got {type(func).__name__}")
     rng = np.random.RandomState(seed % (2 ** 32))
     out = []
+    bound = size_bindings(func, sizes)
     for p in func.params:
         t = p.type_annotation if p.type_annotation is not None else (p.checked_type if p.has_type else None)
         if not isinstance(t, ir.TensorType):
             raise IRError(f"random_inputs: parameter %{p.name_hint} has no tensor type ({t}); "
                           "annotate it or run type inference first")
+        shape = t.shape if t.is_static else concrete_shape(t.shape, bound)
         if t.dtype.startswith("float"):
-            arr = rng.uniform(low, high, size=t.shape).astype(t.dtype)
+            arr = rng.uniform(low, high, size=shape).astype(t.dtype)
         elif t.dtype == "bool":
-            arr = rng.randint(0, 2, size=t.shape).astype("bool")
+            arr = rng.randint(0, 2, size=shape).astype("bool")
         else:
-            arr = rng.randint(int(low), int(high) + 1, size=t.shape).astype(t.dtype)
+            arr = rng.randint(int(low), int(high) + 1, size=shape).astype(t.dtype)
         out.append(arr)
     return out
 

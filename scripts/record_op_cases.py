@@ -26,9 +26,10 @@ from passhost.ir import TensorType, TupleType
 
 
 def _plain(t) -> bool:
+    """A static tensor type, or a tuple of them (the cases are the suite's static calls)."""
     if type(t) is TensorType:
-        return True
-    return type(t) is TupleType and all(type(f) is TensorType for f in t.fields)
+        return t.is_static
+    return type(t) is TupleType and all(type(f) is TensorType and f.is_static for f in t.fields)
 
 
 class Recorder:

@@ -16,7 +16,7 @@ from ..errors import ParseError, PluginConflict, PluginLoadError, UsageError
 from ..io import output_stream, write_text_atomic
 
 __all__ = ["EXAMPLES", "ExitCode", "CommandError", "ArgumentParser", "registry", "one_line", "dash",
-           "example", "load_input", "load_options", "parse_input_shapes", "bind_params", "parse_config", "write_atomic",
+           "example", "load_input", "load_options", "parse_input_shapes", "parse_bind_dims", "bind_params", "parse_config", "write_atomic",
            "pass_names", "printable", "print_table", "shorten", "stdout", "MAX_MESSAGE", "opt_level", "OPT_LEVELS"]
 
 #: the longest one-line message printed whole; longer ones (echoing a huge ``-p`` text,
@@ -185,10 +185,35 @@ def comma_names(items: Sequence[str]) -> list:
     return names
 
 
-def load_options(keep_op: Sequence[str]) -> dict:
-    """``--keep-op`` values (repeatable, each a comma list) as the reader's options."""
+def load_options(keep_op: Sequence[str], bind_dim: Sequence[str] = ()) -> dict:
+    """``--keep-op`` values (repeatable, each a comma list) and ``--bind-dim NAME=VALUE``
+    (repeatable) as the reader's options."""
     names = comma_names(keep_op)
-    return {"keep_ops": tuple(names)} if names else {}
+    options: dict = {"keep_ops": tuple(names)} if names else {}
+    bindings = parse_bind_dims(bind_dim)
+    if bindings:
+        options["bind_dims"] = bindings
+    return options
+
+
+def parse_bind_dims(items: Sequence[str]) -> dict:
+    """``--bind-dim batch=1`` (repeatable) as ``{"batch": 1}``."""
+    out: dict = {}
+    for item in items:
+        name, eq, value = item.rpartition("=")
+        try:
+            if not eq or not name.strip():
+                raise ValueError
+            size = int(value)
+            if size < 0:
+                raise ValueError
+        except ValueError:
+            raise CommandError(f"--bind-dim {item!r}: expected NAME=VALUE with a non-negative integer, "
+                               "e.g. --bind-dim batch=1") from None
+        if name in out and out[name] != size:
+            raise CommandError(f"--bind-dim gives {name!r} twice")
+        out[name.strip()] = size
+    return out
 
 
 def pass_names(reg: Any, items: Sequence[str], flag: str, installed: bool) -> list:

@@ -70,7 +70,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--from", dest="from_format", metavar="FORMAT", help="read INPUT in this format (default: by suffix)")
     p.add_argument("--to", dest="to_format", metavar="FORMAT", help="write OUT in this format (default: by suffix)")
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D1,D2,...",
-                   help="a concrete shape for a model input with symbolic dimensions (repeatable)")
+                   help="specialise a model input to a concrete shape (repeatable; dynamic axes are kept "
+                        "without it)")
+    p.add_argument("--bind-dim", action="append", default=[], metavar="NAME=VALUE",
+                   help="specialise one size variable (an ONNX dim_param) everywhere it occurs (repeatable)")
     p.add_argument("--keep-op", action="append", default=[], metavar="OP[,OP...]",
                    help="ONNX: keep these standard operators as they are (e.g. LSTM,GRU: not unrolled into "
                         "their arithmetic); the passes leave them alone and the export writes them back (repeatable)")
@@ -211,7 +214,7 @@ def cmd_batch(args: argparse.Namespace, inputs: list, seq: Any) -> int:
     for src, dst in zip(inputs, outputs):
         jobs.append(Job(src, dst, seq.spec, args.opt_level, tuple(args.disable), tuple(args.require), config,
                         args.from_format, args.to_format, shapes,
-                        save_options(args, dst) if dst else {}, args.check, load_options(args.keep_op)))
+                        save_options(args, dst) if dst else {}, args.check, load_options(args.keep_op, args.bind_dim)))
     rows = run_batch(jobs, args.jobs)
     print(format_table(rows), file=stdout())
     return batch_exit(rows)
@@ -293,15 +296,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         shapes = parse_input_shapes(args.input_shape)
         if args.example:
-            if shapes or args.from_format or args.keep_op:
-                raise CommandError("--input-shape, --keep-op and --from apply to INPUT files, not --example")
+            if shapes or args.from_format or args.keep_op or args.bind_dim:
+                raise CommandError("--input-shape, --bind-dim, --keep-op and --from apply to INPUT files, "
+                                   "not --example")
             mod = example(args.example)
         else:
             if sys.stderr.isatty() and args.input != "-":  # a large model takes a moment: say so
                 sys.stderr.write(f"reading {args.input} ...")
                 sys.stderr.flush()
             try:
-                mod = load_input(args.input, args.from_format, shapes or None, load_options(args.keep_op))
+                mod = load_input(args.input, args.from_format, shapes or None,
+                                 load_options(args.keep_op, args.bind_dim))
             finally:
                 if sys.stderr.isatty() and args.input != "-":
                     sys.stderr.write("\r" + " " * (len(args.input) + 12) + "\r")

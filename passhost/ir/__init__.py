@@ -36,6 +36,8 @@ from .printer import astext, pretty_print, printed_names
 from .parser import fromtext, parse, parse_expr
 from .type_infer import infer_type
 from .interpreter import evaluate
+from .symbolic import fold_symbolic, symbolic_value
+from .dims import ANY, Dim, broadcast_dim, size_var
 from .well_formed import well_formed, well_formed_function
 from .params import bind_params_by_name
 from .serialize import load, save
@@ -58,7 +60,7 @@ __all__ = [
     # structure, text, types, evaluation
     "structural_equal", "structural_hash", "assert_structural_equal",
     "pretty_print", "printed_names", "astext", "parse", "parse_expr", "fromtext",
-    "infer_type", "evaluate", "well_formed", "well_formed_function", "bind_params_by_name", "load", "save", "paused_gc", "quiet_kernels",
+    "infer_type", "evaluate", "fold_symbolic", "symbolic_value", "Dim", "ANY", "size_var", "broadcast_dim", "well_formed", "well_formed_function", "bind_params_by_name", "load", "save", "paused_gc", "quiet_kernels",
     # operators
     "nn", "image", *_builders_all,
 ]

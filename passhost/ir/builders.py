@@ -15,6 +15,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..errors import IRError
+from .dims import Dim, parse_dim
 from .expr import Call, Constant, Expr, Tuple, Var
 from .op import Op
 from .types import TensorType, Type, check_dtype
@@ -34,7 +35,7 @@ __all__ = [
     "strided_slice", "take", "gather", "broadcast_to", "tile", "repeat",
     "full", "zeros", "ones", "full_like", "zeros_like", "ones_like",
     "sum", "mean", "max", "min", "prod", "variance", "argmax", "argmin",
-    "layout_transform", "shape_of", "stop_fusion",
+    "layout_transform", "shape_of", "stop_fusion", "shape_value",
 ]
 
 _OPS: dict = {}
@@ -205,8 +206,8 @@ def clip(a: Expr, a_min: float, a_max: float) -> Call:
 
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: str = "float32") -> Call:
     """``arange``: values ``start, start + step, ...`` below ``stop`` (``arange(n)``: ``0..n-1``)."""
-    nums = [v if v is None or isinstance(v, (int, float)) and not isinstance(v, bool) else _number(v)
-            for v in (start, stop, step)]
+    nums = [v if v is None or type(v) is Dim or isinstance(v, (int, float)) and not isinstance(v, bool)
+            else _number(v) for v in (start, stop, step)]
     return Call(_op("arange"), (), {"start": nums[0], "stop": nums[1], "step": nums[2], "dtype": check_dtype(dtype)})
 
 
@@ -266,10 +267,49 @@ def _ints(value: Any, what: str) -> tuple:
     return out
 
 
+def _dims(value: Any, what: str) -> tuple:
+    """A shape attribute: ints, size variables and expressions over them (a string is
+    read as one: ``"batch"``, ``"seq + 1"``)."""
+    if type(value) is Dim or isinstance(value, (int, np.integer, str)) and not isinstance(value, bool):
+        value = (value,)
+    try:
+        items = list(value)
+    except TypeError:
+        raise IRError(f"{what} must be a sequence of dimensions, got {value!r}") from None
+    out = []
+    for v in items:
+        if type(v) is Dim:
+            out.append(v)
+        elif isinstance(v, str):
+            try:
+                out.append(parse_dim(v))
+            except (ValueError, IRError) as err:
+                raise IRError(f"{what}: {v!r} is not a dimension ({err})") from None
+        elif isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            out.append(int(v))
+        else:
+            raise IRError(f"{what} must be a sequence of dimensions, got {value!r}")
+    return tuple(out)
+
+
+def shape_value(values: Any, dtype: str = "int64") -> Call:
+    """``shape_value``: dimensions (ints, size variables, expressions) as an integer
+    tensor; a list gives a 1-D tensor, one dimension a scalar::
+
+        ir.shape_value(["batch", "seq", 768])   # shape_value(values=[batch, seq, 768])  Tensor[(3), int64]
+        ir.shape_value("seq + 1")               # shape_value(values=seq + 1)            int64
+    """
+    if isinstance(values, (list, tuple)):
+        attr: Any = _dims(values, "shape_value values")
+    else:
+        attr = _dims(values, "shape_value values")[0]
+    return Call(_op("shape_value"), (), {"values": attr, "dtype": check_dtype(dtype)})
+
+
 def reshape(data: Expr, newshape: Any, allowzero: bool = False) -> Call:
     """``reshape(data, newshape)`` (TVM's codes 0, -1, -2, -3, -4 are accepted; with
     ``allowzero`` a 0 is an empty dimension, as in TVM and ONNX)."""
-    attrs = {"newshape": _ints(newshape, "reshape newshape")}
+    attrs = {"newshape": _dims(newshape, "reshape newshape")}
     if allowzero:
         attrs["allowzero"] = True
     return _call("reshape", (data,), attrs)
@@ -353,7 +393,7 @@ def strided_slice(data: Expr, begin: Any, end: Any, strides: Any = None, axes: A
     lists refer to, all from 0 when None); ``slice_mode="size"`` reads ``end`` as sizes
     (-1: to the end). ``strides`` defaults to ``[1]``, as in TVM."""
     return _call("strided_slice", (data,), {
-        "begin": _ints(begin, "strided_slice begin"), "end": _ints(end, "strided_slice end"),
+        "begin": _dims(begin, "strided_slice begin"), "end": _dims(end, "strided_slice end"),
         "strides": _ints(strides if strides is not None else (1,), "strided_slice strides"),
         "slice_mode": slice_mode, "axes": None if axes is None else _ints(axes, "strided_slice axes")})
 
@@ -378,12 +418,12 @@ def gather(data: Expr, axis: int, indices: Any) -> Call:
 
 def broadcast_to(data: Expr, shape: Any) -> Call:
     """``broadcast_to``: broadcast ``data`` to ``shape`` (numpy rules)."""
-    return _call("broadcast_to", (data,), {"shape": _ints(shape, "broadcast_to shape")})
+    return _call("broadcast_to", (data,), {"shape": _dims(shape, "broadcast_to shape")})
 
 
 def tile(data: Expr, reps: Any) -> Call:
     """``tile``: repeat the tensor ``reps[i]`` times along each axis (numpy.tile)."""
-    return _call("tile", (data,), {"reps": _ints(reps, "tile reps")})
+    return _call("tile", (data,), {"reps": _dims(reps, "tile reps")})
 
 
 def repeat(data: Expr, repeats: int, axis: int) -> Call:
@@ -392,7 +432,7 @@ def repeat(data: Expr, repeats: int, axis: int) -> Call:
 
 
 def _shape(shape: Any, what: str) -> tuple:
-    return () if shape is None else _ints(shape, what)
+    return () if shape is None else _dims(shape, what)
 
 
 def full(fill_value: Any, shape: Any = (), dtype: str = "") -> Call:

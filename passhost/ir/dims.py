@@ -38,6 +38,7 @@ __all__ = [
     "Dim", "AnyDim", "ANY", "DimLike", "size_var", "is_dim", "is_static", "is_symbolic_dim", "has_any",
     "free_size_vars", "substitute", "evaluate_dim", "provably_equal", "provably_unequal", "dmin", "dmax",
     "floordiv", "floormod", "parse_dim", "dim_text", "SymbolicDimError", "UndecidableDim",
+    "value_has_dims", "substitute_value", "bind_shape", "broadcast_dim",
 ]
 
 
@@ -796,3 +797,108 @@ class _DimReader:
         if tok and (tok[0].isalpha() or tok[0] == "_"):
             return self.make_var(tok)
         raise ValueError(f"expected a dimension, found {tok or 'the end'!r}")
+
+
+def broadcast_dim(a: Any, b: Any) -> Any:
+    """numpy broadcasting of two dimensions at least one of which is symbolic: the one
+    that is not 1 when the other may be 1 or equal (``n`` and ``5`` give ``5``), ``?`` when
+    it depends on the size variables (``n`` and ``m``), ``None`` when they provably do not
+    broadcast (``n + 6`` and ``5``)."""
+    if a == b and a is not ANY:
+        return a
+    if b == 1:
+        return a
+    if a == 1:
+        return b
+    a_one, b_one = not provably_unequal(a, 1), not provably_unequal(b, 1)
+    if type(b) is int or (not b_one and a is not ANY):
+        if a_one or not provably_unequal(a, b):
+            return b
+        return None
+    if type(a) is int or not a_one:
+        if b_one or not provably_unequal(a, b):
+            return a
+        return None
+    return ANY
+
+
+# -- attribute values ----------------------------------------------------------------
+def value_has_dims(value: Any) -> bool:
+    """Whether an attribute value (an int, a tuple of them, nested) holds a :class:`Dim`
+    or ``?``."""
+    if type(value) is Dim or value is ANY:
+        return True
+    if type(value) is tuple or type(value) is list:
+        for v in value:
+            if type(v) is Dim or v is ANY or ((type(v) is tuple or type(v) is list) and value_has_dims(v)):
+                return True
+    return False
+
+
+def substitute_value(value: Any, values: Mapping[str, int]) -> Any:
+    """An attribute value with every :class:`Dim` evaluated under ``values`` (tuples stay
+    tuples); raises :class:`SymbolicDimError` for a variable without a value."""
+    if type(value) is Dim or value is ANY:
+        return evaluate_dim(value, values)
+    if type(value) is tuple or type(value) is list:
+        return tuple(substitute_value(v, values) for v in value)
+    return value
+
+
+def bind_shape(shape: tuple, actual: tuple, values: dict, where: str) -> Optional[str]:
+    """Match a type's ``shape`` against an array's ``actual`` shape, binding size variables
+    in ``values`` (a bare variable binds; an expression with one unbound variable that
+    appears in it linearly, like ``past + 1``, is solved). Returns a message if they
+    conflict, else ``None``; expressions still unbound are left for a later check."""
+    if len(shape) != len(actual):
+        return f"{where}: expected rank {len(shape)} {tuple(map(str, shape))}, got shape {tuple(actual)}"
+    pending = []
+    for axis, (d, n) in enumerate(zip(shape, actual)):
+        if type(d) is int:
+            if d != n:
+                return f"{where}: axis {axis} must be {d}, got shape {tuple(actual)}"
+        elif type(d) is Dim:
+            name = d.name
+            if name is not None:
+                old = values.get(name)
+                if old is None:
+                    values[name] = int(n)
+                elif old != n:
+                    return (f"{where}: size variable {name} is {old} from an earlier argument but {n} here "
+                            f"(axis {axis} of shape {tuple(actual)})")
+            else:
+                pending.append((axis, d, int(n)))
+    for _ in range(2):
+        left = []
+        for axis, d, n in pending:
+            unbound = free_size_vars(d) - set(values)
+            if not unbound:
+                got = evaluate_dim(d, values)
+                if got != n:
+                    return (f"{where}: axis {axis} is {d} = {got} for "
+                            f"{', '.join(f'{k}={values[k]}' for k in sorted(free_size_vars(d)))}, got {n}")
+            elif len(unbound) == 1:
+                solved = _solve_linear(d, unbound.pop(), n, values)
+                if solved is None:
+                    left.append((axis, d, n))
+            else:
+                left.append((axis, d, n))
+        pending = left
+    return None
+
+
+def _solve_linear(d: Dim, name: str, n: int, values: dict) -> Optional[bool]:
+    """Bind ``name`` so that ``d == n`` when ``d`` is ``a*name + rest`` with ``rest``
+    known; ``None`` if ``d`` is not of that form."""
+    a, rest = 0, 0
+    for mono, c in d.terms:
+        if mono == (name,):
+            a += c
+        elif name in free_size_vars(Dim(((mono, 1),))):
+            return None
+        else:
+            rest = _add(rest, substitute(_from_terms(((mono, c),)), values))
+    if type(rest) is not int or a == 0 or (n - rest) % a:
+        return None
+    values[name] = (n - rest) // a
+    return True

@@ -22,7 +22,8 @@ import numpy as np
 from ..errors import EvaluationError, PasshostError
 from ._gc import paused
 from .analysis import free_vars
-from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .dims import bind_shape, substitute_value, value_has_dims
+from .expr import Attrs, Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
 from .op import Op
 from .ops._util import quiet_kernels
@@ -86,7 +87,8 @@ def evaluate(mod_or_func: Union[IRModule, Expr], *args: Any) -> Any:
             raise EvaluationError(
                 f"{fname} takes {len(params)} argument{'s' if len(params) != 1 else ''}"
                 f"{' (' + names + ')' if names else ''}, got {len(args)}")
-        env = {p: _convert_arg(a, p) for p, a in zip(params, args)}
+        sizes: dict = {}
+        env = {p: _convert_arg(a, p, sizes) for p, a in zip(params, args)}
         body = func.body
     else:
         if args:
@@ -94,35 +96,47 @@ def evaluate(mod_or_func: Union[IRModule, Expr], *args: Any) -> Any:
                 f"a {type(func).__name__} expression takes no arguments, got {len(args)}: "
                 "wrap it in a Function to pass inputs")
         env = {}
+        sizes = {}
         body = func
         if type(body) is Call and type(body.op) is Op and all(type(a) is Constant for a in body.args):
             # one operator on constants (an importer's or a folder's usual question): its
             # kernel alone, checked as the machine checks it, without the machine's set-up
             with quiet_kernels():
-                return _Machine.apply_op(body.op, body, [a.data for a in body.args])
+                return _CONSTANTS.apply_op(body.op, body, [a.data for a in body.args])
     with quiet_kernels(), paused():
-        return _Machine(mod).run(body, env)
+        return _Machine(mod, sizes).run(body, env)
 
 
-def _convert_arg(value: Any, param: Var) -> Any:
+def _convert_arg(value: Any, param: Var, sizes: dict) -> Any:
     ty = param._checked_type or param.type_annotation
-    return _convert(value, ty, f"%{param.name_hint}")
+    return _convert(value, ty, f"%{param.name_hint}", sizes)
 
 
-def _convert(value: Any, ty: Type, where: str) -> Any:
+def _shape_matches(arr: np.ndarray, ty: TensorType, where: str, sizes: dict) -> bool:
+    """Whether ``arr``'s shape fits ``ty``'s, binding ``ty``'s size variables in ``sizes``;
+    a conflict with an earlier binding is an error naming the variable."""
+    if ty.is_static:
+        return arr.shape == ty.shape
+    problem = bind_shape(ty.shape, arr.shape, sizes, f"argument {where}")
+    if problem is not None:
+        raise EvaluationError(problem)
+    return True
+
+
+def _convert(value: Any, ty: Type, where: str, sizes: dict) -> Any:
     if type(ty) is TupleType:
         if not isinstance(value, (tuple, list)) or len(value) != len(ty.fields):
             raise EvaluationError(
                 f"argument {where}: expected a tuple of {len(ty.fields)} values ({ty}), "
                 f"got {type(value).__name__}")
-        return tuple(_convert(v, t, f"{where}.{i}") for i, (v, t) in enumerate(zip(value, ty.fields)))
+        return tuple(_convert(v, t, f"{where}.{i}", sizes) for i, (v, t) in enumerate(zip(value, ty.fields)))
     if type(ty) is FuncType:
         if isinstance(value, Closure):
             return value
         raise EvaluationError(f"argument {where}: expected a function ({ty}), got {type(value).__name__}")
     if isinstance(value, (np.ndarray, np.generic)):
         arr = np.asarray(value)
-        if arr.shape != ty.shape or arr.dtype.name != ty.dtype:
+        if arr.dtype.name != ty.dtype or not _shape_matches(arr, ty, where, sizes):
             raise EvaluationError(
                 f"argument {where}: expected {ty}, got shape {arr.shape} {arr.dtype.name}")
         return arr
@@ -133,7 +147,7 @@ def _convert(value: Any, ty: Type, where: str) -> Any:
     if arr.dtype == object or not np.can_cast(arr.dtype, ty.dtype, casting="same_kind"):
         raise EvaluationError(
             f"argument {where}: expected {ty}, got {type(value).__name__} of dtype {arr.dtype.name}")
-    if arr.shape != ty.shape:
+    if not _shape_matches(arr, ty, where, sizes):
         raise EvaluationError(f"argument {where}: expected {ty}, got shape {arr.shape} {arr.dtype.name}")
     return arr.astype(ty.dtype)
 
@@ -144,8 +158,9 @@ _EVAL, _APPLY, _TUPLE, _GETITEM, _LET, _IF, _COPY = range(7)
 _NP_DTYPES = {name: np.dtype(name) for name in DTYPES}
 
 
-def _check_result(op: Op, value: Any, ty: Optional[Type]) -> Any:
-    """Normalise a kernel result and check it against the call's inferred type."""
+def _check_result(op: Op, value: Any, ty: Optional[Type], sizes: dict) -> Any:
+    """Normalise a kernel result and check it against the call's inferred type (a size
+    variable not bound yet is bound by it)."""
     if isinstance(value, (tuple, list)):
         value = tuple(np.asarray(v) for v in value)
         if ty is not None:
@@ -153,26 +168,58 @@ def _check_result(op: Op, value: Any, ty: Optional[Type]) -> Any:
                 raise EvaluationError(
                     f"the kernel of {op.name} returned {len(value)} values but the call has type {ty}")
             for v, t in zip(value, ty.fields):
-                _check_tensor(op, v, t)
+                _check_tensor(op, v, t, sizes)
         return value
     value = np.asarray(value)
     if ty is not None:
-        _check_tensor(op, value, ty)
+        _check_tensor(op, value, ty, sizes)
     return value
 
 
-def _check_tensor(op: Op, arr: np.ndarray, ty: Type) -> None:
-    if type(ty) is TensorType and (arr.shape != ty.shape or arr.dtype != _NP_DTYPES[ty.dtype]):
-        raise EvaluationError(
-            f"the kernel of {op.name} returned shape {arr.shape} {arr.dtype.name} but the call has "
-            f"type {ty}: fix the kernel or the type relation")
+def _check_tensor(op: Op, arr: np.ndarray, ty: Type, sizes: dict) -> None:
+    if type(ty) is not TensorType:
+        return
+    if arr.dtype == _NP_DTYPES[ty.dtype]:
+        if arr.shape == ty.shape:
+            return
+        if not ty.is_static:
+            problem = bind_shape(ty.shape, arr.shape, sizes, f"the result of {op.name}")
+            if problem is None:
+                return
+            raise EvaluationError(f"{problem}: the kernel disagrees with the call's type {ty} under the "
+                                  f"bindings {_bindings(sizes)}")
+    raise EvaluationError(
+        f"the kernel of {op.name} returned shape {arr.shape} {arr.dtype.name} but the call has "
+        f"type {ty}: fix the kernel or the type relation")
+
+
+def _bindings(sizes: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(sizes.items())) or "(none)"
+
+
+#: id(attrs) -> (attrs, whether they hold a symbolic dimension)
+_SYMBOLIC_ATTRS: dict = {}
+
+
+def _has_dims(attrs: Any) -> bool:
+    if not attrs:
+        return False
+    known = _SYMBOLIC_ATTRS.get(id(attrs))
+    if known is not None and known[0] is attrs:
+        return known[1]
+    flag = any(value_has_dims(v) for v in attrs.values())
+    if len(_SYMBOLIC_ATTRS) > 65536:
+        _SYMBOLIC_ATTRS.clear()
+    _SYMBOLIC_ATTRS[id(attrs)] = (attrs, flag)
+    return flag
 
 
 class _Machine:
     """One evaluation: the task stack plus per-module caches."""
 
-    def __init__(self, mod: Optional[IRModule]) -> None:
+    def __init__(self, mod: Optional[IRModule], sizes: Optional[dict] = None) -> None:
         self.mod = mod
+        self.sizes = {} if sizes is None else sizes
         self.globals: dict = {}
         self.free: dict = {}
 
@@ -308,17 +355,27 @@ class _Machine:
                 memo[node] = value[node.index]
         return env[root]
 
-    @staticmethod
-    def apply_op(op: Op, node: Call, args: list) -> Any:
+    def apply_op(self, op: Op, node: Call, args: list) -> Any:
         kernel = op._def.compute
         if kernel is None:
             raise EvaluationError(
                 f"operator {op.name} has no compute kernel, so it cannot be evaluated: give its "
                 "OpDef a compute function")
+        attrs = node.attrs
+        if _has_dims(attrs):
+            try:
+                attrs = Attrs({k: substitute_value(v, self.sizes) for k, v in attrs.items()})
+            except PasshostError as e:
+                raise EvaluationError(f"in call to {op.name}: {e} (bound: {_bindings(self.sizes)})") from None
         try:
-            value = kernel(args, node.attrs)
+            value = kernel(args, attrs)
         except PasshostError as e:
             raise EvaluationError(f"in call to {op.name}: {e}") from e
         except Exception as e:
             raise EvaluationError(f"in call to {op.name}: the kernel failed with {type(e).__name__}: {e}") from e
-        return _check_result(op, value, node._checked_type)
+        return _check_result(op, value, node._checked_type, self.sizes)
+
+
+#: the machine of :func:`evaluate`'s one-operator-on-constants path (no size variables:
+#: a call whose attributes need one fails in its attribute substitution)
+_CONSTANTS = _Machine(None)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...errors import IRError, TypeInferenceError
 from ..op import OpDef, OpPattern, register_op
-from ..dims import ANY, provably_unequal
+from ..dims import broadcast_dim
 from ..types import TensorType
 
 __all__ = [
@@ -175,29 +175,6 @@ def _broadcast_shape(a: tuple, b: tuple) -> Optional[tuple]:
                 return None
             out.append(d)
     return tuple(out)
-
-
-def broadcast_dim(a: Any, b: Any) -> Any:
-    """numpy broadcasting of two dimensions at least one of which is symbolic: the one
-    that is not 1 when the other may be 1 or equal (``n`` and ``5`` give ``5``), ``?`` when
-    it depends on the size variables (``n`` and ``m``), ``None`` when they provably do not
-    broadcast (``n + 6`` and ``5``)."""
-    if a == b and a is not ANY:
-        return a
-    if b == 1:
-        return a
-    if a == 1:
-        return b
-    a_one, b_one = not provably_unequal(a, 1), not provably_unequal(b, 1)
-    if type(b) is int or (not b_one and a is not ANY):
-        if a_one or not provably_unequal(a, b):
-            return b
-        return None
-    if type(a) is int or not a_one:
-        if b_one or not provably_unequal(a, b):
-            return a
-        return None
-    return ANY
 
 
 def vector_type(op: str, types: list, i: int, length: int, dtype: str, what: str, reason: str,

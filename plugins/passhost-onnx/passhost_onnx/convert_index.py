@@ -20,6 +20,12 @@ def _slice(node, starts, ends, axes, steps):
     begin, end, strides = [0] * nd, list(shape), [1] * nd
     axes = range(len(starts)) if axes is None else axes
     steps = [1] * len(starts) if steps is None else steps
+    axes = [int(a) + nd if int(a) < 0 else int(a) for a in axes]
+    symbolic = [v for v in list(starts) + list(ends) if type(v) is ir.Dim] + \
+        [shape[a] for a in axes if type(shape[a]) is not int]
+    if symbolic:  # ONNX's clamping is strided_slice's own: only the sliced axes, bounds as given
+        return call("strided_slice", node.inputs[0], begin=tuple(_bound(v) for v in starts),
+                    end=tuple(_bound(v) for v in ends), strides=tuple(int(v) for v in steps), axes=tuple(axes))
     for s, e, a, st in zip(starts, ends, axes, steps):
         a = int(a) + nd if int(a) < 0 else int(a)
         if int(st) == 0:
@@ -35,10 +41,16 @@ def _slice_attrs(node):
     return _slice(node, node.attr("starts"), node.attr("ends"), node.attr("axes"), None)
 
 
+def _bound(v):
+    """A slice bound for strided_slice: an int (ONNX's INT64 extremes kept as they are) or a
+    dimension."""
+    return v if type(v) is ir.Dim else int(v)
+
+
 @converter("Slice", 10)
 def _slice_inputs(node):
-    starts = node.need_const(1, "starts").reshape(-1)
-    ends = node.need_const(2, "ends").reshape(-1)
+    starts = node.dims(1, "starts")
+    ends = node.dims(2, "ends")
     axes = node.need_const(3, "axes").reshape(-1) if node.input(3) is not None else None
     steps = node.need_const(4, "steps").reshape(-1) if node.input(4) is not None else None
     return _slice(node, starts, ends, axes, steps)
@@ -56,20 +68,45 @@ def _gather_elements(node):
 
 @converter("Expand", 8)
 def _expand(node):
-    target = tuple(int(d) for d in node.need_const(1, "the shape").reshape(-1))
-    try:
-        shape = tuple(np.broadcast_shapes(node.shape(0), target))
-    except ValueError:
-        raise node.error(f"cannot expand an input of shape {node.shape(0)} to {target}: the shapes do not "
-                         "broadcast") from None
-    if shape == node.shape(0):
+    target = tuple(node.dims(1, "the shape"))
+    if all(type(d) is int for d in target + tuple(node.shape(0))):
+        try:
+            shape = tuple(np.broadcast_shapes(node.shape(0), target))
+        except ValueError:
+            raise node.error(f"cannot expand an input of shape {node.shape(0)} to {target}: the shapes do not "
+                             "broadcast") from None
+    else:
+        shape = broadcast_dims(node.shape(0), target)
+        if shape is None:
+            raise node.error(f"cannot expand an input of shape {tuple(map(str, node.shape(0)))} to "
+                             f"{tuple(map(str, target))}: the shapes do not broadcast")
+        if any(d is ir.ANY for d in shape):
+            raise node.error(f"expanding {tuple(map(str, node.shape(0)))} to {tuple(map(str, target))} gives a "
+                             f"shape that depends on the sizes ({tuple(map(str, shape))}); specialise the model "
+                             "with --bind-dim NAME=VALUE")
+    if shape == tuple(node.shape(0)) and all(d is not ir.ANY for d in shape):
         return node.inputs[0]
     return call("broadcast_to", node.inputs[0], shape=shape)
 
 
+def broadcast_dims(a: tuple, b: tuple):
+    """numpy broadcasting of two shapes whose dimensions may be symbolic (``None`` when they
+    provably do not broadcast)."""
+    n = max(len(a), len(b))
+    a = (1,) * (n - len(a)) + tuple(a)
+    b = (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(a, b):
+        d = ir.broadcast_dim(x, y)
+        if d is None:
+            return None
+        out.append(d)
+    return tuple(out)
+
+
 @converter("Tile", 6)
 def _tile(node):
-    reps = tuple(int(r) for r in node.need_const(1, "the repeats").reshape(-1))
+    reps = tuple(node.dims(1, "the repeats"))
     return call("tile", node.inputs[0], reps=reps)
 
 
@@ -134,8 +171,13 @@ def _pad_inputs(node):
 
 @converter("Range", 11)
 def _range(node):
-    start, limit, delta = (node.need_const(i, what).reshape(()) for i, what in
-                           enumerate(("start", "limit", "delta")))
+    known = [node.const(i) for i in range(3)]
+    if any(k is None for k in known):  # a bound from the model's dynamic axes: arange of it
+        start, limit, delta = (node.dims(i, what)[0] for i, what in enumerate(("start", "limit", "delta")))
+        if type(delta) is not int or delta == 0:
+            raise node.error(f"Range with a step of {delta} over dynamic bounds is not supported")
+        return call("arange", start=start, stop=limit, step=delta, dtype=node.dtype(0))
+    start, limit, delta = (k.reshape(()) for k in known)
     n = max(int(np.ceil((limit - start) / delta)), 0)
     return ir.Constant((start + np.arange(n, dtype=start.dtype) * delta).astype(start.dtype))
 

@@ -2,6 +2,8 @@
 Reshape, Transpose, Concat, Unsqueeze, Squeeze, Split."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from passhost import ir
@@ -30,11 +32,13 @@ _MAX_FILL_BYTES = 1 << 28
 
 @converter("ConstantOfShape", 9)
 def _constant_of_shape(node):
-    shape = tuple(int(d) for d in node.need_const(0, "the shape"))
+    shape = tuple(node.dims(0, "the shape"))
     value = node.attr("value")
     fill = np.zeros(1, dtype="float32") if value is None else np.asarray(value).reshape(-1)
-    if min(shape, default=1) < 0:
+    if any(type(d) is int and d < 0 for d in shape):
         raise node.error(f"the shape {list(shape)} has a negative dimension")
+    if not all(type(d) is int for d in shape):  # a run-time size: a fill of the symbolic shape
+        return call("full", ir.Constant(fill[:1].reshape(())), shape=shape, dtype=str(fill.dtype))
     if float(np.prod(shape, dtype=np.float64)) * fill.dtype.itemsize > _MAX_FILL_BYTES:  # a fill, not gigabytes
         return call("full", ir.Constant(fill[:1].reshape(())), shape=shape, dtype=str(fill.dtype))
     return ir.Constant(np.full(shape, fill[0], dtype=fill.dtype))
@@ -42,30 +46,69 @@ def _constant_of_shape(node):
 
 @converter("Shape", 1)
 def _shape(node):
-    shape = np.asarray(node.shape(0), dtype="int64")
+    """The shape as a constant when it is static; as ``shape_value`` (size-variable
+    expressions) when it is symbolic; as ``shape_of`` where a dimension is ``?``."""
+    shape = list(node.shape(0))
     if node.opset >= 15:
         start = int(node.attr("start", 0))
         end = node.attr("end")
         shape = shape[start:None if end is None else int(end)]
-    return ir.Constant(shape)
+    else:
+        start, end = 0, None
+    if all(type(d) is int for d in shape):
+        return ir.Constant(np.asarray(shape, dtype="int64"))
+    if not any(d is ir.ANY for d in shape):
+        return ir.shape_value(shape, "int64")
+    out = call("shape_of", node.inputs[0], dtype="int64")
+    if start or end is not None:
+        nd = node.ndim(0)
+        lo = max(0, start + nd if start < 0 else start)
+        hi = nd if end is None else max(0, min(nd, int(end) + nd if int(end) < 0 else int(end)))
+        out = call("strided_slice", out, begin=(lo,), end=(hi,), strides=(1,))
+    return out
 
 
 @converter("Size", 1)
 def _size(node):
-    return ir.Constant(np.asarray(int(np.prod(node.shape(0), dtype=np.int64)), dtype="int64"))
+    size = math.prod(node.shape(0))
+    if type(size) is int:
+        return ir.Constant(np.asarray(size, dtype="int64"))
+    if size is ir.ANY:
+        return call("ndarray_size", node.inputs[0], dtype="int64")
+    return ir.shape_value(size, "int64")
 
 
 def _onnx_reshape_shape(node, in_shape, target, allowzero: bool) -> tuple:
-    out = []
-    for i, d in enumerate(int(t) for t in target):
-        if d == 0 and not allowzero:
+    """ONNX's target resolved against the input's shape: each 0 copied (unless
+    ``allowzero``), the -1 computed. With symbolic dimensions the result may keep a 0 or
+    the -1 (Relay's reshape reads them the same way) where the dimension is ``?`` or the
+    division is not exact."""
+    target = [d if type(d) is ir.Dim else int(d) for d in target]
+    out: list = []
+    for i, d in enumerate(target):
+        if type(d) is int and d == 0 and not allowzero:
             if i >= len(in_shape):
-                raise node.error(f"shape {list(target)} copies dimension {i} of a {len(in_shape)}-D input")
-            out.append(int(in_shape[i]))
+                raise node.error(f"shape {list(map(str, target))} copies dimension {i} of a {len(in_shape)}-D input")
+            out.append(in_shape[i] if in_shape[i] is not ir.ANY else 0)
         else:
             out.append(d)
-    if out.count(-1) > 1:
-        raise node.error(f"shape {list(target)} has more than one -1")
+    if sum(1 for d in out if type(d) is int and d == -1) > 1:
+        raise node.error(f"shape {list(map(str, target))} has more than one -1")
+    if all(type(d) is int for d in list(in_shape) + out):
+        return _static_reshape(node, in_shape, target, out)
+    if -1 in out:
+        known = math.prod(d for d in out if not (type(d) is int and d == -1))
+        total = math.prod(in_shape)
+        if type(known) is int and known == 0:
+            raise node.error(f"cannot reshape {tuple(map(str, in_shape))} to {list(map(str, target))}")
+        if total is not ir.ANY and 0 not in out:
+            quotient = total // known
+            if type(quotient) is int or (type(quotient) is ir.Dim and quotient * known == total):
+                out[out.index(-1)] = quotient
+    return tuple(out)
+
+
+def _static_reshape(node, in_shape, target, out) -> tuple:
     total = int(np.prod(in_shape, dtype=np.int64))
     if -1 in out:
         known = int(np.prod([d for d in out if d != -1], dtype=np.int64))
@@ -84,10 +127,10 @@ def _reshape_attr(node):
 
 @converter("Reshape", 5)
 def _reshape(node):
-    target = node.need_const(1, "the shape")
+    target = node.dims(1, "the shape")
     allowzero = bool(node.attr("allowzero", 0))
     shape = _onnx_reshape_shape(node, node.shape(0), target, allowzero)
-    if allowzero and 0 in shape:  # a literal 0: an empty axis, not TVM's "copy this dimension"
+    if allowzero and any(type(d) is int and d == 0 for d in shape):  # an empty axis, not "copy this dimension"
         return call("reshape", node.inputs[0], newshape=shape, allowzero=True)
     return reshape(node.inputs[0], shape)
 
@@ -135,11 +178,14 @@ def _squeeze(node, axes):
     shape = node.shape(0)
     nd = len(shape)
     if axes is None:
+        if any(type(d) is not int for d in shape):
+            raise node.error(f"Squeeze without axes of a shape with symbolic dimensions {tuple(map(str, shape))}: "
+                             "which axes are 1 depends on the sizes; give the axes")
         keep = [d for d in shape if d != 1]
     else:
         drop = {int(a) % nd for a in axes}
         for a in drop:
-            if shape[a] != 1:
+            if shape[a] != 1 and ir.dims.provably_unequal(shape[a], 1):
                 raise node.error(f"cannot squeeze axis {a} of size {shape[a]}")
         keep = [d for i, d in enumerate(shape) if i not in drop]
     return reshape(node.inputs[0], keep)
@@ -166,10 +212,14 @@ def _split(node, sizes):
         dim = shape[axis]
         size = -(-dim // int(num))
         sizes = [size] * (int(num) - 1) + [dim - size * (int(num) - 1)]
-    sizes = [int(s) for s in sizes]
-    if sum(sizes) != shape[axis] or len(sizes) != n_out:
+    sizes = [int(s) if type(s) is not ir.Dim else s for s in sizes]
+    if len(sizes) != n_out or ir.dims.provably_unequal(sum(sizes), shape[axis]):
         raise node.error(f"split sizes {sizes} do not cover axis {axis} of {tuple(shape)} in {n_out} parts")
-    indices = tuple(int(i) for i in np.cumsum(sizes)[:-1])
+    indices, at = [], 0
+    for size in sizes[:-1]:
+        at = at + size
+        indices.append(at)
+    indices = tuple(indices)
     parts = call("split", node.inputs[0], indices_or_sections=indices, axis=axis)
     return tuple(ir.TupleGetItem(parts, i) for i in range(n_out))
 

@@ -14,6 +14,7 @@ from passhost import ir
 from passhost.errors import FormatError
 from passhost.ir.ops.volume import pad6
 
+from .dim_values import reshape_target
 from .dtypes import to_onnx_type
 
 __all__ = ["EMITTERS", "emitter"]
@@ -354,6 +355,9 @@ def _layer_norm(em, call, args):
 @emitter("reshape", "squeeze", "expand_dims", "nn.batch_flatten_static")
 def _reshape(em, call, args):
     shape = list(_out_shape(call))
+    if not all(type(d) is int for d in shape):  # ONNX's 0 and -1 where exact, else computed
+        target = reshape_target(tuple(_tensor(call, 0).shape), tuple(shape))
+        return em.one("Reshape", [args[0], em.ints(shape) if target is None else em.ints(target)])
     if 0 in shape:  # an empty axis: ONNX reads a 0 as "copy the input's" unless allowzero=1 (opset 14)
         if em.opset < 14:
             raise FormatError(f"{call.op.name} to {tuple(shape)}: a reshape to an empty axis needs ONNX's "

@@ -25,6 +25,7 @@ from passhost.errors import FormatError
 from . import emit_ops  # noqa: F401  (registers its emitters)
 from .emit_qnn import join_qlinear_conv
 from .control import all_nodes
+from .dim_values import DimValues, dim_sources, onnx_dims
 from .dtypes import to_onnx_type
 from .emit import EMITTERS
 from .opaque import OPAQUE
@@ -79,6 +80,8 @@ class Emitter:
         #: a ConvInteger's or a requantizing QuantizeLinear's output -> what joins them into
         #: QLinearConv (see emit_qnn)
         self.quantized: dict = {}
+        #: run-time values of symbolic dimensions (see :mod:`.dim_values`)
+        self.dim_values = DimValues(self, {})
 
     def fresh(self, hint: str = "t") -> str:
         self._count += 1
@@ -112,13 +115,25 @@ class Emitter:
         return name
 
     def ints(self, values: Any) -> str:
-        return self.const(np.asarray(list(values), dtype="int64"))
+        """A 1-D int64 tensor of ``values``: an initializer, or computed from the inputs'
+        shapes where a value is a symbolic dimension."""
+        values = list(values)
+        for v in values:
+            if type(v) is not int:
+                return self.dim_values.vector(values)
+        return self.const(np.asarray(values, dtype="int64"))
 
 
-def _value_info(name: str, ty: ir.Type) -> onnx.ValueInfoProto:
+def _value_info(name: str, ty: ir.Type, original: Optional[dict] = None,
+                written: Optional[list] = None) -> onnx.ValueInfoProto:
+    """A graph input's or output's value info: symbolic dimensions as ``dim_param`` (the
+    name the model was read with), or as written in the model it came from (``written``)."""
     if not isinstance(ty, ir.TensorType):
         raise FormatError(f"ONNX graph inputs and outputs are tensors; {name!r} is {ty}")
-    return helper.make_tensor_value_info(name, to_onnx_type(ty.dtype), list(ty.shape))
+    dims = onnx_dims(ty.shape, original or {})
+    if written is not None and len(written) == len(dims):
+        dims = [w if (isinstance(w, str) and w != "?" and type(d) is not int) else d for d, w in zip(dims, written)]
+    return helper.make_tensor_value_info(name, to_onnx_type(ty.dtype), dims)
 
 
 def _is_function(e: ir.Expr) -> bool:
@@ -306,6 +321,7 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     mod = ir.infer_type(mod)
     main = mod["main"]
     em = Emitter(opset)
+    em.dim_values = DimValues(em, dim_sources(main))
     env = {p: p.name_hint for p in main.params}
     if len(set(env.values())) != len(env):
         raise FormatError("@main has two parameters with one name; ONNX input names must be unique")
@@ -344,9 +360,13 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     _transpose_pairs(em, set(names))
     _wide_layer_norms(em)
     _block_moves(em)
+    original = dict(mod.attrs.get("onnx.dim_params", ()))
+    written = list(mod.attrs.get("onnx.output_dims", ()))
+    if len(written) != len(names) or list(mod.attrs.get("onnx.outputs", ())) != names:
+        written = [None] * len(names)
     graph = helper.make_graph(em.nodes, graph_name,
-                              [_value_info(p.name_hint, p.checked_type) for p in main.params],
-                              [_value_info(n, t) for n, t in zip(names, out_types)])
+                              [_value_info(p.name_hint, p.checked_type, original) for p in main.params],
+                              [_value_info(n, t, original, w) for n, t, w in zip(names, out_types, written)])
     opsets = [helper.make_opsetid("", opset)]
     for domain, version in sorted({**em.domains, **(custom_opsets or {})}.items()):
         opsets.append(helper.make_opsetid(domain, version))

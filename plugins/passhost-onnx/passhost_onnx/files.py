@@ -35,9 +35,10 @@ def _extra_converters() -> list:
 
 
 def load(path: str, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False,
-         keep_ops: Iterable[str] = ()) -> Any:
+         keep_ops: Iterable[str] = (), bind_dims: Optional[Mapping] = None) -> Any:
     """Read ``path`` (external data next to it is loaded too) and import it (``keep_ops``:
-    standard operators kept as they are, see :func:`.importer.from_onnx`)."""
+    standard operators kept as they are; ``bind_dims``: size variables specialised; see
+    :func:`.importer.from_onnx`)."""
     try:
         model, arrays = read_model(path)
     except FileNotFoundError:
@@ -52,7 +53,7 @@ def load(path: str, *, input_shapes: Optional[Mapping] = None, keep_params: bool
     try:
         return from_onnx(model, input_shapes=input_shapes, keep_params=keep_params,
                          extra_converters=_extra_converters(), source=os.path.basename(path), arrays=arrays,
-                         keep_ops=keep_ops)
+                         keep_ops=keep_ops, bind_dims=bind_dims)
     except FormatError as err:
         raise FormatError(f"{path}: {err}") from None
 

@@ -15,7 +15,7 @@ operator of a custom domain becomes :data:`~.opaque.OPAQUE`.
 from __future__ import annotations
 
 import math
-import warnings
+import re
 from typing import Any, Iterable, Mapping, Optional
 
 import numpy as np
@@ -43,7 +43,8 @@ STANDARD_DOMAINS = ("", "ai.onnx")
 
 
 class ShapeWarning(UserWarning):
-    """A symbolic input dimension was bound to 1 because no shape was given for it."""
+    """Kept for compatibility: symbolic dimensions are no longer bound silently, so
+    nothing warns with it."""
 
 
 def _attr_value(attr: onnx.AttributeProto) -> Any:
@@ -79,7 +80,65 @@ def _tensor_shape(vi: onnx.ValueInfoProto) -> Optional[tuple]:
     return tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in t.shape.dim)
 
 
-def _input_type(vi: onnx.ValueInfoProto, shapes: Mapping, bound: list) -> ir.TensorType:
+class DimNames:
+    """The size variables of one model: ONNX's ``dim_param`` strings mapped to IR names.
+
+    A ``dim_param`` that is an identifier (``batch``, ``sequence_length``) is the
+    variable's name; one that is an expression over such names (optimum writes
+    ``past_sequence_length + 1``) becomes that expression; any other string becomes an
+    identifier made from it, remembered so that the export writes the original back. An
+    axis with neither ``dim_value`` nor ``dim_param``, or a ``dim_value`` of 0 or -1 (older
+    Paddle and TensorFlow exporters' "dynamic"), gets a fresh variable ``<input>_<axis>``.
+    """
+
+    def __init__(self, bound: Mapping[str, int]) -> None:
+        self.bound = dict(bound)
+        self.original: dict = {}   # IR variable name -> the dim_param it came from
+        self.taken: set = set()
+
+    def _fresh(self, base: str) -> str:
+        name = re.sub(r"[^A-Za-z0-9_]", "_", base) or "d"
+        if not (name[0].isalpha() or name[0] == "_"):
+            name = "d_" + name
+        if name in _RESERVED_DIM_NAMES:
+            name += "_"
+        out, k = name, 1
+        while out in self.taken:
+            k += 1
+            out = f"{name}_{k}"
+        return out
+
+    def var(self, name: str) -> Any:
+        self.taken.add(name)
+        if name in self.bound:
+            return self.bound[name]
+        return ir.size_var(name)
+
+    def param(self, text: str) -> Any:
+        """The dimension a ``dim_param`` names."""
+        if text in self.bound:
+            self.taken.add(text)
+            return self.bound[text]
+        try:
+            return ir.dims.parse_dim(text, self.var)
+        except (ValueError, PasshostError):
+            pass
+        for ir_name, orig in self.original.items():
+            if orig == text:
+                return self.var(ir_name)
+        name = self._fresh(text)
+        self.original[name] = text
+        return self.var(name)
+
+    def unnamed(self, input_name: str, axis: int) -> Any:
+        return self.var(self._fresh(f"{input_name}_{axis}"))
+
+
+_RESERVED_DIM_NAMES = frozenset({"floordiv", "floormod", "min", "max", "Tensor", "fn", "True", "False", "None",
+                                 "let", "if", "else", "def", "meta", "type", "free_var", "nullptr"})
+
+
+def _input_type(vi: onnx.ValueInfoProto, shapes: Mapping, names: DimNames) -> ir.TensorType:
     name = vi.name
     if not vi.type.HasField("tensor_type"):
         raise FormatError(f"input {name!r} is not a tensor (sequences, maps and optionals are not supported)")
@@ -91,7 +150,7 @@ def _input_type(vi: onnx.ValueInfoProto, shapes: Mapping, bound: list) -> ir.Ten
             raise FormatError(f"--input-shape {name}={','.join(map(str, given))} has {len(given)} dimensions, "
                               f"but input {name!r} has {len(dims)}: {list(dims)}")
         for axis, (want, got) in enumerate(zip(dims or (), given)):
-            if isinstance(want, int) and want and want != got:
+            if isinstance(want, int) and want > 0 and want != got:
                 raise FormatError(f"--input-shape gives input {name!r} size {got} on axis {axis}, "
                                   f"but the model fixes it to {want}")
         return ir.TensorType(given, dtype)
@@ -99,12 +158,34 @@ def _input_type(vi: onnx.ValueInfoProto, shapes: Mapping, bound: list) -> ir.Ten
         raise FormatError(f"input {name!r} has no shape in the model; give one with --input-shape {name}=D1,D2,...")
     out = []
     for axis, d in enumerate(dims):
-        if isinstance(d, int):
+        if isinstance(d, int) and d > 0:
             out.append(d)
-        else:
-            bound.append(f"{name}[{axis}] ({d if isinstance(d, str) else '?'})")
-            out.append(1)
+        elif isinstance(d, str) and d != "?":
+            out.append(names.param(d))
+        else:  # no dim_value or dim_param, or a dim_value of 0 or -1: dynamic
+            out.append(names.unnamed(name, axis))
     return ir.TensorType(tuple(out), dtype)
+
+
+def _given_bindings(graph: onnx.GraphProto, shapes: Mapping, bind_dims: Mapping) -> dict:
+    """``--bind-dim`` values, plus those that ``--input-shape`` gives the inputs' named
+    dimensions (so every input with the same ``dim_param`` is specialised alike)."""
+    bound: dict = {}
+    for key, value in (bind_dims or {}).items():
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < 0:
+            raise UsageError(f"--bind-dim {key}={value!r}: a size must be a non-negative int")
+        bound[str(key)] = int(value)
+    for vi in graph.input:
+        if vi.name not in shapes:
+            continue
+        dims = _tensor_shape(vi) or ()
+        for axis, (d, got) in enumerate(zip(dims, shapes[vi.name])):
+            if isinstance(d, str) and d != "?":
+                old = bound.setdefault(d, int(got))
+                if old != int(got):
+                    raise FormatError(f"--input-shape gives {d} = {got} on axis {axis} of {vi.name!r}, but "
+                                      f"{old} elsewhere")
+    return bound
 
 
 def _kept(keep_ops: Iterable[str], graph: onnx.GraphProto) -> frozenset:
@@ -272,9 +353,26 @@ MAX_IMPORT_FOLD_BYTES = 1 << 28
 _KEEP = frozenset(ir.Op.get(n) for n in ("qnn.quantize", "qnn.dequantize", "qnn.conv2d", "qnn.requantize"))
 
 
+#: ``_bind_outputs``'s ``foldable`` for nodes whose inputs are shape arithmetic
+_SHAPE = "shape"
+
+
+def _shape_data(x: ir.Expr) -> bool:
+    """Whether ``x`` is shape arithmetic the import folds: a ``shape_value`` (dimensions
+    of the model's dynamic axes) or a ``shape_of`` of a shape with a ``?``, maybe sliced."""
+    if type(x) is not ir.Call or type(x.op) is not ir.Op:
+        return False
+    name = x.op.name
+    if name == "strided_slice":
+        return _shape_data(x.args[0])
+    return name in ("shape_value", "shape_of", "ndarray_size")
+
+
 def _fold(expr: ir.Expr) -> ir.Expr:
     """``expr`` (built from constants only) evaluated to a constant, if it can be, its
-    value is at most :data:`MAX_IMPORT_FOLD_BYTES`, and it calls no quantized operator."""
+    value is at most :data:`MAX_IMPORT_FOLD_BYTES`, and it calls no quantized operator;
+    shape arithmetic over the model's dynamic axes folds as far as the dimensions are
+    known (:func:`passhost.ir.fold_symbolic`)."""
     if isinstance(expr, ir.Constant) or ir.calls_any(expr, _KEEP):
         return expr
     ty = expr.checked_type
@@ -288,6 +386,8 @@ def _fold(expr: ir.Expr) -> ir.Expr:
 
 
 def _nbytes(ty: ir.TensorType) -> int:
+    if not ty.is_static:
+        return MAX_IMPORT_FOLD_BYTES + 1
     return math.prod(int(d) for d in ty.shape) * np.dtype(ty.dtype).itemsize
 
 
@@ -307,11 +407,20 @@ def _initializer_array(name: str, tensor: onnx.TensorProto) -> np.ndarray:
 
 def from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False,
               extra_converters: Optional[list] = None, source: str = "", arrays: Optional[Mapping] = None,
-              keep_ops: Iterable[str] = ()) -> Any:
+              keep_ops: Iterable[str] = (), bind_dims: Optional[Mapping] = None) -> Any:
     """Import ``model`` (see :func:`_from_onnx`), with the cyclic GC paused while the graph grows."""
     with ir.paused_gc():
         return _from_onnx(model, input_shapes=input_shapes, keep_params=keep_params,
-                          extra_converters=extra_converters, source=source, arrays=arrays, keep_ops=keep_ops)
+                          extra_converters=extra_converters, source=source, arrays=arrays, keep_ops=keep_ops,
+                          bind_dims=bind_dims)
+
+
+def _check_bind_dims(bind_dims: Mapping, names: DimNames) -> None:
+    known = names.taken | set(names.original.values())
+    unknown = sorted(k for k in bind_dims if k not in known)
+    if unknown:
+        raise UsageError(f"--bind-dim {', '.join(unknown)}: the model's inputs have no such dimension (their "
+                         f"size variables: {', '.join(sorted(known)) or 'none, every input is static'})")
 
 
 def _bind_outputs(n: onnx.NodeProto, outs: Any, inputs: list, foldable: bool, env: dict, source: str,
@@ -330,7 +439,11 @@ def _bind_outputs(n: onnx.NodeProto, outs: Any, inputs: list, foldable: bool, en
             ir.infer_type(expr)
         except PasshostError as err:
             raise FormatError(f"{n.op_type} node {n.name or name!r}: {err}") from None
-        env[name] = _fold(expr) if foldable else expr
+        if foldable is _SHAPE:
+            folded = ir.fold_symbolic(expr)
+            env[name] = expr if folded is None else folded
+        else:
+            env[name] = _fold(expr) if foldable else expr
 
 
 def _expand_if(n: onnx.NodeProto, cond: Any, opsets: dict, outer: Any, depth: int, functions: Functions,
@@ -357,11 +470,15 @@ def _expand_if(n: onnx.NodeProto, cond: Any, opsets: dict, outer: Any, depth: in
 
 def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False,
                extra_converters: Optional[list] = None, source: str = "", arrays: Optional[Mapping] = None,
-               keep_ops: Iterable[str] = ()) -> Any:
+               keep_ops: Iterable[str] = (), bind_dims: Optional[Mapping] = None) -> Any:
     """Import ``model``: an :class:`~passhost.ir.IRModule` (with ``keep_params``: and a params dict).
 
-    :param input_shapes: input name -> concrete shape; other symbolic dimensions become 1
-        (a :class:`ShapeWarning` names each)
+    Dynamic axes stay dynamic: each ``dim_param`` becomes a size variable (see
+    :class:`DimNames`), and nothing is bound unless asked.
+
+    :param input_shapes: input name -> concrete shape (specialises that input, and every
+        other input's dimensions of the same ``dim_param`` names)
+    :param bind_dims: ``dim_param`` name -> size: specialises that variable everywhere
     :param keep_params: floating-point initializers become parameters of ``@main`` (after
         the inputs) and are returned by name; integer ones (shapes, axes) stay constants
     :param extra_converters: ``[(domain, op_type, since, fn)]`` on top of the built-in ones
@@ -395,17 +512,15 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
         raise FormatError(f"--input-shape names {', '.join(map(repr, unknown))}, which the model does not have "
                           f"as an input (its inputs: {', '.join(map(repr, names)) or 'none'})")
     env: dict = {}
-    params, bound = [], []
+    params = []
+    dim_names = DimNames(_given_bindings(graph, shapes, bind_dims or {}))
     for vi in graph.input:
         if vi.name in inits:
             continue
-        v = ir.infer_type(ir.var(vi.name, _input_type(vi, shapes, bound)))
+        v = ir.infer_type(ir.var(vi.name, _input_type(vi, shapes, dim_names)))
         env[vi.name] = v
         params.append(v)
-    if bound:
-        warnings.warn("symbolic input dimension(s) bound to 1: " + ", ".join(bound)
-                      + "; give concrete shapes with --input-shape NAME=D1,D2,... (input_shapes=)",
-                      ShapeWarning, stacklevel=3)
+    _check_bind_dims(bind_dims or {}, dim_names)
     weights: dict = {}
     for name, tensor in inits.items():
         to_dtype(tensor.data_type, f"initializer {name!r}")
@@ -497,7 +612,10 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
             if len(outs) < len([o for o in n.output if o]):
                 raise FormatError(f"{node!r}: its converter produced {len(outs)} output(s), the node has "
                                   f"{len(n.output)}")
-        foldable = fn is not None and all(isinstance(x, ir.Constant) for x in inputs if x is not None)
+        present = [x for x in inputs if x is not None]
+        foldable = fn is not None and all(isinstance(x, ir.Constant) or _shape_data(x) for x in present)
+        if foldable and not all(isinstance(x, ir.Constant) for x in present):
+            foldable = _SHAPE  # shape arithmetic over the dynamic axes
         _bind_outputs(n, outs, inputs, foldable, env, source, outer)
     results = []
     for vi in graph.output:
@@ -511,6 +629,10 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
     func = ir.Function(params + weight_vars, body)
     mod = ir.IRModule.from_expr(func)
     mod.attrs["onnx.outputs"] = tuple(vi.name for vi in graph.output)
+    if dim_names.original:
+        mod.attrs["onnx.dim_params"] = tuple(sorted(dim_names.original.items()))
+    mod.attrs["onnx.output_dims"] = tuple(_tensor_shape(vi) if vi.type.HasField("tensor_type") else None
+                                          for vi in graph.output)
     mod.attrs["onnx.opset"] = opsets[""]
     mod = ir.infer_type(mod)
     return (mod, weights) if keep_params else mod

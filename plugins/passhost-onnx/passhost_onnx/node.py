@@ -17,6 +17,10 @@ from passhost.errors import FormatError
 __all__ = ["Node", "ConversionError"]
 
 
+def _is_shape_value(x: Any) -> bool:
+    return type(x) is ir.Call and type(x.op) is ir.Op and x.op.name == "shape_value"
+
+
 class ConversionError(FormatError):
     """A node the converter of its operator cannot convert (an attribute value it does not
     support, a non-constant shape ...); the message names the node."""
@@ -56,12 +60,28 @@ class Node:
         return x.data if isinstance(x, ir.Constant) else None
 
     def need_const(self, i: int, what: str) -> np.ndarray:
-        """Input ``i``'s value, or a clear error: passhost's IR has static shapes."""
+        """Input ``i``'s value, or a clear error."""
         value = self.const(i)
         if value is None:
-            raise self.error(f"{what} (input {i}) must be known at import time; give concrete input shapes "
-                             "with --input-shape NAME=D1,D2,... so it can be computed")
+            x = self.input(i)
+            why = ("it depends on the size variables of the model's dynamic axes"
+                   if _is_shape_value(x) else "it is computed from the model's data")
+            raise self.error(f"{what} (input {i}) must be known at import time, but {why}; specialise the "
+                             "model with --input-shape NAME=D1,D2,... or --bind-dim NAME=VALUE if it must stay")
         return value
+
+    def dims(self, i: int, what: str) -> list:
+        """Input ``i`` (a shape, or bounds such as a slice's) as a list of dimensions: ints,
+        or size-variable expressions when it is computed from the shapes of the model's
+        dynamic axes (a ``shape_value`` call). A value computed from data is an error."""
+        value = self.const(i)
+        if value is not None:
+            return [int(v) for v in np.asarray(value).reshape(-1)]
+        x = self.input(i)
+        if _is_shape_value(x):
+            values = x.attrs["values"]
+            return list(values) if isinstance(values, tuple) else [values]
+        return [int(v) for v in self.need_const(i, what).reshape(-1)]
 
     def type(self, i: int) -> ir.TensorType:
         t = self.inputs[i].checked_type
@@ -70,7 +90,8 @@ class Node:
         return t
 
     def shape(self, i: int) -> tuple:
-        """The static shape of input ``i``."""
+        """The shape of input ``i`` (ints, and size-variable expressions or ``?`` where the
+        model's axes are dynamic)."""
         return tuple(self.type(i).shape)
 
     def dtype(self, i: int) -> str:

@@ -1,0 +1,180 @@
+"""Symbolic dimensions on the way out: ``dim_param`` names, and shape values computed at
+run time from the graph inputs' shapes.
+
+A size variable is bound by the inputs of ``@main``: ``batch`` is axis 0 of ``input_ids``.
+Where the export needs a dimension as data (a ``Reshape`` target, an ``Expand`` shape, a
+``Slice`` bound), a static one is an initializer and a symbolic one is computed::
+
+    reshape(%x, newshape=[batch*seq, 768])      /* %x: Tensor[(batch, seq, 768), float32] */
+    ->  Reshape(x, [-1, 768])                   # one unknown entry: -1, exact
+    broadcast_to(%m, shape=[batch, 1, seq, seq])
+    ->  s = Shape(input_ids); b = Slice(s, [0], [1]); q = Slice(s, [1], [2])
+        Expand(m, Concat(b, [1], q, q))
+
+Each variable's ``Shape``/``Slice`` is written once per export, and each expression once.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+import onnx
+
+from passhost import ir
+from passhost.errors import FormatError
+
+__all__ = ["DimValues", "dim_sources", "onnx_dims"]
+
+
+def dim_sources(main: ir.Function) -> dict:
+    """``{size variable: (input name, axis)}``: where each variable of ``@main``'s
+    parameters first appears alone."""
+    out: dict = {}
+    for p in main.params:
+        t = p.checked_type
+        if type(t) is not ir.TensorType:
+            continue
+        for axis, d in enumerate(t.shape):
+            if type(d) is ir.Dim and d.name is not None and d.name not in out:
+                out[d.name] = (p.name_hint, axis)
+    return out
+
+
+def onnx_dims(shape: tuple, original: dict) -> list:
+    """Dimensions for ``make_tensor_value_info``: ints, ``dim_param`` strings (a variable's
+    own name, or the ``dim_param`` it was read from), ``None`` for ``?``."""
+    out: list = []
+    for d in shape:
+        if type(d) is int:
+            out.append(d)
+        elif d is ir.ANY:
+            out.append(None)
+        else:
+            text = str(d)
+            out.append(original.get(text, text))
+    return out
+
+
+class DimValues:
+    """The run-time values of symbolic dimensions in one export (see the module doc)."""
+
+    def __init__(self, em: Any, sources: dict) -> None:
+        self.em = em
+        self.sources = sources
+        self.shapes: dict = {}   # input name -> its Shape output
+        self.cache: dict = {}    # dimension -> the name of its [1]-shaped int64 value
+
+    def vector(self, values: Any) -> str:
+        """A 1-D int64 tensor of ``values`` (ints and dimensions)."""
+        values = list(values)
+        if all(type(v) is int for v in values):
+            return self.em.const(np.asarray(values, dtype="int64"))
+        parts: list = []
+        run: list = []
+        for v in values:
+            if type(v) is int:
+                run.append(v)
+                continue
+            if run:
+                parts.append(self.em.const(np.asarray(run, dtype="int64")))
+                run = []
+            parts.append(self.one(v))
+        if run:
+            parts.append(self.em.const(np.asarray(run, dtype="int64")))
+        return parts[0] if len(parts) == 1 else self.em.one("Concat", parts, axis=0)
+
+    def scalar(self, value: Any) -> str:
+        """A 0-D int64 tensor of one dimension."""
+        if type(value) is int:
+            return self.em.const(np.asarray(value, dtype="int64"))
+        return self.em.one("Reshape", [self.one(value), self.em.const(np.asarray([], dtype="int64"))])
+
+    def one(self, d: Any) -> str:
+        """A [1]-shaped int64 tensor holding dimension ``d``."""
+        if type(d) is int:
+            return self.em.const(np.asarray([d], dtype="int64"))
+        if d is ir.ANY:
+            raise FormatError("a dimension ? has no value to write: the model's shape arithmetic depends on "
+                              "data passhost cannot compute")
+        known = self.cache.get(d)
+        if known is not None:
+            return known
+        out = self._variable(d.name) if d.name is not None else self._expression(d)
+        self.cache[d] = out
+        return out
+
+    def _variable(self, name: str) -> str:
+        src = self.sources.get(name)
+        if src is None:
+            raise FormatError(f"size variable {name} appears in no input of @main on its own axis, so the "
+                              "exported graph cannot read its value; bind it (--bind-dim) or give an input "
+                              "that has it")
+        inp, axis = src
+        shape = self.shapes.get(inp)
+        if shape is None:
+            shape = self.shapes[inp] = self.em.one("Shape", [inp])
+        em = self.em
+        return em.one("Slice", [shape, em.const(np.asarray([axis], "int64")), em.const(np.asarray([axis + 1], "int64"))])
+
+    def _expression(self, d: ir.Dim) -> str:
+        total: Optional[str] = None
+        constant = 0
+        for mono, coeff in d.terms:
+            if not mono:
+                constant += coeff
+                continue
+            term: Optional[str] = None
+            for atom in mono:
+                value = self._atom(atom)
+                term = value if term is None else self.em.one("Mul", [term, value])
+            if coeff != 1:
+                term = self.em.one("Mul", [term, self.one(coeff)])
+            total = term if total is None else self.em.one("Add", [total, term])
+        if constant:
+            total = self.em.one("Add", [total, self.one(constant)])
+        return total
+
+    def _atom(self, atom: Any) -> str:
+        if type(atom) is str:
+            return self.one(ir.size_var(atom))
+        kind, a, b = atom
+        x, y = self.one(a), self.one(b)
+        if kind == "floordiv":  # (its operand is never negative where sizes are: Div truncates)
+            return self.em.one("Div", [x, y])
+        if kind == "floormod":
+            return self.em.one("Mod", [x, y], fmod=0)
+        return self.em.one("Min" if kind == "min" else "Max", [x, y])
+
+
+def reshape_target(in_shape: tuple, out_shape: tuple) -> Optional[list]:
+    """A static ONNX ``Reshape`` target for ``in_shape -> out_shape`` with ONNX's ``0``
+    (copy the input's dimension) and one ``-1`` where that is exact, or ``None``::
+
+        (batch, seq, 768) -> (batch, seq, 12, 64)   gives [0, 0, 12, 64]
+        (batch, seq, 768) -> (batch*seq, 768)       gives [-1, 768]
+    """
+    target: list = []
+    unknown = []
+    for i, d in enumerate(out_shape):
+        if type(d) is int:
+            if d == 0:
+                return None  # an empty axis: ONNX reads 0 as "copy"
+            target.append(d)
+        elif i < len(in_shape) and d == in_shape[i] and d is not ir.ANY:
+            target.append(0)
+        else:
+            target.append(None)
+            unknown.append(i)
+    if len(unknown) > 1:
+        return None
+    if unknown:
+        target[unknown[0]] = -1
+    return target
+
+
+def value_info_shape(vi: onnx.ValueInfoProto) -> list:
+    """The dims of a value info as written (ints, strings, ``None``)."""
+    out = []
+    for d in vi.type.tensor_type.shape.dim:
+        out.append(d.dim_value if d.HasField("dim_value") else (d.dim_param or None))
+    return out
