@@ -18,7 +18,9 @@ magnitudes of about 10, so a few float32 ulps (1.2e-7 relative each) stay far be
 and ``atol`` covers results that cancel to near zero.
 
 ``GRAPHS_PER_PASS`` graphs per pass run in CI (in ``GRAPH_CHUNKS`` test cases per pass, so
-a failure names a small seed range).
+a failure names a small seed range). ``SYMBOLIC_GRAPHS_PER_PASS`` more have symbolic batch,
+height and width (``random_graph(symbolic=True)``): each pass must keep them symbolic-typed
+and give the same outputs at every one of ``BINDINGS``.
 """
 from __future__ import annotations
 
@@ -32,6 +34,9 @@ from passhost.testing.random_graph import random_graph, random_inputs
 
 GRAPHS_PER_PASS = 500
 GRAPH_CHUNKS = 5
+SYMBOLIC_GRAPHS_PER_PASS = 60
+#: the bindings each symbolic graph runs at (every size at least random_graph.MIN_SIZE but n)
+BINDINGS = ({"n": 1, "h": 4, "w": 5}, {"n": 3, "h": 7, "w": 6}, {"n": 2, "h": 9, "w": 11})
 RTOL, ATOL = 1e-4, 1e-5
 
 #: passes that need options to run, and extra variants worth their own run
@@ -58,10 +63,10 @@ def _cases() -> list:
     return cases
 
 
-def _graph(seed: int) -> ir.IRModule:
+def _graph(seed: int, symbolic: bool = False) -> ir.IRModule:
     shape = seed % 4  # every flavour in every chunk
     return random_graph(seed, 8 + seed % 5, lets=shape in (1, 3), tuples=shape in (2, 3), ifs=shape != 0,
-                        rank5=shape in (0, 3))
+                        rank5=shape in (0, 3), symbolic=symbolic)
 
 
 def _build(case):
@@ -112,3 +117,24 @@ def test_pass_output_is_well_formed_reparsable_and_equivalent(case, chunk):
             _close(evaluate_main(out, inputs), want, "main")
         except Exception as err:
             raise AssertionError(f"{where}: {type(err).__name__}: {err}\n--- before ---\n{ir.astext(mod)}") from err
+
+
+@pytest.mark.parametrize("case", _cases())
+def test_pass_output_on_symbolic_shapes_is_equivalent_at_every_binding(case):
+    p = _build(case)
+    for seed in range(SYMBOLIC_GRAPHS_PER_PASS):
+        mod = ir.infer_type(_graph(seed, symbolic=True))
+        assert not mod["main"].params[0].checked_type.is_static
+        inputs = [random_inputs(mod, seed, sizes=b) for b in BINDINGS]
+        wants = [evaluate_main(mod, i) for i in inputs]
+        try:
+            with transform.PassContext(opt_level=3, config={"passhost.verify_each": True}):
+                out = p(mod)
+            ir.well_formed(out)
+            again = ir.parse(ir.astext(out))
+            assert ir.structural_equal(again, out, map_free_vars=True), "re-parsed module differs"
+            assert out["main"].params[0].checked_type == mod["main"].params[0].checked_type, "signature changed"
+            for binding, i, want in zip(BINDINGS, inputs, wants):
+                _close(evaluate_main(out, i), want, f"main at {binding}")
+        except Exception as err:
+            raise AssertionError(f"seed {seed}: {type(err).__name__}: {err}\n--- before ---\n{ir.astext(mod)}") from err

@@ -57,10 +57,37 @@ class _Value:
 
 
 def _broadcast(a: tuple, b: tuple) -> Optional[tuple]:
-    try:
-        return tuple(np.broadcast_shapes(a, b))
-    except ValueError:
-        return None
+    if all(type(d) is int for d in a + b):
+        try:
+            return tuple(np.broadcast_shapes(a, b))
+        except ValueError:
+            return None
+    # symbolic: broadcast only where it holds for every binding (equal, or one side 1)
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(a, b):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            return None
+    return tuple(out)
+
+
+def _static(shape: tuple) -> bool:
+    return all(type(d) is int for d in shape)
+
+
+def _at_least(d, k: int) -> bool:
+    """``d >= k``; a size variable of a symbolic graph is at least :data:`MIN_SIZE`."""
+    return d >= k if type(d) is int else k <= MIN_SIZE
+
+
+#: the smallest value a size variable of a symbolic graph (``n``, ``h``, ``w``) is bound to
+#: for the graph to be valid (its pools and convolutions assume it)
+MIN_SIZE = 4
 
 
 class _Builder:
@@ -150,7 +177,7 @@ class _Builder:
             choices += [(c, 1, 1), (1, c, 1, 1), (shape[3],)]
         elif len(shape) >= 1:
             choices += [(shape[-1],)]
-        return self.rnd.choice(choices)
+        return self.rnd.choice([s for s in choices if _static(s)])  # (a weight has a static shape)
 
     def _divide(self) -> bool:
         a = self.pick()
@@ -183,7 +210,7 @@ class _Builder:
         if a is None:
             return False
         n, c, h, w = a.shape
-        k = self.rnd.choice([1, 3]) if min(h, w) >= 3 else 1
+        k = self.rnd.choice([1, 3]) if _at_least(h, 3) and _at_least(w, 3) else 1
         o = self.rnd.choice([2, 3, 4])
         weight = self.const((o, c, k, k), -0.5, 0.5)
         out = ir.nn.conv2d(a.expr, weight, padding=(k // 2, k // 2), channels=o, kernel_size=(k, k))
@@ -191,12 +218,12 @@ class _Builder:
         return True
 
     def _pool(self) -> bool:
-        a = self.pick(lambda v: len(v.shape) == 4 and min(v.shape[2:]) >= 2)
+        a = self.pick(lambda v: len(v.shape) == 4 and _at_least(v.shape[2], 2) and _at_least(v.shape[3], 2))
         if a is None:
             return False
         n, c, h, w = a.shape
         fn = self.rnd.choice([ir.nn.max_pool2d, ir.nn.avg_pool2d])
-        if h % 2 == 0 and w % 2 == 0 and self.rnd.random() < 0.4:
+        if _static((h, w)) and h % 2 == 0 and w % 2 == 0 and self.rnd.random() < 0.4:
             out = fn(a.expr, pool_size=(2, 2), strides=(2, 2))
             shape = (n, c, h // 2, w // 2)
         else:
@@ -227,7 +254,7 @@ class _Builder:
         return True
 
     def _bias_add(self) -> bool:
-        a = self.pick(lambda v: len(v.shape) in (2, 4))
+        a = self.pick(lambda v: len(v.shape) in (2, 4) and type(v.shape[1]) is int)
         if a is None:
             return False
         bias = self.const((a.shape[1],))
@@ -235,7 +262,7 @@ class _Builder:
         return True
 
     def _dense(self) -> bool:
-        a = self.pick(lambda v: len(v.shape) in (2, 4))
+        a = self.pick(lambda v: len(v.shape) in (2, 4) and _static(v.shape[1:]))
         if a is None:
             return False
         x, shape, bound = a.expr, a.shape, a.bound
@@ -298,7 +325,8 @@ class _Builder:
 
 def random_graph(seed: int, num_nodes: int = 20, *, num_params: Optional[int] = None,
                  lets: bool = False, tuples: bool = False, ifs: bool = False, rank5: bool = False,
-                 kinds: Optional[Sequence[str]] = None, dtype: str = "float32") -> ir.IRModule:
+                 kinds: Optional[Sequence[str]] = None, dtype: str = "float32",
+                 symbolic: bool = False) -> ir.IRModule:
     """A seeded, well-typed random module whose ``main`` has 1–3 tensor parameters.
 
     :param seed: the same seed always gives the same program
@@ -311,6 +339,12 @@ def random_graph(seed: int, num_nodes: int = 20, *, num_params: Optional[int] = 
     :param rank5: make 5-D values (``expand_dims`` of 4-D ones) that later steps use
     :param kinds: restrict the steps to these :data:`KINDS`
     :param dtype: a float dtype for parameters and constants
+    :param symbolic: the batch, height and width of the parameters are the size variables
+        ``n``, ``h`` and ``w`` (channels and weights stay static): the program is valid for
+        every binding with ``n >= 1`` and ``h, w >= MIN_SIZE`` (the same seed gives the
+        same steps as without it, but for the choices that need static sizes)::
+
+            def @main(%p0: Tensor[(n, 3, h, w), float32], %p1: Tensor[(w), float32]) { ... }
     :raises IRError: for an unknown kind or a bad parameter count
     """
     weights = dict(KINDS)
@@ -335,9 +369,12 @@ def random_graph(seed: int, num_nodes: int = 20, *, num_params: Optional[int] = 
     c = rnd.choice([2, 3, 4])
     h = rnd.choice([4, 5, 6])
     w = rnd.choice([4, 5, 6])
+    n = 1
+    if symbolic:
+        n, h, w = ir.size_var("n"), ir.size_var("h"), ir.size_var("w")
     params = []
     for i in range(num_params):
-        shape = (1, c, h, w) if i == 0 else rnd.choice([(1, c, h, w), (1, c, h, w), (1, c, 1, 1), (w,)])
+        shape = (n, c, h, w) if i == 0 else rnd.choice([(n, c, h, w), (n, c, h, w), (1, c, 1, 1), (w,)])
         p = ir.var(f"p{i}", ir.TensorType(shape, dtype))
         params.append(p)
         b.pool.append(_Value(p, shape, 1.0))

@@ -22,15 +22,16 @@ from ..ir.types import TensorType, TupleType, Type
 __all__ = ["symbolize", "check_relation", "RelationCheck"]
 
 
-def symbolize(t: Type, names: Optional[dict] = None) -> Type:
-    """``t`` with every dimension ``>= 2`` replaced by the size variable ``d<value>``."""
+def symbolize(t: Type, names: Optional[dict] = None, keep: tuple = ()) -> Type:
+    """``t`` with every dimension ``>= 2`` replaced by the size variable ``d<value>``
+    (except the axes in ``keep``)."""
     if type(t) is TupleType:
         return TupleType([symbolize(f, names) for f in t.fields])
     if type(t) is not TensorType:
         return t
     out = []
-    for d in t.shape:
-        if type(d) is int and d >= 2:
+    for axis, d in enumerate(t.shape):
+        if type(d) is int and d >= 2 and axis not in keep:
             var = _dims.size_var(f"d{d}")
             if names is not None:
                 names[f"d{d}"] = d
@@ -85,11 +86,17 @@ def _compare(static: Type, sym: Type, values: dict, check: RelationCheck, where:
             check.wrong.append(f"{where}[{axis}]: {b} binds to {bound}, the static relation gives {a}")
 
 
+#: axes that stay static: ``{op: {argument: axes}}``; a dimension that decides the result's
+#: rank (gather_nd's coordinate count, TVM's ``index_rank``) cannot be a size variable
+STATIC_AXES = {"gather_nd": {1: (0,)}}
+
+
 def check_relation(op: Any, arg_types: list, attrs: Any) -> RelationCheck:
     """Run ``op``'s relation on ``arg_types`` and on their symbolic versions; compare."""
     static = op.type_rel(list(arg_types), attrs)
     values: dict = {}
-    sym_types = [symbolize(t, values) for t in arg_types]
+    keep = STATIC_AXES.get(op.name, {})
+    sym_types = [symbolize(t, values, keep.get(i, ())) for i, t in enumerate(arg_types)]
     check = RelationCheck(static)
     try:
         check.symbolic = op.type_rel(sym_types, attrs)

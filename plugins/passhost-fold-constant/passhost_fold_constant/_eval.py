@@ -22,7 +22,7 @@ from passhost.ir import (
     Var,
     infer_type,
 )
-from passhost.ir import quiet_kernels, set_checked_type, type_of
+from passhost.ir import fold_symbolic, quiet_kernels, set_checked_type, type_of
 
 #: operators whose value depends only on the static shape of their argument
 _SHAPE_OF = frozenset({"shape_of", "vm.shape_of"})
@@ -193,9 +193,16 @@ def _static_shape(orig_arg: Expr, new_arg: Expr) -> Optional[tuple]:
 
 
 def _fold_shape_op(call: Call, orig: Call) -> Optional[Expr]:
+    """``shape_of``/``ndarray_size`` of a static shape: a constant; of a symbolic one
+    without ``?``: a ``shape_value`` (its dimensions), which shape arithmetic folds further.
+
+    before:  shape_of(%x, dtype="int64")               /* %x: Tensor[(batch, seq, 8), float32] */
+    after:   shape_value(values=[batch, seq, 8])
+    """
     shape = _static_shape(orig.args[0], call.args[0])
     if shape is None:
-        return None
+        folded = fold_symbolic(orig if call is orig else call)
+        return folded if folded is not None and type(folded) is Call else None
     dtype = call.attrs.get("dtype", "int32")
     if call.op.name in _SHAPE_OF:
         data = np.array(shape, dtype="int32").astype(dtype)

@@ -32,6 +32,7 @@ from passhost.ir import (
     TensorType,
     Tuple,
     TupleGetItem,
+    fold_symbolic,
     is_primitive,
     keep_checked_type,
 )
@@ -102,6 +103,7 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
     # Constant, or the first Tuple of constants. ``attrs`` keeps the id in the key valid.
     cache: dict = {}
     cget = cache.get
+    svals: set = set()  # shape_value calls: integer arithmetic over them folds symbolically
     stack: list = [expr]
     push = stack.append
     pop = stack.pop
@@ -133,6 +135,9 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
                         if type(na) in maybe and type(nb) in maybe and (
                                 (type(na) is _Constant and type(nb) is _Constant) or _all_complex((na, nb))):
                             cargs: Any = (na, nb)
+                        elif svals and (na in svals or nb in svals):
+                            memo[node] = _symbolic(node, (na, nb), svals)
+                            continue
                         elif na is a and nb is b:
                             memo[node] = node
                             continue
@@ -154,6 +159,9 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
                     if kind == EVALUATE:
                         if type(na) in maybe and (type(na) is _Constant or _all_complex((na,))):
                             cargs = (na,)
+                        elif svals and na in svals:
+                            memo[node] = _symbolic(node, (na,), svals)
+                            continue
                         elif na is a:
                             memo[node] = node
                             continue
@@ -171,6 +179,11 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
                     kind = kinds[op]
                     cargs = args if nargs is None else nargs
                     if kind == EVALUATE and not (args and _all_complex(cargs)):
+                        if not args and op is _SHAPE_VALUE:
+                            svals.add(node)
+                        elif svals and any(x in svals for x in cargs):
+                            memo[node] = _symbolic(node, tuple(cargs), svals)
+                            continue
                         memo[node] = node if nargs is None else node.with_args(nargs)
                         continue
                     new = node if nargs is None else node.with_args(nargs)
@@ -180,7 +193,9 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
                     hit = cget(key)
                     ty = type_of(node)
                     if hit is None:
-                        if type(ty) is _TensorType and _too_large(ty):  # left as it is: see MAX_FOLD_BYTES
+                        if type(ty) is _TensorType and (not ty.is_static or _too_large(ty)):
+                            # left as it is: see MAX_FOLD_BYTES; a result whose shape depends on
+                            # size variables (a symbolic shape attribute) is not known here
                             same = all(x is y for x, y in zip(cargs, node.args))
                             memo[node] = node if same else node.with_args(tuple(cargs))
                             continue
@@ -199,13 +214,44 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
                     folded = _fold_shape_op(new, node)
                     if folded is not None:
                         new = folded
+                        if type(new) is _Call:  # a shape_value: shape arithmetic on it folds too
+                            svals.add(new)
+                    else:  # a shape with a ?: its known entries still fold (take(.., i))
+                        svals.add(new)
                 memo[node] = new
                 continue
         if type(node) in leaves:
             memo[node] = node  # first met as an argument (or the root itself)
         else:
             _other(node, memo, push)
+            if svals and type(node) is Tuple:  # a tuple of shape values is shape data too
+                new = get(node)
+                if new is not None and type(new) is Tuple and any(f in svals for f in new.fields) \
+                        and all(type(f) is _Constant or f in svals for f in new.fields):
+                    svals.add(new)
     return get(expr, expr)
+
+
+_SHAPE_VALUE = Op.get("shape_value")
+
+
+def _symbolic(node: Call, args: tuple, svals: set) -> Expr:
+    """``node`` on ``args``, some of them ``shape_value`` calls: folded as shape arithmetic
+    (:func:`passhost.ir.fold_symbolic`) where every other argument is a constant, else
+    rebuilt on the new arguments.
+
+    before:  take(shape_value(values=[batch, seq, 768]), 1)
+    after:   shape_value(values=seq)
+    """
+    same = all(x is y for x, y in zip(args, node.args))
+    new = node if same else node.with_args(args)
+    if all(type(x) is Constant or x in svals for x in args):
+        folded = fold_symbolic(new)
+        if folded is not None:
+            if type(folded) is Call:
+                svals.add(folded)
+            return folded
+    return new
 
 
 def _done(x: Expr, memo: dict) -> Optional[Expr]:
