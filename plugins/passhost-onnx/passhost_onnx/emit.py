@@ -6,9 +6,11 @@ target shapes.
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
+import onnx
 
 from passhost import ir
 from passhost.errors import FormatError
@@ -325,7 +327,11 @@ def _softmax(em, call, args):
 
 @emitter("nn.dropout")
 def _dropout(em, call, args):
-    return (args[0], em.const(np.ones(_tensor(call, 0).shape, dtype="bool")))
+    shape = _tensor(call, 0).shape
+    if not all(type(d) is int for d in shape):  # a mask as large as the data, of run-time size
+        true = onnx.numpy_helper.from_array(np.ones((1,), dtype="bool"))
+        return (args[0], em.one("ConstantOfShape", [em.one("Shape", [args[0]])], value=true))
+    return (args[0], em.const(np.ones(shape, dtype="bool")))
 
 
 @emitter("nn.layer_norm")
@@ -435,7 +441,11 @@ def _variance(em, call, args):
     out = EMITTERS["mean"](em, call, [em.one("Mul", [diff, diff])])
     if call.attrs.unbiased:
         in_shape, out_shape = _tensor(call, 0).shape, _out_shape(call)
-        n = int(np.prod(in_shape, dtype=np.int64)) // max(1, int(np.prod(out_shape, dtype=np.int64)))
+        n = math.prod(in_shape) // max(1, math.prod(out_shape)) if all(
+            type(d) is int for d in tuple(in_shape) + tuple(out_shape)) else None
+        if n is None:
+            raise FormatError("an unbiased variance over axes of symbolic size cannot be written yet; "
+                              "specialise the model (--bind-dim) or use the biased one")
         if n > 1:
             out = em.one("Mul", [out, em.const(np.asarray(n / (n - 1), dtype=call.checked_type.dtype))])
     return out

@@ -6,8 +6,12 @@ normalisation operators (the rest are in :mod:`.emit`)::
 """
 from __future__ import annotations
 
-import numpy as np
+import math
 
+import numpy as np
+import onnx
+
+from passhost import ir
 from passhost.errors import FormatError
 
 from .dtypes import to_onnx_type
@@ -26,15 +30,21 @@ def _strided_slice(em, call, args):
     strides = list(a.strides) if a.strides else [1] * len(begin)
     starts, ends, steps, used = [], [], [], []
     for i, axis in enumerate(axes[:len(begin)]):
-        b = int(begin[i])
-        e = int(end[i]) if i < len(end) else int(shape[axis])
+        b = _dim(begin[i])
+        e = _dim(end[i]) if i < len(end) else shape[axis]
         s = int(strides[i]) if i < len(strides) else (int(strides[-1]) if strides else 1)
         if a.slice_mode == "size":
-            s, e = 1, int(shape[axis]) if e < 0 else b + e
-        if s < 0 and e < -int(shape[axis]):
+            s, e = 1, shape[axis] if (type(e) is int and e < 0) else b + e
+        if s < 0 and type(e) is int and type(shape[axis]) is int and e < -int(shape[axis]):
             e = _INT64_MIN  # before index 0
         starts.append(b), ends.append(e), steps.append(s), used.append(axis)
     return em.one("Slice", [args[0], em.ints(starts), em.ints(ends), em.ints(used), em.ints(steps)])
+
+
+def _dim(v):
+    """An attribute's entry: an int, or a symbolic dimension kept as it is (em.ints
+    computes it)."""
+    return v if type(v) is ir.Dim else int(v)
 
 
 @emitter("take")
@@ -47,15 +57,22 @@ def _take(em, call, args):
     axis = a.axis
     if axis is None:
         data = em.one("Reshape", [data, em.ints([-1])])
-        dim, axis = int(np.prod(shape, dtype=np.int64)), 0
+        dim, axis = math.prod(shape), 0
     else:
         axis = int(axis) % len(shape)
-        dim = int(shape[axis])
+        dim = shape[axis]
     idx_dtype = _tensor(call, 1).dtype
+
+    def size(v):  # a scalar of the indices' dtype: a constant, or computed for a symbolic size
+        if type(v) is int:
+            return em.const(np.asarray(v, idx_dtype))
+        value = em.dim_values.scalar(v)
+        return value if idx_dtype == "int64" else em.one("Cast", [value], to=to_onnx_type(idx_dtype))
+
     if a.mode == "clip":  # out-of-range indices clamp; negative ones clamp to 0
-        indices = em.one("Clip", [indices, em.const(np.asarray(0, idx_dtype)), em.const(np.asarray(dim - 1, idx_dtype))])
+        indices = em.one("Clip", [indices, em.const(np.asarray(0, idx_dtype)), size(dim - 1)])
     elif a.mode == "wrap":
-        indices = em.one("Mod", [indices, em.const(np.asarray(dim, idx_dtype))])
+        indices = em.one("Mod", [indices, size(dim)])
     return em.one("Gather", [data, indices], axis=axis)
 
 
@@ -72,7 +89,7 @@ def _broadcast_to(em, call, args):
 @emitter("tile")
 def _tile(em, call, args):
     nd = len(_tensor(call, 0).shape)
-    reps = [int(r) for r in call.attrs.reps]
+    reps = [_dim(r) for r in call.attrs.reps]
     x = args[0]
     if len(reps) > nd:  # numpy's tile prepends axes to the data, ONNX's needs equal ranks
         x = em.one("Reshape", [x, em.ints([1] * (len(reps) - nd) + list(_tensor(call, 0).shape))])
@@ -190,7 +207,8 @@ def _resize2d(em, call, args):
         extent = (r[2] - r[0], r[3] - r[1])
     if a.scales:  # ONNX maps with the scales and derives the size from them: they must agree
         in_shape = call.args[0].checked_type.shape
-        if [int(np.floor(d * e * s)) for d, e, s in zip(in_shape[2:], extent, a.scales)] != list(a.size):
+        if all(type(d) is int for d in in_shape[2:]) and \
+                [int(np.floor(d * e * s)) for d, e, s in zip(in_shape[2:], extent, a.scales)] != list(a.size):
             raise FormatError(f"image.resize2d with scales={list(a.scales)} and size={list(a.size)} cannot be "
                               f"written: ONNX's Resize makes the output size floor(input x scale)")
         scales = em.const(np.asarray([1.0, 1.0, *a.scales], dtype="float32"))
@@ -206,7 +224,11 @@ def _full(em, call, args):
 @emitter("zeros", "ones")
 def _zeros_ones(em, call, args):
     value = np.zeros if call.op.name == "zeros" else np.ones
-    return em.const(value(_out_shape(call), dtype=call.checked_type.dtype))
+    shape = _out_shape(call)
+    if not all(type(d) is int for d in shape):  # a run-time shape: ConstantOfShape
+        fill = onnx.numpy_helper.from_array(value((1,), dtype=call.checked_type.dtype))
+        return em.one("ConstantOfShape", [em.ints(shape)], value=fill)
+    return em.const(value(shape, dtype=call.checked_type.dtype))
 
 
 @emitter("full_like")
@@ -292,12 +314,42 @@ def _one_hot(em, call, args):
 
 @emitter("ndarray_size")
 def _ndarray_size(em, call, args):
-    return em.const(np.asarray(int(np.prod(_tensor(call, 0).shape, dtype=np.int64)), dtype=call.checked_type.dtype))
+    size = math.prod(_tensor(call, 0).shape)
+    dtype = call.checked_type.dtype
+    if type(size) is int:
+        return em.const(np.asarray(size, dtype=dtype))
+    if size is ir.ANY:
+        return em.one("Size", [args[0]]) if dtype == "int64" else \
+            em.one("Cast", [em.one("Size", [args[0]])], to=to_onnx_type(dtype))
+    return _scalar_of(em, size, dtype)
+
+
+def _scalar_of(em, value, dtype: str) -> str:
+    """A 0-D tensor of ``dtype`` holding a dimension (computed when symbolic)."""
+    out = em.dim_values.scalar(value)
+    return out if dtype == "int64" else em.one("Cast", [out], to=to_onnx_type(dtype))
 
 
 @emitter("arange")
 def _arange(em, call, args):
-    return em.const(call.op.compute([], call.attrs))
+    a = call.attrs
+    if not any(type(v) is ir.Dim for v in (a.start, a.stop, a.step)):
+        return em.const(call.op.compute([], call.attrs))
+    start, stop = (0, a.start) if a.stop is None else (a.start, a.stop)
+    dtype = call.checked_type.dtype
+    return em.one("Range", [_scalar_of(em, start, dtype), _scalar_of(em, stop, dtype), _scalar_of(em, a.step, dtype)])
+
+
+@emitter("shape_value")
+def _shape_value(em, call, args):
+    """Dimensions as a tensor: an initializer where they are ints, else computed from the
+    graph inputs' shapes (:mod:`.dim_values`)."""
+    values = call.attrs["values"]
+    dtype = call.checked_type.dtype
+    if isinstance(values, tuple):
+        out = em.ints(values)
+        return out if dtype == "int64" else em.one("Cast", [out], to=to_onnx_type(dtype))
+    return _scalar_of(em, values, dtype)
 
 
 def _onnx_indices(em, call, args) -> str:
