@@ -34,13 +34,19 @@ _NUMPY = {
 
 
 def session(session_or_path, session_options=None):
-    """An onnxruntime session on the CPU for a path or bytes; a session is returned as it is."""
+    """An onnxruntime session on the CPU for a path or bytes; a session is returned as it is.
+    Without ``session_options``: one thread for the operators and one between them, as the
+    tests' runner (conftest.py) has it, so that sums run in the same order on any core count."""
     if hasattr(session_or_path, "run") and hasattr(session_or_path, "get_inputs"):
         return session_or_path
     import onnxruntime as ort
 
     if isinstance(session_or_path, Path):
         session_or_path = str(session_or_path)
+    if session_options is None:
+        session_options = ort.SessionOptions()
+        session_options.intra_op_num_threads = 1
+        session_options.inter_op_num_threads = 1
     return ort.InferenceSession(session_or_path, session_options, providers=["CPUExecutionProvider"])
 
 

@@ -57,6 +57,8 @@ def _ort_basic(path, feeds):
     ort = pytest.importorskip("onnxruntime")
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    opts.intra_op_num_threads = 1  # (as conftest's runner: one summation order whatever the core count)
+    opts.inter_op_num_threads = 1
     opts.log_severity_level = 3
     return ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"]).run(None, feeds)
 
