@@ -41,6 +41,8 @@ def test_a_qdq_pair_gives_onnxruntimes_numbers(qtype, axis_scales, tmp_path, ort
     want_y, want_q = ort_run(str(src), {"x": x})
     mod = ir.load(str(src))
     got_y, got_q = ir.evaluate(mod, x)
+    # (exact by construction: QuantizeLinear is one float32 division and a rounding, the
+    # same on every instruction set; it is not among conftest's ISA_DEPENDENT kernels)
     np.testing.assert_array_equal(got_q, want_q)
     np.testing.assert_allclose(got_y, want_y, rtol=1e-6)
     ir.save(mod, str(tmp_path / "out.onnx"))
@@ -90,4 +92,5 @@ def test_a_qdq_convolution_keeps_its_pairs_and_int8_weights_through_o3(tmp_path,
                                                    "Relu"]
     weights = {tuple(t.dims): numpy_helper.to_array(t).dtype.name for t in out.graph.initializer}
     assert weights[(4, 3, 3, 3)] == "int8"  # the weight stays int8 behind its DequantizeLinear
+    # (exact by construction: the same float operators on the same values, one thread)
     np.testing.assert_array_equal(ort_run(str(tmp_path / "out.onnx"), {"x": x})[0], want)
