@@ -81,12 +81,14 @@ def test_readme_first_block_has_the_demo_and_the_test_command():
     demo, tests = _readme_commands()  # exactly two
     for command in (demo, tests):
         assert command.startswith("python3 -m venv .venv && . .venv/bin/activate && bash scripts/dev-install.sh && ")
-    assert tests.split("&&")[-1].strip() == "python -m pytest"
+    assert tests.split("&&")[-1].strip() == "python -m pytest -n auto"  # (the slow set: -m slow, below)
     run = shlex.split(demo.split("&&")[-1])
     assert run[:2] == ["passhost", "run"]
     args = build_parser().parse_args(run[1:])
     assert args.example or args.input
     assert "README" in (ROOT / ".ci" / "run").read_text()
+    assert "python -m pytest -n auto -m slow" in (ROOT / ".ci" / "run").read_text()
+    assert "python -m pytest -n auto -m slow" in (ROOT / "README.md").read_text()
 
 
 def _parser_options(parser: argparse.ArgumentParser) -> set:

@@ -51,16 +51,30 @@ _PRODUCTS = {("", "QLinearConv"): 3, ("", "QLinearMatMul"): 3, ("", "ConvInteger
 SEVEN_BITS = 64
 
 
+class _Zoo(dict):
+    """name -> path of the reseeded model, written the first time it is asked for (each
+    pytest-xdist worker writes only the models its tests use)."""
+
+    def __init__(self, out):
+        super().__init__()
+        self.out = out
+
+    def __missing__(self, name):
+        if name not in MODELS:
+            raise KeyError(name)
+        path = str(self.out / f"{name}.onnx")
+        onnx.save(reseed(onnx.load(light_path(name))), path)
+        self[name] = path
+        return path
+
+    def __contains__(self, name):
+        return name in MODELS
+
+
 @pytest.fixture(scope="session")
 def zoo(tmp_path_factory):
-    """name -> path of the reseeded model (written once per session)."""
-    out = tmp_path_factory.mktemp("zoo")
-    paths = {}
-    for name in MODELS:
-        path = str(out / f"{name}.onnx")
-        onnx.save(reseed(onnx.load(light_path(name))), path)
-        paths[name] = path
-    return paths
+    """name -> path of the reseeded model (written once per session, when first used)."""
+    return _Zoo(tmp_path_factory.mktemp("zoo"))
 
 
 # -- which operators a model holds ---------------------------------------------------------
