@@ -88,7 +88,9 @@ def match_broadcast_to_left_axes(tlhs: TensorType, trhs: TensorType, axes: Seque
         return False, None
     base = len(ls) - len(rs)
     if not rs and rhs is not None and axes:
-        ones = np.ones(tuple(int(ls[a]) for a in axes), dtype=trhs.dtype)
+        if any(type(ls[a]) is not int for a in axes):  # a scale along a symbolic axis: not folded
+            return False, None
+        ones = np.ones(tuple(ls[a] for a in axes), dtype=trhs.dtype)
         return True, ir.multiply(rhs, Constant(ones))
     j = 0
     squeeze = []
@@ -109,7 +111,7 @@ def match_broadcast_to_left_axes(tlhs: TensorType, trhs: TensorType, axes: Seque
 
 def reshape_to_match_axis(scale: Expr, shape: Sequence[int], axes: Sequence[int]) -> Expr:
     """TVM's ``ReshapeToMatchAxis``: ``reshape(scale, [shape[i] if i in axes else 1])``."""
-    return ir.reshape(scale, [int(d) if i in axes else 1 for i, d in enumerate(shape)])
+    return ir.reshape(scale, [d if i in axes else 1 for i, d in enumerate(shape)])
 
 
 def reshape_or_expand_to_match_axis(scale: Expr, shape: Sequence[int], axes: Sequence[int]) -> Expr:

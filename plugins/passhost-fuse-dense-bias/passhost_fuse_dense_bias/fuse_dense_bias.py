@@ -25,9 +25,9 @@ __all__ = ["DenseBiasRule", "FuseDenseBias"]
 
 def _bias_vector(b: ir.Expr, ndim: int, units: int, dtype: str) -> Optional[ir.Expr]:
     ty = b.checked_type
-    if not isinstance(ty, ir.TensorType) or ty.dtype != dtype or len(ty.shape) > ndim:
+    if not isinstance(ty, ir.TensorType) or ty.dtype != dtype or len(ty.shape) > ndim or not ty.is_static:
         return None
-    shape = tuple(int(d) for d in ty.shape)
+    shape = tuple(ty.shape)
     if not shape or shape[-1] != units or any(d != 1 for d in shape[:-1]):
         return None
     if len(shape) == 1:
@@ -49,9 +49,9 @@ class DenseBiasRule(DFPatternCallback):
     def callback(self, pre, post, node_map):
         product = node_map[self.product][0]
         out = product.checked_type
-        if not isinstance(out, ir.TensorType) or not out.shape:
+        if not isinstance(out, ir.TensorType) or not out.shape or type(out.shape[-1]) is not int:
             return None
-        bias = _bias_vector(node_map[self.b][0], len(out.shape), int(out.shape[-1]), out.dtype)
+        bias = _bias_vector(node_map[self.b][0], len(out.shape), out.shape[-1], out.dtype)
         if bias is None:
             return None
         if product.op.name == "nn.matmul":

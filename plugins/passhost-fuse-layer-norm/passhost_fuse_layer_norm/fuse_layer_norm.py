@@ -108,7 +108,9 @@ class LayerNormRule(DFPatternCallback):
         eps = _scalar(node_map[self.eps][0])
         if eps is None or not eps >= 0:
             return None
-        size = int(ty.shape[axis])
+        size = ty.shape[axis]
+        if type(size) is not int:  # the parameters are constants of the axis' size
+            return None
         gamma = (_along(node_map[self.gamma][0], nd, axis, size) if self.gamma in node_map
                  else ir.Constant(np.ones(size, dtype=ty.dtype)))
         beta = (_along(node_map[self.beta][0], nd, axis, size) if self.beta in node_map
@@ -135,7 +137,9 @@ class ScaleIntoLayerNorm(DFPatternCallback):
             return None
         ty = norm.checked_type
         nd = len(ty.shape)
-        size = int(ty.shape[int(norm.attrs.axis) % nd])
+        size = ty.shape[int(norm.attrs.axis) % nd]
+        if type(size) is not int:
+            return None
         scale = _along(node_map[self.scale][0], nd, int(norm.attrs.axis) % nd, size)
         gamma, beta = node_map[self.gamma][0], node_map[self.beta][0]
         if (scale is None or scale.data.dtype != ty.dtype or gamma.data.shape != (size,)
@@ -162,7 +166,9 @@ class ShiftIntoLayerNorm(DFPatternCallback):
         ty = norm.checked_type
         nd = len(ty.shape)
         axis = int(norm.attrs.axis) % nd
-        size = int(ty.shape[axis])
+        size = ty.shape[axis]
+        if type(size) is not int:
+            return None
         shift = _along(node_map[self.shift][0], nd, axis, size)
         beta = node_map[self.beta][0]
         if shift is None or shift.data.dtype != ty.dtype or beta.data.shape != (size,):

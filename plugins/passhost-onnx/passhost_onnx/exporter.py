@@ -13,6 +13,7 @@ module was imported from (``mod.attrs["onnx.outputs"]``), else ``output_0``, ``o
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Optional
 
 import numpy as np
@@ -360,6 +361,8 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     _transpose_pairs(em, set(names))
     _wide_layer_norms(em)
     _block_moves(em)
+    if em.dim_values.cache:  # a peephole's symbolic target was computed after its reader
+        em.nodes[:] = _topological(em.nodes)
     original = dict(mod.attrs.get("onnx.dim_params", ()))
     written = list(mod.attrs.get("onnx.output_dims", ()))
     if len(written) != len(names) or list(mod.attrs.get("onnx.outputs", ())) != names:
@@ -376,6 +379,30 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     # copy of) is left out
     live = {x for n in em.nodes for x in n.input} | em.captured | set(names)
     return model, [(name, arr) for name, arr in em.inits if name in live]
+
+
+def _topological(nodes: list) -> list:
+    """``nodes`` with every node after the producers of its inputs, otherwise in their
+    order (an explicit stack; nodes already in order stay where they are)."""
+    producer = {o: n for n in nodes for o in n.output if o}
+    placed: set = set()
+    out: list = []
+    for root in nodes:
+        stack = [(root, False)]
+        while stack:
+            n, ready = stack.pop()
+            if id(n) in placed:
+                continue
+            if ready:
+                placed.add(id(n))
+                out.append(n)
+                continue
+            stack.append((n, True))
+            for x in reversed(n.input):
+                p = producer.get(x)
+                if p is not None and id(p) not in placed:
+                    stack.append((p, False))
+    return out
 
 
 def _ir_version_for(opset: int) -> int:
@@ -452,7 +479,9 @@ def _merge_batch_reshapes(em: Emitter) -> None:
         if out is None or len(out) < 3 or any(f is None or len(f) != 3 for f in flat):
             continue
         batch = out[:-2]
-        if (flat[0][0] != int(np.prod(batch, dtype=np.int64)) or flat[1][0] != flat[0][0]
+        if any(ir.dims.has_any(f) for f in [out] + flat):  # (two ?s are not known to be equal)
+            continue
+        if (flat[0][0] != math.prod(batch) or flat[1][0] != flat[0][0]
                 or flat[0][2] != flat[1][1] or out[-2:] != (flat[0][1], flat[1][2])):
             continue
         operands = []

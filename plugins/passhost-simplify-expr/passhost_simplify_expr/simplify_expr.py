@@ -45,9 +45,9 @@ class ConsecutiveReshape(DFPatternCallback):
 
     def callback(self, pre, post, node_map):
         x, out = _ty(node_map[self.x][0]), _ty(post)
-        if x is None or out is None:
+        if x is None or out is None or ir.dims.has_any(out.shape):  # (? cannot be a target)
             return None
-        return ir.reshape(node_map[self.x][0], tuple(int(d) for d in out.shape))
+        return ir.reshape(node_map[self.x][0], tuple(out.shape))
 
 
 class RedundantReshape(DFPatternCallback):
@@ -60,7 +60,9 @@ class RedundantReshape(DFPatternCallback):
 
     def callback(self, pre, post, node_map):
         x = node_map[self.x][0]
-        return x if _ty(x) is not None and _ty(x) == _ty(post) else None
+        t = _ty(x)
+        # (two ?s of equal types may still be split differently: (?, ?) -> (?, ?))
+        return x if t is not None and t == _ty(post) and sum(d is ir.ANY for d in t.shape) <= 1 else None
 
 
 class TransposeChain(DFPatternCallback):
@@ -173,9 +175,9 @@ class ConcretizeLike(DFPatternCallback):
 
     def callback(self, pre, post, node_map):
         t = _ty(post)
-        if t is None:
+        if t is None or ir.dims.has_any(t.shape):  # a symbolic shape is an attribute too; ? is not
             return None
-        shape = tuple(int(d) for d in t.shape)
+        shape = tuple(t.shape)
         name = post.op.name
         if name == "zeros_like":
             return ir.zeros(shape, t.dtype)
