@@ -27,17 +27,40 @@ __all__ = ["DimValues", "dim_sources", "onnx_dims"]
 
 
 def dim_sources(main: ir.Function) -> dict:
-    """``{size variable: (input name, axis)}``: where each variable of ``@main``'s
-    parameters first appears alone."""
+    """``{size variable: (input name, axis, a, b)}``: where each variable of ``@main``'s
+    parameters can be read, the axis' size being ``a*variable + b`` (``a = 1, b = 0`` where
+    it appears alone, as it usually does; dynamo writes ``2*half_height``)."""
     out: dict = {}
+    later: list = []
     for p in main.params:
         t = p.checked_type
         if type(t) is not ir.TensorType:
             continue
         for axis, d in enumerate(t.shape):
-            if type(d) is ir.Dim and d.name is not None and d.name not in out:
-                out[d.name] = (p.name_hint, axis)
+            if type(d) is not ir.Dim:
+                continue
+            if d.name is not None:
+                out.setdefault(d.name, (p.name_hint, axis, 1, 0))
+            else:
+                later.append((p.name_hint, axis, d))
+    for name, axis, d in later:  # a*v + b of one variable: v = (size - b) / a
+        linear = _linear(d)
+        if linear is not None and linear[0] not in out:
+            out[linear[0]] = (name, axis, linear[1], linear[2])
     return out
+
+
+def _linear(d: ir.Dim):
+    """``(variable, a, b)`` when ``d`` is ``a*variable + b``, else ``None``."""
+    var, a, b = None, 0, 0
+    for mono, coeff in d.terms:
+        if not mono:
+            b += coeff
+        elif len(mono) == 1 and type(mono[0]) is str and var in (None, mono[0]):
+            var, a = mono[0], a + coeff
+        else:
+            return None
+    return (var, a, b) if var is not None and a > 0 else None
 
 
 def onnx_dims(shape: tuple, original: dict) -> list:
@@ -109,12 +132,17 @@ class DimValues:
             raise FormatError(f"size variable {name} appears in no input of @main on its own axis, so the "
                               "exported graph cannot read its value; bind it (--bind-dim) or give an input "
                               "that has it")
-        inp, axis = src
+        inp, axis, a, b = src
         shape = self.shapes.get(inp)
         if shape is None:
             shape = self.shapes[inp] = self.em.one("Shape", [inp])
         em = self.em
-        return em.one("Slice", [shape, em.const(np.asarray([axis], "int64")), em.const(np.asarray([axis + 1], "int64"))])
+        size = em.one("Slice", [shape, em.const(np.asarray([axis], "int64")), em.const(np.asarray([axis + 1], "int64"))])
+        if b:
+            size = em.one("Sub", [size, self.one(b)])
+        if a != 1:
+            size = em.one("Div", [size, self.one(a)])
+        return size
 
     def _expression(self, d: ir.Dim) -> str:
         total: Optional[str] = None

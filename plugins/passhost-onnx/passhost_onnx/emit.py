@@ -60,7 +60,10 @@ def _out_shape(call: ir.Call) -> tuple:
 
 def _select(em, dtype: str, cond: str, x: str, y: str) -> str:
     """``Where(cond, x, y)`` on ``dtype`` values: onnxruntime has no 8- or 16-bit integer
-    Where kernel, so those select in int32 and cast back."""
+    Where kernel, so those select in int32 and cast back, and none for bools, which select
+    with And/Or."""
+    if dtype == "bool":  # (onnxruntime has no bool Where either): c and x, or not c and y
+        return em.one("Or", [em.one("And", [cond, x]), em.one("And", [em.one("Not", [cond]), y])])
     if dtype not in ("int8", "int16"):
         return em.one("Where", [cond, x, y])
     wide = [em.one("Cast", [a], to=to_onnx_type("int32")) for a in (x, y)]
@@ -363,6 +366,8 @@ def _reshape(em, call, args):
     shape = list(_out_shape(call))
     if not all(type(d) is int for d in shape):  # ONNX's 0 and -1 where exact, else computed
         target = reshape_target(tuple(_tensor(call, 0).shape), tuple(shape))
+        if target is None and any(d is ir.ANY for d in shape):  # a ? has no value to compute
+            return _reshape_any(em, call, args)
         return em.one("Reshape", [args[0], em.ints(shape) if target is None else em.ints(target)])
     if 0 in shape:  # an empty axis: ONNX reads a 0 as "copy the input's" unless allowzero=1 (opset 14)
         if em.opset < 14:
@@ -370,6 +375,24 @@ def _reshape(em, call, args):
                               "Reshape allowzero=1, which opset 13 lacks; export at opset 14 or later")
         return em.one("Reshape", [args[0], em.ints(shape)], allowzero=1)
     return em.one("Reshape", [args[0], em.ints(shape)])
+
+
+def _reshape_any(em, call: ir.Call, args) -> str:
+    """A reshape-like call whose result has a ``?``: a reshape by its own ``newshape``
+    (whose 0 and -1 mean in ONNX what they mean in Relay), an expand_dims as ``Unsqueeze``,
+    a squeeze as ``Squeeze``."""
+    nd_in = len(_tensor(call, 0).shape)
+    name = call.op.name
+    a = call.attrs
+    if name == "reshape" and not a.allowzero and all(type(d) is not int or d >= -1 for d in a.newshape):
+        return em.one("Reshape", [args[0], em.ints(list(a.newshape))])
+    if name == "expand_dims":
+        axis = int(a.axis) % (nd_in + 1)
+        return em.one("Unsqueeze", [args[0], em.ints(range(axis, axis + int(a.num_newaxis)))])
+    if name == "squeeze" and a.axis is not None:
+        return em.one("Squeeze", [args[0], em.ints(sorted(int(x) % nd_in for x in a.axis))])
+    raise FormatError(f"{name} to a shape with an unknown dimension ({tuple(map(str, _out_shape(call)))}) "
+                      "cannot be written as an ONNX Reshape; specialise the model (--bind-dim)")
 
 
 @emitter("transpose")

@@ -292,7 +292,7 @@ def _topk(em, call, args):
     a = call.attrs
     shape = _tensor(call, 0).shape
     axis = int(a.axis) % len(shape)
-    k = int(a.k) or int(shape[axis])
+    k = int(a.k) or shape[axis]  # (0: the whole axis, which may be symbolic)
     values, indices = em.node("TopK", [args[0], em.ints([k])], 2, axis=axis, largest=0 if a.is_ascend else None)
     if a.dtype != "int64":
         indices = em.one("Cast", [indices], to=to_onnx_type(a.dtype))

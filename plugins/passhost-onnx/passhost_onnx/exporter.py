@@ -730,6 +730,8 @@ def _block_moves(em: Emitter) -> None:
             continue
         (nb, c, h, w), perm = x, tuple(perm[0])
         move = None
+        if not all(type(d) is int for d in (c, h, w, mid[1], mid[2], mid[3], mid[5])):
+            continue  # (a block size is static; with symbolic sizes the divisibility is not known)
         for b in {mid[1], mid[2], mid[3]}:
             if b < 2 or c % (b * b):
                 continue

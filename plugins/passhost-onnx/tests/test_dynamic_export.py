@@ -103,3 +103,33 @@ def test_symbolic_exports_pass_onnx_shape_inference(tmp_path, opset):
     ir.save(mod, path, opset=opset)
     inferred = onnx.shape_inference.infer_shapes(onnx.load(path), strict_mode=True)
     assert _dims(inferred.graph.output[0]) == ["batch", "seq", 2, 4]
+
+
+def test_reshapes_to_a_shape_with_an_unknown_dimension_use_their_own_codes(tmp_path, ort_run):
+    mod, path, model = _export("""def @main(%x: Tensor[(?, ?, 6), float32]) {
+      %0 = reshape(%x, newshape=[0, 0, 2, 3]);
+      %1 = expand_dims(%0, axis=0);
+      (%1, squeeze(%1, axis=[0]))
+    }""", tmp_path)
+    ops = [n.op_type for n in model.graph.node]  # (two ?s: no 0/-1 target of the shape says it)
+    assert "Unsqueeze" in ops and "Squeeze" in ops
+    _agree(mod, path, ort_run, [(1, 2, 6)], [(4, 3, 6)], [(7, 5, 6)])
+
+
+def test_a_where_on_bools_is_written_without_onnxruntimes_missing_bool_where(tmp_path, ort_run):
+    mod, path, model = _export("""def @main(%c: Tensor[(n), bool], %a: Tensor[(n), bool], %b: Tensor[(n), bool]) {
+      where(%c, %a, %b)
+    }""", tmp_path)
+    assert "Where" not in {n.op_type for n in model.graph.node}
+    for n in (3, 5):
+        args = [RNG.integers(0, 2, n).astype(bool) for _ in range(3)]
+        got = ort_run(path, {"c": args[0], "a": args[1], "b": args[2]})[0]
+        np.testing.assert_array_equal(got, ir.evaluate(mod, *args))
+
+
+def test_a_size_variable_seen_only_in_an_expression_is_solved_from_it(tmp_path, ort_run):
+    """dynamo writes an even height as 2*half_height: half_height is read as size / 2."""
+    mod, path, model = _export("""def @main(%x: Tensor[(2*hh, 3), float32]) {
+      reshape(%x, newshape=[hh, 6])
+    }""", tmp_path)
+    _agree(mod, path, ort_run, [(2, 3)], [(8, 3)], [(14, 3)])
