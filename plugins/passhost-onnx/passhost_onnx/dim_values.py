@@ -200,6 +200,29 @@ def reshape_target(in_shape: tuple, out_shape: tuple) -> Optional[list]:
     return target
 
 
+def unit_axes(in_shape: tuple, out_shape: tuple) -> Optional[tuple]:
+    """``("Squeeze", axes)`` when ``out_shape`` is ``in_shape`` with some static 1s removed,
+    ``("Unsqueeze", axes)`` when it is ``in_shape`` with 1s inserted, else ``None``::
+
+        (1, batch, 4, seq, 8) -> (batch, 4, seq, 8)   gives ("Squeeze", [0])
+    """
+    if len(out_shape) < len(in_shape):
+        short, long_, op = out_shape, in_shape, "Squeeze"
+    elif len(out_shape) > len(in_shape):
+        short, long_, op = in_shape, out_shape, "Unsqueeze"
+    else:
+        return None
+    axes, j = [], 0
+    for i, d in enumerate(long_):
+        if j < len(short) and d == short[j] and d is not ir.ANY:
+            j += 1
+        elif type(d) is int and d == 1:
+            axes.append(i)
+        else:
+            return None
+    return (op, axes) if j == len(short) else None
+
+
 def value_info_shape(vi: onnx.ValueInfoProto) -> list:
     """The dims of a value info as written (ints, strings, ``None``)."""
     out = []

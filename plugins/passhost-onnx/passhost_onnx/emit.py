@@ -16,7 +16,7 @@ from passhost import ir
 from passhost.errors import FormatError
 from passhost.ir.ops.volume import pad6
 
-from .dim_values import reshape_target
+from .dim_values import reshape_target, unit_axes
 from .dtypes import to_onnx_type
 
 __all__ = ["EMITTERS", "emitter"]
@@ -365,7 +365,13 @@ def _layer_norm(em, call, args):
 def _reshape(em, call, args):
     shape = list(_out_shape(call))
     if not all(type(d) is int for d in shape):  # ONNX's 0 and -1 where exact, else computed
-        target = reshape_target(tuple(_tensor(call, 0).shape), tuple(shape))
+        in_shape = tuple(_tensor(call, 0).shape)
+        target = reshape_target(in_shape, tuple(shape))
+        if target is None:  # only 1s inserted or removed: Unsqueeze / Squeeze, no shape to compute
+            moved = unit_axes(in_shape, tuple(shape))
+            if moved is not None:
+                op, axes = moved
+                return em.one(op, [args[0], em.ints(axes)])
         if target is None and any(d is ir.ANY for d in shape):  # a ? has no value to compute
             return _reshape_any(em, call, args)
         return em.one("Reshape", [args[0], em.ints(shape) if target is None else em.ints(target)])

@@ -18,6 +18,9 @@ from .dtypes import to_onnx_type
 from .emit import _check_layout, _out_shape, _pads, _tensor, emitter
 
 _INT64_MIN = np.iinfo("int64").min
+_INT64_MAX = np.iinfo("int64").max
+#: an int end at least this large takes an axis to its end (no axis has 2**62 elements)
+_WHOLE = 1 << 62
 
 
 @emitter("strided_slice")
@@ -37,7 +40,14 @@ def _strided_slice(em, call, args):
             s, e = 1, shape[axis] if (type(e) is int and e < 0) else b + e
         if s < 0 and type(e) is int and type(shape[axis]) is int and e < -int(shape[axis]):
             e = _INT64_MIN  # before index 0
+        if type(shape[axis]) is not int or type(e) is not int:  # (static slices are written as before)
+            if s == 1 and type(b) is int and b == 0 and (e == shape[axis] or (type(e) is int and e >= _WHOLE)):
+                continue  # the whole axis: nothing to write (and no symbolic end to compute)
+            if s > 0 and type(e) is not int and e == shape[axis]:
+                e = _INT64_MAX  # to the end, without computing it
         starts.append(b), ends.append(e), steps.append(s), used.append(axis)
+    if not used:
+        return args[0]
     return em.one("Slice", [args[0], em.ints(starts), em.ints(ends), em.ints(used), em.ints(steps)])
 
 

@@ -363,6 +363,8 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     _block_moves(em)
     if em.dim_values.cache:  # a peephole's symbolic target was computed after its reader
         em.nodes[:] = _topological(em.nodes)
+        _merge_duplicates(em, set(names))
+        _drop_unread(em, set(names))
     original = dict(mod.attrs.get("onnx.dim_params", ()))
     written = list(mod.attrs.get("onnx.output_dims", ()))
     if len(written) != len(names) or list(mod.attrs.get("onnx.outputs", ())) != names:
@@ -379,6 +381,58 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     # copy of) is left out
     live = {x for n in em.nodes for x in n.input} | em.captured | set(names)
     return model, [(name, arr) for name, arr in em.inits if name in live]
+
+
+#: initializers of at most this many bytes are compared by value when duplicates merge
+_SMALL_BYTES = 256
+
+
+def _merge_duplicates(em: Emitter, outputs: set) -> None:
+    """Nodes that compute the same thing once (export-level CSE, in topological order):
+    the shape arithmetic of symbolic dimensions repeats itself across the graph (each
+    reshape target written where it is needed). Small equal initializers become one first,
+    so nodes reading equal constants are seen to be equal::
+
+        r1 = Range(const55 (=0), t57, const58 (=1));  r2 = Range(const60 (=0), t57, const63 (=1))
+        ->  r1 alone, r2's readers reading r1
+    """
+    rename: dict = {}
+    by_value: dict = {}
+    for name, arr in em.inits:
+        if arr.nbytes <= _SMALL_BYTES:
+            key = (arr.dtype.str, arr.shape, arr.tobytes())
+            rename.setdefault(name, by_value.setdefault(key, name))
+    rename = {k: v for k, v in rename.items() if k != v}
+    seen: dict = {}
+    kept = []
+    for n in em.nodes:
+        for i, x in enumerate(n.input):
+            if x in rename:
+                n.input[i] = rename[x]
+        key = (n.op_type, n.domain, tuple(n.input), tuple(a.SerializeToString() for a in n.attribute))
+        first = seen.get(key)
+        if first is not None and not (set(n.output) & outputs) and len(first.output) == len(n.output):
+            rename.update((o, f) for o, f in zip(n.output, first.output) if o)
+            continue
+        seen.setdefault(key, n)
+        kept.append(n)
+    em.nodes[:] = kept
+    for x in list(em.captured):
+        if x in rename:
+            em.captured.add(rename[x])
+
+
+def _drop_unread(em: Emitter, outputs: set) -> None:
+    """Nodes whose outputs nothing reads (the shape arithmetic of a target a peephole
+    replaced), from the last node back, so what only they read goes too."""
+    read = set(outputs) | em.captured
+    kept = []
+    for n in reversed(em.nodes):
+        if any(o in read for o in n.output if o):
+            read.update(n.input)
+            kept.append(n)
+    kept.reverse()
+    em.nodes[:] = kept
 
 
 def _topological(nodes: list) -> list:
