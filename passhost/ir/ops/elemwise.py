@@ -8,7 +8,8 @@ Binary (numpy broadcasting, equal dtypes): ``add subtract multiply divide power
 maximum minimum``, the comparisons ``less greater equal not_equal less_equal
 greater_equal`` (bool result) and ``logical_and logical_or logical_xor`` (bools;
 ``logical_not`` is unary), ``bitwise_and bitwise_or bitwise_xor`` (integers or bools;
-``bitwise_not`` is unary) and ``left_shift right_shift`` (integers); ternary ``where``. ``nn.gelu`` (attribute ``approximate``,
+``bitwise_not`` is unary) and ``left_shift right_shift`` (typed for any dtype as TVM's
+``BroadcastRel`` types them, computed for integers); ternary ``where``. ``nn.gelu`` (attribute ``approximate``,
 "none" or "tanh") is ``0.5 * x * (1 + erf(x / sqrt(2)))``::
 
     nn.gelu(%x)     ==    multiply(multiply(%x, 0.5f), add(1f, erf(multiply(%x, 0.707107f))))
@@ -19,7 +20,7 @@ import math
 
 import numpy as np
 
-from ...errors import IRError, TypeInferenceError
+from ...errors import EvaluationError, IRError, TypeInferenceError
 from ..op import OpPattern
 from ..types import TensorType, check_dtype
 from ._util import broadcast_shape, kernel, reg, tensor_arg
@@ -324,10 +325,16 @@ def _int_rel(name: str, n: int, kinds: str):
     return rel
 
 
-def _shift(fn, fill_sign: bool):
+def _shift(name: str, fn, fill_sign: bool):
     """``fn`` (numpy's shift) as ONNX defines it: a shift by a negative amount or by the type's
-    width or more gives 0, or, shifting right, the sign (-1 for a negative signed value)."""
+    width or more gives 0, or, shifting right, the sign (-1 for a negative signed value).
+
+    The relation is TVM's ``BroadcastRel`` (any dtype, both the same), so a float shift types;
+    only its computation needs integers (topi refuses it too)."""
     def run(a, b):
+        if a.dtype.kind not in "iu":
+            raise EvaluationError(f"{name}: no kernel shifts {a.dtype} tensors; the type relation accepts any "
+                                  "dtype (as TVM's BroadcastRel does) but the computation needs integers")
         wide = (b < 0) | (b >= a.dtype.itemsize * 8)
         out = fn(a, np.where(wide, 0, b).astype(a.dtype, copy=False))
         fill = np.where(a < 0, -1, 0).astype(a.dtype) if fill_sign and a.dtype.kind == "i" else np.zeros_like(out)
@@ -340,10 +347,11 @@ for _name, _fn in (("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or
         summary=f"Element-wise bitwise {_name.split('_')[1]} of integer or bool tensors with broadcasting.")
 reg("bitwise_not", 1, _int_rel("bitwise_not", 1, "iub"), _unary_kernel(np.invert), pattern=E,
     summary="Element-wise bitwise not of an integer or bool tensor.", extra={"layout_agnostic": True})
-reg("left_shift", 2, _int_rel("left_shift", 2, "iu"), _binary_kernel(_shift(np.left_shift, False)), pattern=B,
-    summary="Element-wise x << y of integer tensors with broadcasting.")
-reg("right_shift", 2, _int_rel("right_shift", 2, "iu"), _binary_kernel(_shift(np.right_shift, True)), pattern=B,
-    summary="Element-wise x >> y of integer tensors with broadcasting (arithmetic for signed integers).")
+reg("left_shift", 2, _binary_rel("left_shift"), _binary_kernel(_shift("left_shift", np.left_shift, False)), pattern=B,
+    summary="Element-wise x << y with broadcasting (typed for any dtype, as TVM; computed for integers).")
+reg("right_shift", 2, _binary_rel("right_shift"), _binary_kernel(_shift("right_shift", np.right_shift, True)),
+    pattern=B, summary="Element-wise x >> y with broadcasting (typed for any dtype, as TVM; computed for integers, "
+    "arithmetic for signed ones).")
 # (a shift by a negative amount or by the width or more: 0, or the sign shifting right, as ONNX defines it)
 
 
