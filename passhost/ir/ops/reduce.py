@@ -5,7 +5,10 @@ reduces every axis *not* listed; ``keepdims=True`` keeps reduced axes as size 1.
 ``variance(data, mean)`` takes the mean (usually ``mean(data, axis, keepdims=True)``)
 as its second argument, as TVM's internal ``_variance`` op does.
 
-``argmax``/``argmin`` return ``int32`` indices (TVM's index dtype). Over several axes
+``argmax``/``argmin`` return ``int32`` indices (TVM's index dtype: the dtype of the data's
+shape, int32 for shapes written with Python ints). As TVM's ``GetReduceAxes``, an ``axis``
+that is None or empty reduces every axis whatever ``exclude`` says, and a scalar is an
+error; ``exclude`` with every axis listed reduces none (the indices are then 0). Over several axes
 the index is the flat (row-major) position within the reduced axes, as TVM's topi
 computes it; ``select_last_index=True`` picks the last of equal extremes (ONNX's
 ``select_last_index``), otherwise the first::
@@ -96,10 +99,21 @@ reg("variance", 2, _reduce_rel("variance", 2), _variance, attrs=_REDUCE_ATTRS + 
 _ARG_ATTRS = (("axis", None), ("keepdims", False), ("select_last_index", False), ("exclude", False))
 
 
+def arg_axes(name: str, axis, ndim: int, exclude: bool) -> tuple:
+    """The axes ``argmax``/``argmin`` reduce, as TVM's ``GetReduceAxes``: every axis when
+    ``axis`` is None or empty (``exclude`` is then ignored), else ``axis`` (or, with
+    ``exclude``, the others). A rank-0 tensor has nothing to reduce: an error, as in TVM."""
+    if ndim == 0:
+        raise TypeInferenceError(f"{name}: the data is a scalar; argmax/argmin need a tensor of rank 1 or more")
+    if axis is None or (isinstance(axis, tuple) and not axis):
+        return tuple(range(ndim))
+    return norm_axes(name, axis, ndim, exclude)
+
+
 def _arg_rel(name: str):
     def rel(types: list, attrs) -> TensorType:
         t = tensor_arg(name, types, 0, "data")
-        axes = norm_axes(name, attrs.axis, t.ndim, bool(attrs.exclude))
+        axes = arg_axes(name, attrs.axis, t.ndim, bool(attrs.exclude))
         for a in axes:
             if t.shape[a] == 0:
                 raise TypeInferenceError(f"{name}: cannot reduce the empty axis {a} of {t}")
@@ -113,7 +127,7 @@ def _arg_kernel(name: str, fn):
     @kernel
     def run(args: list, attrs) -> np.ndarray:
         x = args[0]
-        axes = norm_axes(name, attrs.axis, x.ndim, bool(attrs.exclude))
+        axes = arg_axes(name, attrs.axis, x.ndim, bool(attrs.exclude))
         keep = [i for i in range(x.ndim) if i not in axes]
         flat = np.transpose(x, keep + list(axes)).reshape([x.shape[i] for i in keep] + [-1])
         if attrs.select_last_index:
