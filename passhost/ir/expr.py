@@ -580,15 +580,17 @@ class Call(Expr):
         """The types the callee's type parameters were instantiated with, as TVM's type
         inference fills ``Call.type_args``.
 
-        TVM gives every operator one type parameter per input and one for its result
-        (``OpRegEntry::add_type_rel``), so for an operator call, once typed, they are the
-        argument types followed by the result type::
+        TVM types an operator call through ``PrimitiveCall``, which records the argument
+        types as the call's type arguments (``type_infer.cc``: ``AddTypeArgs(call,
+        arg_types)``; TVM's ``test_type_args`` checks two for ``add``), so for an operator
+        call, once typed, they are its argument types::
 
             add(%x, 1f)   # %x: Tensor[(2), float32]
-            type_args == (Tensor[(2), float32], float32, Tensor[(2), float32])
+            type_args == (Tensor[(2), float32], float32)
 
-        Calls of functions, globals and closures have none (passhost functions are not
-        polymorphic), and neither does a call that is not typed yet: ``()``.
+        Calls of functions, globals and closures have none (passhost functions have no type
+        parameters, and TVM gives a call of a monomorphic function none either), and neither
+        does a call that is not typed yet: ``()``.
         """
         ty = self._checked_type
         if ty is None or type(self.op) is not Op:
@@ -599,7 +601,6 @@ class Call(Expr):
             if t is None:
                 return ()
             out.append(t)
-        out.append(ty)
         return tuple(out)
 
     def __repr__(self) -> str:
