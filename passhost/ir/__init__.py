@@ -30,7 +30,7 @@ from .analysis import bound_vars, calls_any, contains_any, count_ops, free_vars,
 from . import ops as _ops  # noqa: F401  (registers the core operators)
 from .builders import *  # noqa: F401,F403
 from .builders import __all__ as _builders_all
-from . import image, nn, pattern
+from . import image, nn, pattern, vision
 from .structural import assert_structural_equal, structural_equal, structural_hash
 from .printer import astext, pretty_print, printed_names
 from .parser import fromtext, parse, parse_expr
@@ -62,5 +62,5 @@ __all__ = [
     "pretty_print", "printed_names", "astext", "parse", "parse_expr", "fromtext",
     "infer_type", "evaluate", "fold_symbolic", "symbolic_value", "Dim", "ANY", "size_var", "broadcast_dim", "well_formed", "well_formed_function", "bind_params_by_name", "load", "save", "paused_gc", "quiet_kernels",
     # operators
-    "nn", "image", *_builders_all,
+    "nn", "image", "vision", *_builders_all,
 ]

@@ -36,6 +36,7 @@ __all__ = [
     "full", "zeros", "ones", "full_like", "zeros_like", "ones_like",
     "sum", "mean", "max", "min", "prod", "variance", "argmax", "argmin",
     "layout_transform", "shape_of", "stop_fusion", "shape_value",
+    "slice_like", "reverse_reshape",
 ]
 
 _OPS: dict = {}
@@ -518,3 +519,15 @@ def variance(data: Expr, mean: Optional[Expr] = None, axis: Any = None, keepdims
         mean = _call("mean", (data,), {"axis": _axis(axis), "keepdims": True, "exclude": bool(exclude)})
     return _call("variance", (data, mean), {"axis": _axis(axis), "keepdims": bool(keepdims),
                                             "exclude": bool(exclude), "unbiased": bool(unbiased)})
+
+
+def slice_like(data: Expr, shape_like: Expr, axes: Optional[Sequence[int]] = None) -> Call:
+    """``slice_like``: ``data`` sliced from the start of each of ``axes`` (None: every axis
+    both have) to ``shape_like``'s size there (TVM's ``relay.slice_like``)."""
+    return _call("slice_like", (data, shape_like), {"axes": None if axes is None else _ints(axes, "slice_like axes")})
+
+
+def reverse_reshape(data: Expr, newshape: Any) -> Call:
+    """``contrib_reverse_reshape``: ``reshape`` whose special codes (0, -1, -2, -3) are read
+    from the right (TVM's ``relay.reverse_reshape``)."""
+    return _call("contrib_reverse_reshape", (data,), {"newshape": _dims(newshape, "reverse_reshape newshape")})

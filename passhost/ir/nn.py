@@ -18,7 +18,7 @@ __all__ = [
     "global_max_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "pad", "prelu",
     "hard_sigmoid", "hard_swish", "matmul", "batch_matmul", "conv2d_transpose", "log_softmax", "gelu",
     "conv3d", "conv3d_transpose", "max_pool3d", "avg_pool3d", "deformable_conv2d", "modulated_deformable_conv2d",
-    "max_pool2d_with_argmax", "max_unpool2d",
+    "max_pool2d_with_argmax", "max_unpool2d", "l2_normalize", "upsampling", "upsampling3d",
 ]
 
 
@@ -364,3 +364,27 @@ def avg_pool3d(data: Expr, pool_size: Any = (1, 1, 1), strides: Any = (1, 1, 1),
     attrs = _pool3d_attrs(pool_size, strides, dilation, padding, ceil_mode, "avg_pool3d")
     attrs["count_include_pad"] = bool(count_include_pad)
     return _call("nn.avg_pool3d", (data,), attrs)
+
+
+def l2_normalize(data: Expr, eps: float, axis: Optional[Any] = None) -> Call:
+    """``nn.l2_normalize``: ``data / sqrt(max(sum(data * data, axis), eps))`` (``axis``: a
+    list of axes; None: every axis)."""
+    return _call("nn.l2_normalize", (data,), {"eps": float(eps),
+                                              "axis": None if axis is None else _ints(axis, "l2_normalize axis")})
+
+
+def upsampling(data: Expr, scale_h: float = 1, scale_w: float = 1, layout: str = "NCHW",
+               method: str = "nearest_neighbor", align_corners: bool = False) -> Call:
+    """``nn.upsampling``: H and W resized to ``round(size * scale)`` (``method``
+    ``nearest_neighbor``, ``bilinear`` or ``bicubic``)."""
+    return _call("nn.upsampling", (data,), {"scale_h": float(scale_h), "scale_w": float(scale_w), "layout": layout,
+                                            "method": method, "align_corners": bool(align_corners)})
+
+
+def upsampling3d(data: Expr, scale_d: float, scale_h: float, scale_w: float, layout: str = "NCDHW",
+                 method: str = "nearest_neighbor", coordinate_transformation_mode: str = "half_pixel") -> Call:
+    """``nn.upsampling3d``: D, H and W resized to ``round(size * scale)`` (``method``
+    ``nearest_neighbor`` or ``trilinear``)."""
+    return _call("nn.upsampling3d", (data,), {
+        "scale_d": float(scale_d), "scale_h": float(scale_h), "scale_w": float(scale_w), "layout": layout,
+        "method": method, "coordinate_transformation_mode": coordinate_transformation_mode})

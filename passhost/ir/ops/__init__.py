@@ -10,7 +10,9 @@ ones_like``), :mod:`.reduce` (``sum mean max min prod variance argmax argmin``),
 nn.layer_norm nn.instance_norm``), :mod:`.matmul` (``nn.matmul nn.batch_matmul``),
 :mod:`.pad` (``nn.pad``), :mod:`.qnn` (``qnn.quantize qnn.dequantize qnn.conv2d qnn.dense qnn.requantize``), :mod:`.conv_transpose` (``nn.conv2d_transpose``), :mod:`.conv3d_transpose`, :mod:`.deformable` (``nn.deformable_conv2d nn.modulated_deformable_conv2d``),
 :mod:`.image` (``image.resize2d``), :mod:`.grid_sample` (``image.grid_sample``), :mod:`.pool` (pooling), :mod:`.sequence` (``arange
-cumsum topk one_hot ndarray_size``), :mod:`.shape` (``shape_value``: symbolic dimensions as a tensor) and :mod:`.layout`
+cumsum topk one_hot ndarray_size``), :mod:`.shape` (``shape_value``: symbolic dimensions as a tensor), :mod:`.slice_like`,
+:mod:`.reverse_reshape` (``contrib_reverse_reshape``), :mod:`.l2_normalize`, :mod:`.upsampling`
+(``nn.upsampling nn.upsampling3d``), :mod:`.vision` (``vision.roi_align vision.roi_pool``) and :mod:`.layout`
 (``layout_transform`` and the layout helpers ``parse_layout``/``layout_axes``).
 
 Keys of :attr:`OpDef.extra <passhost.ir.OpDef>` set by core ops (read them with
@@ -33,7 +35,7 @@ Keys of :attr:`OpDef.extra <passhost.ir.OpDef>` set by core ops (read them with
 """
 from __future__ import annotations
 
-from . import conv3d_transpose, conv_transpose, deformable, einsum, elemwise, grid_sample, image, indexing, init, layout, matmul, nn, pad, pool, qnn, reduce, scatter, sequence, shape, signal, transform, unpool, volume  # noqa: F401,E501  (registration)
+from . import conv3d_transpose, conv_transpose, deformable, einsum, elemwise, grid_sample, image, indexing, init, l2_normalize, layout, matmul, nn, pad, pool, qnn, reduce, reverse_reshape, scatter, sequence, shape, signal, slice_like, transform, unpool, upsampling, vision, volume  # noqa: F401,E501  (registration)
 from .layout import layout_axes, parse_layout
 
 __all__ = ["layout_axes", "parse_layout"]
