@@ -109,8 +109,11 @@ class LayerNormRule(DFPatternCallback):
         if eps is None or not eps >= 0:
             return None
         size = ty.shape[axis]
-        if type(size) is not int:  # the parameters are constants of the axis' size
-            return None
+        if type(size) is not int:  # no constant has a symbolic axis' size: ones and zeros of it
+            if size is ir.ANY or self.gamma in node_map or self.beta in node_map:
+                return None
+            return norm(x, ir.ones([size], ty.dtype), ir.zeros([size], ty.dtype),
+                        axis=-1 if norm is ir.nn.layer_norm else 1, epsilon=eps, center=False, scale=False)
         gamma = (_along(node_map[self.gamma][0], nd, axis, size) if self.gamma in node_map
                  else ir.Constant(np.ones(size, dtype=ty.dtype)))
         beta = (_along(node_map[self.beta][0], nd, axis, size) if self.beta in node_map

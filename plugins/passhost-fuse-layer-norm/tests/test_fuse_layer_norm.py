@@ -138,3 +138,22 @@ def test_a_normalisation_over_some_spatial_axes_only_is_left_alone():
     body = ir.divide(ir.subtract(x, mean), ir.sqrt(ir.add(ir.variance(x, mean, axis=[2], keepdims=True), _c(1e-5))))
     mod = ir.IRModule.from_expr(ir.Function([x], body))
     assert "_norm" not in passhost.passes.FuseLayerNorm()(mod).astext()
+
+
+def test_a_normalisation_over_an_axis_of_symbolic_size_fuses_without_constants():
+    """A group norm's flattened groups have a run-time size: no ones or zeros constant can
+    have it, so the fused norm has no scale or shift, and ones/zeros of the symbolic size."""
+    x = ir.var("x", shape=("n", 2, "4*h"))
+    mean = ir.mean(x, axis=[2], keepdims=True)
+    centered = ir.subtract(x, mean)
+    var = ir.mean(ir.multiply(centered, centered), axis=[2], keepdims=True)
+    body = ir.divide(centered, ir.sqrt(ir.add(var, ir.const(1e-5))))
+    mod = ir.infer_type(ir.IRModule.from_expr(ir.Function([x], body)))
+    out = passhost.passes.FuseLayerNorm()(mod)
+    norm = out["main"].body
+    assert norm.op.name == "nn.layer_norm" and not norm.attrs.center and not norm.attrs.scale
+    assert str(norm.args[1].checked_type) == "Tensor[(4*h), float32]"
+    rng = np.random.default_rng(0)
+    for shape in ((1, 2, 8), (3, 2, 12)):
+        a = rng.standard_normal(shape).astype("float32")
+        np.testing.assert_allclose(ir.evaluate(out, a), ir.evaluate(mod, a), rtol=1e-5, atol=1e-5)

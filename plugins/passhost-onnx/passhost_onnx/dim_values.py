@@ -25,6 +25,11 @@ from passhost.errors import FormatError
 
 __all__ = ["DimValues", "dim_sources", "onnx_dims"]
 
+#: a whole shape is read with ``Shape(tensor)`` when a Concat of its values would add this
+#: many nodes (measured over the dynamic PyTorch and LLM exports: 2, 4, 5 and never did
+#: worse in all, by a few nodes)
+_SHAPE_OF_AT = 3
+
 
 def dim_sources(main: ir.Function) -> dict:
     """``{size variable: (input name, axis, a, b)}``: where each variable of ``@main``'s
@@ -86,12 +91,28 @@ class DimValues:
         self.sources = sources
         self.shapes: dict = {}   # input name -> its Shape output
         self.cache: dict = {}    # dimension -> the name of its [1]-shaped int64 value
+        #: symbolic shape -> a tensor emitted so far that has it (a target equal to a whole
+        #: shape is Shape(that tensor): one node, as exporters write it)
+        self.tensors: dict = {}
+        self.whole: dict = {}    # symbolic shape -> its Shape output
+
+    def seen(self, name: str, shape: tuple) -> None:
+        """Tensor ``name`` of symbolic ``shape`` is emitted (its shape can be read)."""
+        if not any(d is ir.ANY for d in shape):
+            self.tensors.setdefault(shape, name)
 
     def vector(self, values: Any) -> str:
         """A 1-D int64 tensor of ``values`` (ints and dimensions)."""
         values = list(values)
         if all(type(v) is int for v in values):
             return self.em.const(np.asarray(values, dtype="int64"))
+        key = tuple(values)
+        if key in self.whole:
+            return self.whole[key]
+        if key in self.tensors and self._cost(values) >= _SHAPE_OF_AT:
+            # (a Concat of values computed already costs one node too, and shares them)
+            out = self.whole[key] = self.em.one("Shape", [self.tensors[key]])
+            return out
         parts: list = []
         run: list = []
         for v in values:
@@ -105,6 +126,22 @@ class DimValues:
         if run:
             parts.append(self.em.const(np.asarray(run, dtype="int64")))
         return parts[0] if len(parts) == 1 else self.em.one("Concat", parts, axis=0)
+
+    def _cost(self, values: list) -> int:
+        """Nodes a Concat of ``values`` would add: itself, and each value not computed yet
+        (a variable's Slice, and its input's Shape the first time; an expression's ops)."""
+        cost = 1
+        for v in values:
+            if type(v) is int or v in self.cache:
+                continue
+            if v is ir.ANY:
+                return 1 << 30
+            names = ir.dims.free_size_vars(v)
+            cost += sum(1 + (self.sources.get(n, ("",))[0] not in self.shapes) for n in names
+                        if ir.size_var(n) not in self.cache)
+            if v.name is None:
+                cost += len(v.terms)
+        return cost
 
     def scalar(self, value: Any) -> str:
         """A 0-D int64 tensor of one dimension."""

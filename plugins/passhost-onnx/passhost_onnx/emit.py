@@ -345,7 +345,14 @@ def _layer_norm(em, call, args):
     x, gamma, beta = args
     nd = len(_tensor(call, 0).shape)
     axis = int(a.axis) % nd
-    if em.opset >= 17 and a.center and a.scale and axis == nd - 1:  # ONNX's reduces every axis from `axis`
+    if em.opset >= 17 and axis == nd - 1 and (a.center and a.scale or not _tensor(call, 0).is_static):
+        # (ONNX's reduces every axis from `axis`; a scale or shift turned off is a [1] one or zero,
+        # which it broadcasts: nothing computed for an axis of run-time size)
+        dt = call.checked_type.dtype
+        if not a.scale:
+            gamma = em.const(np.ones(1, dt))
+        if not a.center:
+            beta = em.const(np.zeros(1, dt))
         return em.one("LayerNormalization", [x, gamma, beta], axis=axis, epsilon=float(a.epsilon))
     dt = call.checked_type.dtype
     tail = nd - axis - 1

@@ -244,7 +244,10 @@ def _emit_call(em: Emitter, call: ir.Call, args: list) -> Any:
         raise FormatError(f"operator {name} has no ONNX export; supported: {', '.join(sorted(EMITTERS))}")
     out = fn(em, call, args)
     if isinstance(out, str) and isinstance(call.checked_type, ir.TensorType):
-        em.shapes[out] = tuple(call.checked_type.shape)
+        shape = tuple(call.checked_type.shape)
+        em.shapes[out] = shape
+        if not call.checked_type.is_static:
+            em.dim_values.seen(out, shape)
     return out
 
 
@@ -326,7 +329,11 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     env = {p: p.name_hint for p in main.params}
     if len(set(env.values())) != len(env):
         raise FormatError("@main has two parameters with one name; ONNX input names must be unique")
+    for p in main.params:
+        if isinstance(p.checked_type, ir.TensorType) and not p.checked_type.is_static:
+            em.dim_values.seen(p.name_hint, tuple(p.checked_type.shape))
     result = _emit_body(em, mod, main.body, env)
+    em.dim_values.tensors.clear()  # (the peepholes' targets must not read a later tensor's shape)
     out_types = _flat_types(main.body.checked_type)
     values = _flat(result)
     names = list(mod.attrs.get("onnx.outputs", ()))

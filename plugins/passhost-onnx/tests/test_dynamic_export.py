@@ -133,3 +133,25 @@ def test_a_size_variable_seen_only_in_an_expression_is_solved_from_it(tmp_path, 
       reshape(%x, newshape=[hh, 6])
     }""", tmp_path)
     _agree(mod, path, ort_run, [(2, 3)], [(8, 3)], [(14, 3)])
+
+
+def test_a_layer_norm_over_an_axis_of_symbolic_size_is_one_layernormalization(tmp_path, ort_run):
+    """FuseLayerNorm's form over a run-time axis (a group norm's flattened groups): no scale or
+    shift, ones and zeros of the symbolic size, written as [1] constants LayerNormalization
+    broadcasts (nothing computed for the shape)."""
+    mod, path, model = _export("""def @main(%x: Tensor[(n, 2, 4*h), float32]) {
+      nn.layer_norm(%x, ones(shape=[4*h], dtype="float32"), zeros(shape=[4*h], dtype="float32"), center=False, scale=False)
+    }""", tmp_path)
+    assert [n.op_type for n in model.graph.node] == ["LayerNormalization"]
+    _agree(mod, path, ort_run, [(1, 2, 8)], [(3, 2, 12)], [(2, 2, 20)])
+
+
+def test_a_target_equal_to_a_whole_shape_reads_it_from_that_tensor(tmp_path, ort_run):
+    mod, path, model = _export("""def @main(%x: Tensor[(n, 8, 2*h, 2*w), float32]) {
+      %0 = reshape(%x, newshape=[n, 2, 16*h*w]);
+      %1 = nn.relu(%0);
+      reshape(%1, newshape=[n, 8, 2*h, 2*w])
+    }""", tmp_path)
+    assert [n.op_type for n in model.graph.node].count("Shape") == 1
+    assert len(model.graph.node) == 4  # Reshape, Relu, Shape(x), Reshape
+    _agree(mod, path, ort_run, [(1, 8, 2, 4)], [(3, 8, 6, 2)], [(2, 8, 10, 14)])
