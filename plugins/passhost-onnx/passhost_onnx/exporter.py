@@ -133,7 +133,9 @@ def _value_info(name: str, ty: ir.Type, original: Optional[dict] = None,
         raise FormatError(f"ONNX graph inputs and outputs are tensors; {name!r} is {ty}")
     dims = onnx_dims(ty.shape, original or {})
     if written is not None and len(written) == len(dims):
-        dims = [w if (isinstance(w, str) and w != "?" and type(d) is not int) else d for d, w in zip(dims, written)]
+        # (a dim_param the original wrote stays, even where passhost finds the size static:
+        # the signature a serving stack was written against does not change)
+        dims = [w if (isinstance(w, str) and w != "?") else d for d, w in zip(dims, written)]
     return helper.make_tensor_value_info(name, to_onnx_type(ty.dtype), dims)
 
 
