@@ -5,6 +5,7 @@ Usage::
     python benchmarks/bench_onnx.py                          # ResNet-50 and DenseNet-121, 5 runs each
     python benchmarks/bench_onnx.py --models all --repeat 3   # all nine model-zoo CNNs
     python benchmarks/bench_onnx.py --models transformers     # BART, Whisper and BERT encoders
+    python benchmarks/bench_onnx.py --models dynamic          # dynamic axes kept: BERT, LLMs with a cache, PyTorch
     python benchmarks/bench_onnx.py --quick                   # SqueezeNet, one run (the smoke test)
     python benchmarks/bench_onnx.py --profile resnet50        # cProfile passhost's import + -O3 + export
     python benchmarks/bench_onnx.py --json out.json
@@ -20,6 +21,7 @@ disk (nothing is timed on an object an earlier run has seen):
 ``onnxscript``       ``onnx.load``, ``onnxscript.optimizer.optimize``, ``onnx.save``
 ``onnxsim``          ``onnx.load``, ``onnxsim.simplify``, ``onnx.save``
 ``onnxoptimizer``    ``onnx.load``, ``onnxoptimizer.optimize`` (its default passes), ``onnx.save``
+``onnxslim``         ``onnx.load``, ``onnxslim.slim``, ``onnx.save`` (the optimiser many exporters call)
 
 The tools alternate within each repetition (the order rotates from one repetition to
 the next), so every tool sees the same machine load. After one untimed warm-up per
@@ -37,6 +39,14 @@ Goals (issue 11): passhost end to end <= 0.5x the fastest peer on ResNet-50 and
 DenseNet-121; import of ResNet-50 <= 120 ms; peak memory <= 2x the weight bytes.
 Issue 12: the same 0.5x on onnxscript's BART and Whisper encoders (and fewer output nodes
 than onnx-simplifier leaves); the BERT encoder is reported beside them.
+
+Issue 32 (``--models dynamic``): models whose dynamic axes every tool keeps -- the opset-13
+BERT with its ``batch`` and ``sequence`` axes, the LLMs of ``tests/data/llm`` (GPT-2, Llama,
+Qwen2 with their KV cache; T5's decoder with past) and PyTorch models exported with dynamic
+axes (``tests/data/torch/dynamic``). Goals: end to end <= 0.5x the fastest of onnxslim,
+onnx-simplifier and onnxscript; no more nodes than onnxslim's or onnx-simplifier's. The
+outputs are compared with onnxruntime at every size variable bound to 3 (an expression of
+them, such as ``past + seq``, evaluated).
 """
 from __future__ import annotations
 
@@ -64,10 +74,10 @@ import numpy as np  # noqa: E402
 
 from benchmarks import current_rss_mb, fmt_seconds, machine_info, peak_rss_mb, reset_peak_rss, summary  # noqa: E402
 
-TOOLS = ("passhost", "passhost-import", "onnxscript", "onnxsim", "onnxoptimizer")
+TOOLS = ("passhost", "passhost-import", "onnxscript", "onnxsim", "onnxoptimizer", "onnxslim")
 #: the Python module each tool needs (a missing one makes the row "not installed")
 NEEDS = {"passhost": "passhost_onnx", "passhost-import": "passhost_onnx", "onnxscript": "onnxscript.optimizer",
-         "onnxsim": "onnxsim", "onnxoptimizer": "onnxoptimizer"}
+         "onnxsim": "onnxsim", "onnxoptimizer": "onnxoptimizer", "onnxslim": "onnxslim"}
 DEFAULT_MODELS = ("resnet50", "densenet121")
 QUICK_MODELS = ("squeezenet",)
 GOAL_RATIO = 0.5                      # passhost end to end / fastest peer, on the goal models
@@ -77,6 +87,20 @@ GOAL_MODELS = ("resnet50", "densenet121", "bart", "whisper")
 TRANSFORMERS = ("bart", "whisper", "bert")
 TRANSFORMER_SEQ = 64  # BART's position table holds 100 positions
 GOAL_IMPORT_S = {"resnet50": 0.120}   # passhost import alone
+#: models with their dynamic axes kept (issue 32): name -> file under the plugin's tests/data
+DYNAMIC = {
+    "bert-dyn": None,  # passhost_onnx.bert, batch and sequence symbolic
+    "gpt2-cache": "llm/gpt2/model.onnx",
+    "llama-cache": "llm/llama/model.onnx",
+    "qwen2-cache": "llm/qwen2/model.onnx",
+    "t5-decoder-past": "llm/t5/decoder_with_past_model.onnx",
+    "transformer-dyn": "torch/dynamic/tiny_transformer.dyn.ts17.onnx",
+    "decoder-dyn": "torch/dynamic/decoder.dyn.dynamo.onnx",
+    "unet-dyn": "torch/dynamic/unetish.dyn.dynamo.onnx",
+}
+GOAL_MODELS = GOAL_MODELS + tuple(DYNAMIC)
+#: what a size variable is bound to when the outputs are compared with onnxruntime
+DYNAMIC_SIZE = 3
 GOAL_MEMORY_RATIO = 2.0               # peak RSS delta / weight bytes
 
 
@@ -100,7 +124,7 @@ def installed(tool: str) -> bool:
 
 def tool_versions() -> dict:
     out = {}
-    for name in ("onnx", "onnxruntime", "onnxscript", "onnxsim", "onnxoptimizer", "passhost"):
+    for name in ("onnx", "onnxruntime", "onnxscript", "onnxsim", "onnxoptimizer", "onnxslim", "passhost"):
         try:
             out[name] = str(importlib.import_module(name).__version__)
         except Exception:  # noqa: BLE001
@@ -124,6 +148,8 @@ def prepare(name: str, directory: str) -> dict:
 
     if name in TRANSFORMERS:
         return _prepare_transformer(name, directory)
+    if name in DYNAMIC:
+        return _prepare_dynamic(name, directory)
     from passhost_onnx.zoo import light_path, reseed
 
     model = reseed(onnx.load(light_path(name)))
@@ -133,6 +159,23 @@ def prepare(name: str, directory: str) -> dict:
     del model.graph.input[:]
     model.graph.input.extend(keep)
     onnx.checker.check_model(model)
+    path = os.path.join(directory, f"{name}.onnx")
+    onnx.save(model, path)
+    weight_bytes = sum(onnx.numpy_helper.to_array(t).nbytes for t in model.graph.initializer)
+    return {"path": path, "weight_bytes": weight_bytes, "nodes": len(model.graph.node)}
+
+
+def _prepare_dynamic(name: str, directory: str) -> dict:
+    """A model of :data:`DYNAMIC`, copied with its dynamic axes (external data loaded in)."""
+    import onnx
+
+    if DYNAMIC[name] is None:
+        from passhost_onnx.bert import make_bert
+
+        model = make_bert(layers=4, hidden=256, heads=4, ffn=1024)
+    else:
+        data = Path(__file__).resolve().parent.parent / "plugins" / "passhost-onnx" / "tests" / "data"
+        model = onnx.load(str(data / DYNAMIC[name]))
     path = os.path.join(directory, f"{name}.onnx")
     onnx.save(model, path)
     weight_bytes = sum(onnx.numpy_helper.to_array(t).nbytes for t in model.graph.initializer)
@@ -227,6 +270,10 @@ def run_tool(tool: str, src: str, dst: str) -> dict:
         import onnxoptimizer
 
         opt = onnxoptimizer.optimize
+    elif tool == "onnxslim":
+        import onnxslim
+
+        opt = onnxslim.slim
     else:
         raise ValueError(f"unknown tool {tool!r}; tools: {', '.join(TOOLS)}")
     return _phases([("load", lambda _: onnx.load(src)), ("optimize", opt), ("save", lambda m: onnx.save(m, dst))])
@@ -303,12 +350,27 @@ def ort_outputs(path: str, seed: int = 1):
     rng = np.random.RandomState(seed)
     feeds = {}
     for i in sess.get_inputs():
-        shape = [d if isinstance(d, int) else 1 for d in i.shape]
+        shape = [d if isinstance(d, int) else _size_of(d) for d in i.shape]
         if i.type == "tensor(int64)":  # token ids (and an all-ones attention mask)
             feeds[i.name] = (np.ones(shape, np.int64) if "mask" in i.name else rng.randint(0, 100, shape).astype(np.int64))
         else:
             feeds[i.name] = rng.uniform(-1, 1, shape).astype(np.float32)
     return sess.run(None, feeds)
+
+
+def _size_of(dim) -> int:
+    """A symbolic input dimension bound: every size variable :data:`DYNAMIC_SIZE`, an
+    expression of them (``past_sequence_length + sequence_length``) evaluated; 1 for an
+    unnamed one."""
+    if not dim:
+        return 1
+    from passhost.ir import dims
+
+    try:
+        value = dims.parse_dim(str(dim))
+    except ValueError:
+        return DYNAMIC_SIZE
+    return dims.evaluate_dim(value, {n: DYNAMIC_SIZE for n in dims.free_size_vars(value)})
 
 
 def max_abs_diff(want: list, path: str) -> Optional[float]:
@@ -385,7 +447,9 @@ def run(models=DEFAULT_MODELS, tools=TOOLS, repeat: int = 5, warmup: int = 1, me
 def judge(rows: list, model: str) -> None:
     """Attach to ``model``'s passhost rows the ratio to the fastest peer and the goals met."""
     mine = {r["tool"]: r for r in rows if r["model"] == model}
-    peers = [r["wall"]["median"] for t, r in mine.items() if t not in ("passhost", "passhost-import") and "wall" in r]
+    # (issue 32 sets the dynamic models against onnxslim, onnx-simplifier and onnxscript)
+    others = ("passhost", "passhost-import") + (("onnxoptimizer",) if model in DYNAMIC else ())
+    peers = [r["wall"]["median"] for t, r in mine.items() if t not in others and "wall" in r]
     ph = mine.get("passhost")
     if ph and "wall" in ph:
         if peers:
@@ -462,8 +526,9 @@ def profile(model: str, out=sys.stdout, top: int = 30) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default=",".join(DEFAULT_MODELS),
-                    help="comma-separated zoo models or transformers (bart, whisper, bert), 'all' (the zoo) "
-                         "or 'transformers' (default resnet50,densenet121)")
+                    help="comma-separated zoo models, transformers (bart, whisper, bert) or dynamic models "
+                         "(bert-dyn, gpt2-cache, ...), 'all' (the zoo), 'transformers' or 'dynamic' "
+                         "(default resnet50,densenet121)")
     ap.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated subset of {', '.join(TOOLS)}")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
@@ -483,9 +548,9 @@ def main(argv=None) -> int:
         return 0
     from passhost_onnx.zoo import MODELS
 
-    known = tuple(MODELS) + TRANSFORMERS
-    models = (list(MODELS) if args.models == "all" else list(TRANSFORMERS) if args.models == "transformers"
-              else [m for m in args.models.split(",") if m])
+    known = tuple(MODELS) + TRANSFORMERS + tuple(DYNAMIC)
+    sets = {"all": list(MODELS), "transformers": list(TRANSFORMERS), "dynamic": list(DYNAMIC)}
+    models = sets.get(args.models) or [m for m in args.models.split(",") if m]
     tools = [t for t in args.tools.split(",") if t]
     for m in models:
         if m not in known:
