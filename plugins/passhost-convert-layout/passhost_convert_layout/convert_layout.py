@@ -9,23 +9,25 @@ its *original* one; one post-order sweep rewrites each call:
   ``layout_transform(weight, "OIHW", "HWIO")`` -- folded later by FoldConstant when the
   weight is a constant) and runs in the desired layout;
 * ops that **adapt** follow their input's current layout: layout-agnostic element-wise
-  ops (``OpDef.extra["layout_agnostic"]``), ops with a layout attribute (pools:
-  ``layout`` and ``out_layout`` are rewritten, as TVM's ``PoolInferCorrectLayout`` does),
-  ``transpose`` (new axes read the converted input; its result is as before),
-  ``squeeze`` (the same axes go; the rest keep their converted order), ``concatenate``
-  and ``split`` (the axis moves; split's fields stay converted), ops with a channel axis (``nn.batch_norm``, ``nn.bias_add``,
-  ``nn.softmax``, ...: the axis is moved), reductions (axes moved; without
-  ``keepdims`` only when the remaining axes keep their order), and broadcast ops: every
-  operand is brought to the layout of the first converted one; an operand of lower rank
-  ``k`` (laid out as the trailing ``k`` axes of the original layout) gets
-  ``expand_dims(x, 0, rank - k)`` and then a ``layout_transform`` from its expanded
-  layout (TVM's ``Layout::ExpandPrimal``); scalars broadcast as they are;
+  ops (``OpDef.extra["layout_agnostic"]``), broadcast ops (every operand is brought to the
+  layout of the first converted one; an operand of lower rank ``k`` -- laid out as the
+  trailing ``k`` axes of the original layout -- gets ``expand_dims(x, 0, rank - k)`` and
+  then a ``layout_transform`` from its expanded layout, TVM's ``Layout::ExpandPrimal``;
+  scalars broadcast as they are), reductions (axes moved, ``exclude`` too; without
+  ``keepdims`` the remaining axes keep their converted order) and the operators with a
+  rule of their own in :mod:`.rules` (TVM's ``FInferCorrectLayout``: pools, resize,
+  upsampling, batch/layer/instance norm, ``strided_slice``, ``topk``, ``slice_like``,
+  ``nn.l2_normalize``) or here (``transpose``, ``squeeze``, ``concatenate``, ``split``);
 * ``nn.dense`` takes its input in the original layout and declares its output ``"NC"``
   (TVM's ``DenseInferCorrectLayout``), so a 1-D bias added to it (``CanonicalizeOps``
   turns ``nn.bias_add`` into ``add``) gets ``expand_dims(b, 0, 1)`` -- the pattern of
   TVM's ResNet-18 op diff;
-* any other consumer (``nn.batch_flatten``, ``reshape``, tuples, the function result,
-  ...) gets its inputs transformed back to their original layouts.
+* ``TupleGetItem`` of a literal tuple is its field, layout included (TVM's ForwardRewrite
+  folds it);
+* any other consumer (convolutions and ROI operators not in ``desired_layouts``,
+  ``nn.softmax``, ``nn.bias_add`` called without CanonicalizeOps, ``nn.batch_flatten``,
+  ``reshape``, tuples, the function result, ...) gets its inputs transformed back to
+  their original layouts, as TVM does for an operator without a layout rule.
 
 Transforms are memoised per (value, source, target), so a value read in the same layout
 by several consumers is transformed once. Nested functions are left as they are.
@@ -70,9 +72,12 @@ from passhost.ir import (
     children,
     paused_gc,
     post_order,
+    set_span,
     with_children,
 )
 from passhost.ir.ops.layout import parse_layout
+
+from .rules import RULES, layout_attrs, moved_axis
 from passhost.transform import function_pass
 
 __all__ = ["normalize_desired_layouts", "expand_primal", "convert_layout_function", "ConvertLayout"]
@@ -101,9 +106,10 @@ def normalize_desired_layouts(desired: Any) -> dict:
             op = Op.get(name)
         except Exception:
             raise PassError(f"{_NAME}: desired_layouts names the unknown operator {name!r}", _NAME) from None
-        if not op.definition.extra.get("data_layout_attr"):
+        if not layout_attrs(op).get("data_layout_attr"):
             raise PassError(f"{_NAME}: operator {name!r} has no data layout attribute; "
-                            "desired layouts can be given for nn.conv2d and the pooling operators", _NAME)
+                            "desired layouts can be given for the convolutions, pools, image.resize2d, "
+                            "vision.roi_align/roi_pool and qnn.conv2d", _NAME)
         if isinstance(layouts, str) or not isinstance(layouts, (list, tuple)) or not 1 <= len(layouts) <= 2:
             raise PassError(f"{_NAME}: desired_layouts[{name!r}] must be [data_layout] or "
                             f"[data_layout, kernel_layout], got {layouts!r}", _NAME)
@@ -114,7 +120,7 @@ def normalize_desired_layouts(desired: Any) -> dict:
                 parse_layout(lay)
             except Exception as err:
                 raise PassError(f"{_NAME}: desired_layouts[{name!r}]: {err}", _NAME) from None
-        if kernel == "default" and op.definition.extra.get("kernel_layout_attr") and data not in _DEFAULT_KERNEL:
+        if kernel == "default" and layout_attrs(op).get("kernel_layout_attr") and data not in _DEFAULT_KERNEL:
             raise PassError(f"{_NAME}: no default kernel layout for data layout {data!r}; "
                             "give the kernel layout explicitly", _NAME)
         out[name] = (data, kernel)
@@ -127,10 +133,7 @@ def expand_primal(sub: str, dst: str) -> str:
     return "".join(c for c in dst if c not in sub) + sub
 
 
-def _moved_axis(axis: int, orig: str, cur: str) -> int:
-    """Where axis ``axis`` of a tensor laid out as ``orig`` is once it is laid out as ``cur``
-    (``axis`` may count from the end)."""
-    return cur.index(orig[axis + len(orig) if axis < 0 else axis])
+_moved_axis = moved_axis
 
 
 def _rank(node: Expr) -> Optional[int]:
@@ -208,74 +211,54 @@ class _Converter:
         op = node.op
         if type(op) is not Op:
             return self.generic(node)
-        d = op.definition
-        extra = d.extra
         name = op.name
+        lattrs = layout_attrs(op)
+        if lattrs.get("data_layout_attr") is not None:
+            if name in self.desired:
+                return self.desired_op(node, lattrs)
+            if name not in RULES:
+                return self.generic(node)  # a convolution keeps its own layouts, as TVM's ConvInferCorrectLayout
+        rule = RULES.get(name) or _ADAPT.get(name)
+        if rule is not None:
+            out = rule(self, node)
+            return self.generic(node) if out is None else out
+        return self.general(node)
+
+    def general(self, node: Call) -> Expr:
+        """Operators without a rule of their own: element-wise, broadcast and reduce ones
+        follow their input, ``nn.dense`` declares its output ``NC``, the rest read their
+        inputs in the original layouts."""
+        d = node.op.definition
         args = node.args
         a0 = args[0] if args else None
         lc0 = self.lay.get(a0) if a0 is not None else None
-        dattr = extra.get("data_layout_attr")
-        if dattr is not None and name in self.desired:
-            return self.desired_op(node, dattr, extra)
-        adapt = _ADAPT.get(name)
-        if adapt is not None:
-            out = adapt(self, node)
-            if out is not None:
-                return out
-        known = _KNOWN_OUTPUT.get(name)
+        known = _KNOWN_OUTPUT.get(node.op.name)
         if known is not None:
             out = self.generic(node)
             if a0 is not None and _rank(a0) == known[0]:
                 self.lay[node] = (known[1], known[1])
             return out
+        if d.pattern == OpPattern.BROADCAST and d.extra.get("channel_axis_attr") is None:
+            return self.broadcast(node)  # a later operand may carry the layout
         if lc0 is None:
-            if d.pattern == OpPattern.BROADCAST and extra.get("channel_axis_attr") is None:
-                return self.broadcast(node)  # a later operand may carry the layout
             return self.generic(node)
-        if extra.get("layout_agnostic") and len(args) == 1:
+        if d.extra.get("layout_agnostic") and len(args) == 1:
             self.lay[node] = lc0
             return self.rebuild(node, [self.new_of[a0]], node.attrs)
-        if dattr is not None:
-            if lc0[0] != node.attrs[dattr]:
-                return self.generic(node)
-            attrs = dict(node.attrs)
-            attrs[dattr] = lc0[1]
-            oattr = extra.get("out_layout_attr")
-            if oattr and attrs.get(oattr) and attrs[oattr] != lc0[0]:
-                return self.generic(node)
-            if oattr and extra.get("kernel_layout_attr") is None:
-                attrs[oattr] = lc0[1]  # pools: both layout and out_layout, as TVM's PoolInferCorrectLayout
-            elif oattr:
-                attrs[oattr] = ""
-            self.lay[node] = lc0
-            return self.rebuild(node, [self.new_of[a0]] + [self.orig(a) for a in args[1:]], attrs)
-        cattr = extra.get("channel_axis_attr")
-        if cattr is not None:
-            o, c = lc0
-            attrs = dict(node.attrs)
-            if o != c:
-                attrs[cattr] = _moved_axis(node.attrs[cattr], o, c)
-            else:
-                attrs = node.attrs
-            if name == "nn.batch_norm":
-                self.bn_lay[node] = (lc0, (0,))
-            else:
-                self.lay[node] = lc0
-            return self.rebuild(node, [self.new_of[a0]] + [self.orig(a) for a in args[1:]], attrs)
-        if d.pattern == OpPattern.BROADCAST:
-            return self.broadcast(node)
         if d.pattern == OpPattern.COMM_REDUCE and len(args) == 1 and all(k in node.attrs for k in _REDUCE_ATTRS):
             return self.reduce(node, lc0)
         return self.generic(node)
 
-    def desired_op(self, node: Call, dattr: str, extra: dict) -> Expr:
+    def desired_op(self, node: Call, lattrs: dict) -> Expr:
+        """An operator of ``desired_layouts``: its data (and kernel) in the desired layouts."""
         want, kernel = self.desired[node.op.name]
+        dattr = lattrs["data_layout_attr"]
         attrs = dict(node.attrs)
         src = attrs[dattr]
-        oattr = extra.get("out_layout_attr")
+        oattr = lattrs.get("out_layout_attr")
         out_orig = (attrs.get(oattr) if oattr else "") or src
         args = [self.in_layout(node.args[0], src, want)]
-        kattr = extra.get("kernel_layout_attr")
+        kattr = lattrs.get("kernel_layout_attr")
         if kattr is not None:
             ksrc = attrs[kattr]
             kwant = _DEFAULT_KERNEL[want] if kernel == "default" else kernel
@@ -325,25 +308,30 @@ class _Converter:
         return self.rebuild(node, args, node.attrs)
 
     def reduce(self, node: Call, lc0: tuple) -> Expr:
+        """TVM's ``ReduceInferCorrectLayout``: the reduced axes move (``exclude`` lists the
+        kept ones, which move the same way); the result keeps the remaining axes in their
+        converted order, laid out accordingly."""
         o, c = lc0
         attrs = dict(node.attrs)
         axis = attrs["axis"]
-        if attrs["exclude"]:
-            return self.generic(node)
         n = len(o)
-        axes = tuple(range(n)) if axis is None else tuple(
+        listed = () if axis is None else tuple(
             (a + n if a < 0 else a) for a in ((axis,) if isinstance(axis, int) else axis))
-        new_axes = sorted(c.index(o[a]) for a in axes)
-        if axis is not None:
-            attrs["axis"] = new_axes if not isinstance(axis, int) else (
-                new_axes[0] if len(new_axes) == 1 else new_axes)
+        if not listed:
+            gone = set(o)  # every axis (exclude is ignored without axes, as in TVM)
+        elif attrs["exclude"]:
+            gone = {x for i, x in enumerate(o) if i not in listed}
+        else:
+            gone = {o[a] for a in listed}
+        if axis is not None and listed:
+            moved = sorted(c.index(o[a]) for a in listed)
+            attrs["axis"] = moved[0] if isinstance(axis, int) and len(moved) == 1 else moved
         if attrs["keepdims"]:
             self.lay[node] = lc0
         else:
-            kept_o = [x for i, x in enumerate(o) if i not in axes]
-            kept_c = [x for x in c if o.index(x) not in axes]
-            if kept_o != kept_c:
-                return self.generic(node)
+            o2, c2 = "".join(x for x in o if x not in gone), "".join(x for x in c if x not in gone)
+            if o2 != c2:
+                self.lay[node] = (o2, c2)
         return self.rebuild(node, [self.new_of[node.args[0]]], attrs)
 
     # -- layout rules of single operators (TVM's FInferCorrectLayout) -------------------------
@@ -404,7 +392,7 @@ class _Converter:
         attrs = dict(node.attrs)
         attrs["axis"] = _moved_axis(attrs["axis"], o, c)
         self.lay[node] = target
-        return Call(node.op, [Tuple([self.in_layout(f, o, c) for f in tup.fields])], attrs)
+        return self.rebuild(node, [Tuple([self.in_layout(f, o, c) for f in tup.fields])], attrs)
 
     def split(self, node: Call) -> Optional[Expr]:
         """Split the converted input along the same axis; every field stays converted."""
@@ -418,14 +406,24 @@ class _Converter:
         return self.rebuild(node, [self.new_of[node.args[0]]], attrs)
 
     def rebuild(self, node: Call, args: list, attrs: Any) -> Expr:
+        """``node`` with new arguments and attributes, keeping its span (as TVM keeps
+        ``ref_call->span``)."""
         if (attrs is node.attrs or attrs == node.attrs) and all(a is b for a, b in zip(args, node.args)):
             return node
-        return Call(node.op, args, attrs)
+        return set_span(Call(node.op, args, attrs), node.span)
 
     def generic(self, node: Expr) -> Expr:
-        """Any other node: its inputs in their original layouts."""
+        """Any other node: its inputs in their original layouts. A ``TupleGetItem`` of a
+        literal tuple is that field, with its layout (TVM's ForwardRewrite folds it)."""
         if type(node) is TupleGetItem:
             tv = node.tuple_value
+            if type(tv) is Tuple:
+                field = tv.fields[node.index]
+                if field in self.lay:
+                    self.lay[node] = self.lay[field]
+                elif field in self.bn_lay:
+                    self.bn_lay[node] = self.bn_lay[field]
+                return self.new_of.get(field, field)
             bl = self.bn_lay.get(tv)
             if bl is not None and (bl[1] is None or node.index in bl[1]):
                 self.lay[node] = bl[0]

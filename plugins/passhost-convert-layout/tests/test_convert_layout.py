@@ -81,18 +81,21 @@ def test_pool_batch_norm_and_residual_add_adapt():
     e1 = _conv_nhwc(x, w, padding=(1, 1))
     ebn = ir.TupleGetItem(ir.nn.batch_norm(e1, *g, axis=3), 0)
     e2 = ir.nn.conv2d(ebn, _lt(w2, "OIHW", "HWIO"), data_layout="NHWC", kernel_layout="HWIO")
-    ep = ir.nn.max_pool2d(ir.add(e2, e1), pool_size=(2, 2), strides=(2, 2), layout="NHWC", out_layout="NHWC")
+    ep = ir.nn.max_pool2d(ir.add(e2, e1), pool_size=(2, 2), strides=(2, 2), layout="NHWC")
     expected = ir.Function([x, w, w2] + g, _lt(ep, "NHWC", "NCHW"))
     check_pass(_run(before), before, expected)
 
 
 def test_a_pool_sets_layout_and_out_layout_as_tvm_does():
-    """TVM's PoolInferCorrectLayout (an adapting pool) and convert_pooling (a desired
-    one) both set ``layout`` and ``out_layout`` (before: out_layout stayed "")."""
+    """TVM's PoolInferCorrectLayout (an adapting pool) sets ``layout`` only and keeps a pool
+    whose ``out_layout`` is set in its layout; convert_pooling (a desired pool) sets both."""
     x, w = ir.var("x", X), ir.var("w", W)
     before = ir.Function([x, w], ir.nn.avg_pool2d(ir.nn.conv2d(x, w, padding=(1, 1)), pool_size=(2, 2)))
-    ep = ir.nn.avg_pool2d(_conv_nhwc(x, w, padding=(1, 1)), pool_size=(2, 2), layout="NHWC", out_layout="NHWC")
+    ep = ir.nn.avg_pool2d(_conv_nhwc(x, w, padding=(1, 1)), pool_size=(2, 2), layout="NHWC")
     check_pass(_run(before), before, ir.Function([x, w], _lt(ep, "NHWC", "NCHW")))
+    fixed = ir.Function([x, w], ir.nn.avg_pool2d(ir.nn.conv2d(x, w), pool_size=(2, 2), out_layout="NCHW"))
+    ep = ir.nn.avg_pool2d(_lt(_conv_nhwc(x, w), "NHWC", "NCHW"), pool_size=(2, 2), out_layout="NCHW")
+    check_pass(_run(fixed), fixed, ir.Function([x, w], ep))
     before = ir.Function([x], ir.nn.max_pool2d(x, pool_size=(2, 2)))
     ep = ir.nn.max_pool2d(_lt(x, "NCHW", "NHWC"), pool_size=(2, 2), layout="NHWC", out_layout="NHWC")
     check_pass(_run(before, {"nn.max_pool2d": ["NHWC"]}), before, ir.Function([x], _lt(ep, "NHWC", "NCHW")))
@@ -196,10 +199,16 @@ def test_scalar_operand_and_reduction_axes():
     check_pass(_run(before), before, expected)
 
 
-def test_reduction_without_keepdims_that_would_reorder_is_transformed_back():
+def test_reduction_without_keepdims_keeps_the_converted_order_of_the_remaining_axes():
+    """TVM's ReduceInferCorrectLayout: the sum runs on the converted tensor and its result
+    is laid out HWC (CHW originally), transformed back where it is used (before: the
+    conv's output was transformed back before the sum)."""
     x, w = ir.var("x", X), ir.var("w", W)
     before = ir.Function([x, w], ir.sum(ir.nn.conv2d(x, w), axis=[0]))
-    expected = ir.Function([x, w], ir.sum(_lt(_conv_nhwc(x, w), "NHWC", "NCHW"), axis=[0]))
+    expected = ir.Function([x, w], _lt(ir.sum(_conv_nhwc(x, w), axis=[0]), "HWC", "CHW"))
+    check_pass(_run(before), before, expected)
+    before = ir.Function([x, w], ir.sum(ir.nn.conv2d(x, w), axis=[1], exclude=True))  # exclude: the kept axes move
+    expected = ir.Function([x, w], ir.sum(_conv_nhwc(x, w), axis=[3], exclude=True))
     check_pass(_run(before), before, expected)
 
 
