@@ -129,13 +129,13 @@ def load(path: str, *, format: Optional[str] = None, input_shapes: Optional[Mapp
     return out
 
 
-def save(mod: IRModule, path: str, *, format: Optional[str] = None, **options: Any) -> None:
-    """:func:`passhost.ir.save`."""
+def save(mod: IRModule, path: str, *, format: Optional[str] = None, **options: Any) -> Any:
+    """:func:`passhost.ir.save` (what the format's writer returns: notes, or ``None``)."""
     if not isinstance(mod, IRModule):
         raise FormatError(f"ir.save writes an IRModule, got {type(mod).__name__}")
     record = format_for(path, format, "save")
     try:
-        record.entry.save(mod, path, **options)
+        return record.entry.save(mod, path, **options)
     except PasshostError:
         raise
     except TypeError as err:

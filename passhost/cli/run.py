@@ -340,7 +340,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if summary is not None and summary.render():
         print(summary.render(), file=sys.stderr)
     if args.output:
-        ir.save(out, args.output, format=args.to_format, **out_options)
+        notes = ir.save(out, args.output, format=args.to_format, **out_options)
+        if summary is not None and isinstance(notes, list):
+            for line in notes:
+                print(line, file=sys.stderr)
     else:
         show = args.meta_data
         if show is None:  # a terminal gets the program, not megabytes of base64 weights

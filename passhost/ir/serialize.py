@@ -50,10 +50,12 @@ def load(path: str, *, format: Optional[str] = None, input_shapes: Optional[Mapp
     return _dispatch[0](path, format=format, input_shapes=input_shapes, keep_params=keep_params, **options)
 
 
-def save(mod: IRModule, path: str, *, format: Optional[str] = None, **options: Any) -> None:
+def save(mod: IRModule, path: str, *, format: Optional[str] = None, **options: Any) -> Any:
     """Write ``mod`` to ``path`` atomically, in the format its suffix (or ``format``) names.
 
-    ``options`` go to the format (text: ``show_meta_data``; onnx: ``opset``, ...).
+    ``options`` go to the format (text: ``show_meta_data``; onnx: ``opset``, ...). Returns
+    what the format's writer returns: ``None``, or a list of notes on the written file (the
+    ONNX writer's say which ``Shape`` nodes a model with dynamic axes keeps, and why).
     """
     if _dispatch is None:  # pragma: no cover
         return save_text(mod, path, **options)

@@ -14,6 +14,7 @@ from passhost.io import atomic_writer
 from .dtypes import to_onnx_type
 from .exporter import MAX_OPSET, MIN_OPSET, export_parts, to_onnx
 from .importer import from_onnx
+from .shape_report import shape_notes
 from .reader import read_model
 from .writer import chunks_size, encode, write_chunks
 
@@ -68,8 +69,9 @@ def default_opset(mod: Any) -> int:
 
 
 def save(mod: Any, path: str, *, opset: Optional[int] = None, external_data: bool = False,
-         check: bool = True) -> None:
-    """Export ``mod`` and write it to ``path`` atomically.
+         check: bool = True) -> list:
+    """Export ``mod`` and write it to ``path`` atomically; returns notes on the written graph
+    (the ``Shape`` nodes that stay and why: :func:`.shape_report.shape_notes`).
 
     :param opset: the ONNX opset (13 to 21); by default the opset the model was imported
         from (raised to 13, lowered to 21), or 17 for a model that did not come from ONNX
@@ -91,8 +93,10 @@ def save(mod: Any, path: str, *, opset: Optional[int] = None, external_data: boo
                 write_chunks(f, chunks)
         except OSError as err:
             raise UsageError(f"cannot write {path!r}: {err.strerror or err}") from None
-        return
-    _save_external(to_onnx(mod, opset=opset), path, check)
+        return shape_notes(skeleton.graph)
+    model = to_onnx(mod, opset=opset)
+    _save_external(model, path, check)
+    return shape_notes(model.graph)
 
 
 def _structure(skeleton: Any, weights: list) -> Any:

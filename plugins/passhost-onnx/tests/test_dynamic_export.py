@@ -155,3 +155,13 @@ def test_a_target_equal_to_a_whole_shape_reads_it_from_that_tensor(tmp_path, ort
     assert [n.op_type for n in model.graph.node].count("Shape") == 1
     assert len(model.graph.node) == 4  # Reshape, Relu, Shape(x), Reshape
     _agree(mod, path, ort_run, [(1, 8, 2, 4)], [(3, 8, 6, 2)], [(2, 8, 10, 14)])
+
+
+def test_the_save_says_which_shape_nodes_stay_and_what_they_feed(tmp_path):
+    mod = ir.parse('#[version = "0.0.5"]\ndef @main(%x: Tensor[(batch, seq), float32]) { '
+                   'reshape(%x, newshape=[seq, batch]) }')
+    notes = ir.save(mod, str(tmp_path / "m.onnx"))
+    assert notes[0].startswith("1 Shape node stays")
+    assert notes[1].strip() == "Shape(x) -> Reshape target x1"
+    static = ir.parse('#[version = "0.0.5"]\ndef @main(%x: Tensor[(2, 3), float32]) { reshape(%x, newshape=[3, 2]) }')
+    assert ir.save(static, str(tmp_path / "s.onnx")) == []
