@@ -8,7 +8,7 @@
   ``ir.expand_bias_to_match_axis``) puts a
   squeezed scale back into broadcasting position;
 * :func:`is_all_positive_constant` is ``IsAllPositiveConstant``;
-* :func:`conv_axes` reads the channel axes of a ``nn.conv2d`` call's layouts.
+* :func:`conv_axes` reads the channel axes of a ``nn.conv2d``/``nn.conv3d`` call's layouts.
 """
 from __future__ import annotations
 
@@ -35,6 +35,8 @@ __all__ = [
     "ADDSUB_OPS",
     "MULTIPLY",
     "CONV2D",
+    "CONV3D",
+    "CONVS",
     "DENSE",
     "FOLD_SOURCES",
 ]
@@ -44,9 +46,12 @@ RELU_OPS = frozenset({Op.get("nn.relu"), Op.get("nn.leaky_relu")})
 ADDSUB_OPS = frozenset({Op.get("add"), Op.get("subtract")})
 MULTIPLY = Op.get("multiply")
 CONV2D = Op.get("nn.conv2d")
+CONV3D = Op.get("nn.conv3d")
+#: the convolutions folded through (TVM registers the same rules for both)
+CONVS = frozenset({CONV2D, CONV3D})
 DENSE = Op.get("nn.dense")
 #: only these calls start a fold (every other rule passes a message/demand on)
-FOLD_SOURCES = frozenset({CONV2D, DENSE})
+FOLD_SOURCES = frozenset({CONV2D, CONV3D, DENSE})
 
 #: ``(axes, require_positive)``; ``None`` stands for TVM's null message
 Message = tuple
@@ -140,9 +145,9 @@ _LAYOUT_AXES: dict = {}
 
 
 def conv_axes(call: Call, layout_attr: str) -> Optional[tuple]:
-    """For a ``nn.conv2d`` call: ``(channel axis of layout_attr's layout, kernel O axis,
+    """For a ``nn.conv2d`` or ``nn.conv3d`` call: ``(channel axis of layout_attr's layout, kernel O axis,
     kernel I axis, is_depthwise)``, or ``None`` when TVM does not fold through it
-    (grouped but not depthwise, or a blocked layout -- passhost's ``conv2d`` has none).
+    (grouped but not depthwise, or a blocked layout -- passhost's convolutions have none).
 
     :param layout_attr: ``"data_layout"`` (forward) or ``"out_layout"`` (backward; an
         empty ``out_layout`` means the data layout)

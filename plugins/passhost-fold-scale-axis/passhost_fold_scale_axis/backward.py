@@ -4,7 +4,7 @@ TVM's backward fold (``fold_scale_axis.cc``), in three linear, non-recursive swe
 
 1. **prepare** (post-order): reference counts, then for every call with exactly one
    consumer a *message* -- the output axes that could absorb a per-channel scale:
-   ``nn.conv2d`` offers the ``C`` axis of its output layout (``groups == 1`` or
+   ``nn.conv2d`` and ``nn.conv3d`` offer the ``C`` axis of their output layout (``groups == 1`` or
    depthwise), ``nn.dense`` (2-D output) axis 1; ``nn.relu``/``nn.leaky_relu`` pass
    their input's message on with ``require_positive``; ``add``/``subtract`` pass the
    message of the side the other side broadcasts to (or of either side when both carry
@@ -18,7 +18,7 @@ TVM's backward fold (``fold_scale_axis.cc``), in three linear, non-recursive swe
 3. **rebuild** (one :func:`passhost.ir.rewrite_post_order` walk over the same order,
    replacements typed like the nodes they replace): a folded ``multiply`` becomes its transformed operand; a
    ``conv2d`` receiving ``s'`` becomes ``conv2d(x, multiply(w, expand_dims(s', axis=1,
-   num_newaxis=3)))`` (scale along ``O``), ``dense`` ``dense(x, multiply(w,
+   num_newaxis=3)))`` (scale along ``O``; ``num_newaxis=4`` for ``conv3d``), ``dense`` ``dense(x, multiply(w,
    expand_dims(s', axis=1)))``; an ``add``/``subtract`` scales its other side by
    ``expand(s')`` (``multiply(b, ...)``), ``bias_add`` its bias by ``s'``.
 
@@ -53,7 +53,7 @@ from passhost.ir import type_of
 
 from ._common import (
     ADDSUB_OPS,
-    CONV2D,
+    CONVS,
     DENSE,
     FOLD_SOURCES,
     MULTIPLY,
@@ -93,7 +93,7 @@ def _prep(call: Call, in_msgs: list) -> Optional[tuple]:
         if m0 is not None and m1 is not None and m0[0] == m1[0] and tuple(tl.shape) == tuple(tr.shape):
             return m0
         return None
-    if op is CONV2D:
+    if op in CONVS:
         found = conv_axes(call, "out_layout")
         return None if found is None else ((found[0],), False)
     if op is DENSE:
@@ -107,7 +107,7 @@ def _prep(call: Call, in_msgs: list) -> Optional[tuple]:
     return None
 
 
-_PREP_OPS = RELU_OPS | ADDSUB_OPS | {CONV2D, DENSE, _BIAS_ADD}
+_PREP_OPS = RELU_OPS | ADDSUB_OPS | CONVS | {DENSE, _BIAS_ADD}
 
 
 def _prepare(order: list) -> dict:
@@ -213,7 +213,7 @@ def _transform(node: Call, new_args: list, got: tuple, messages: dict) -> Expr:
         return Call(op, [lhs, rhs], node.attrs)
     if op is _BIAS_ADD:
         return Call(op, [new_args[0], ir.multiply(new_args[1], scale)], node.attrs)
-    if op is CONV2D:
+    if op in CONVS:
         o_axis = conv_axes(node, "out_layout")[1]
         wscale = ir.expand_bias_to_match_axis(scale, len(node.attrs.kernel_layout), (o_axis,))
         return Call(op, [new_args[0], ir.multiply(new_args[1], wscale)], node.attrs)
@@ -223,7 +223,7 @@ def _transform(node: Call, new_args: list, got: tuple, messages: dict) -> Expr:
 
 
 def backward_fold_scale_axis(expr: Expr) -> Expr:
-    """Fold per-channel multiplies after ``conv2d``/``dense`` into their weights (see the
+    """Fold per-channel multiplies after ``conv2d``/``conv3d``/``dense`` into their weights (see the
     module docstring). An untyped ``expr`` is type-inferred first (in place).
 
     :returns: the rewritten expression -- ``expr`` itself when nothing folds

@@ -4,7 +4,7 @@ TVM's forward fold (``fold_scale_axis.cc`` + ``forward_rewrite.cc``), in two lin
 non-recursive sweeps:
 
 1. **prepare** (reverse post-order, consumers first): every consumer sends a *demand*
-   to its operands -- ``nn.conv2d`` demands its data's ``C`` axis (``groups == 1`` or
+   to its operands -- ``nn.conv2d`` and ``nn.conv3d`` demand their data's ``C`` axis (``groups == 1`` or
    depthwise; nothing on the weight), ``nn.dense`` (2-D data) axis 1;
    ``nn.relu``/``nn.leaky_relu`` pass their own demand on with ``require_positive``;
    ``add``/``subtract`` pass it to the operand the other one broadcasts to; every
@@ -15,7 +15,7 @@ non-recursive sweeps:
    a ``multiply`` with a demand that one operand matches (``MatchBroadcastToLeftAxes``;
    a non-negative constant if required) becomes ``(other operand, axes, squeezed
    scale)``; ``relu`` of a scaled value stays scaled; ``add``/``subtract`` with a scaled
-   side becomes ``op(value, other / expand(scale))``, still scaled; ``conv2d`` of a
+   side becomes ``op(value, other / expand(scale))``, still scaled; ``conv2d`` (``conv3d``) of a
    scaled value becomes ``conv2d(value, multiply(w, expand_dims(scale, ...)))`` (scale
    along the kernel's ``I`` axis, ``O`` for depthwise); ``dense`` ``dense(value,
    multiply(w, scale))``. A scaled value reaching any other consumer is *realised* as
@@ -68,7 +68,7 @@ from passhost.ir import type_of
 
 from ._common import (
     ADDSUB_OPS,
-    CONV2D,
+    CONVS,
     DENSE,
     FOLD_SOURCES,
     MULTIPLY,
@@ -125,7 +125,7 @@ def _prep(call: Call, out: Optional[tuple]) -> Optional[list]:
             if match_broadcast_to_left_axes(tr, tl, out[0])[0]:
                 return [None, out]
         return [None, None]
-    if op is CONV2D:
+    if op in CONVS:
         found = conv_axes(call, "data_layout")
         return [None if found is None else ((found[0],), False), None]
     if op is DENSE:
@@ -213,7 +213,7 @@ def _rewrite_call(call: Call, new_args: list, demand: Optional[tuple]) -> Option
             return None
         other = ir.divide(sl, reshape_or_expand_to_match_axis(sr.scale, tr.shape, sr.axes))
         return _Scaled(Call(op, [other, sr.value], call.attrs), sr.axes, sr.scale, sr.shape)
-    if op is CONV2D or op is DENSE:
+    if op in CONVS or op is DENSE:
         data, weight = new_args
         if type(data) is not _Scaled or type(weight) is _Scaled:
             return None
@@ -229,11 +229,11 @@ def _rewrite_call(call: Call, new_args: list, demand: Optional[tuple]) -> Option
     return None
 
 
-_RULE_OPS = RELU_OPS | ADDSUB_OPS | {MULTIPLY, CONV2D, DENSE}
+_RULE_OPS = RELU_OPS | ADDSUB_OPS | CONVS | {MULTIPLY, DENSE}
 
 
 def forward_fold_scale_axis(expr: Expr) -> Expr:
-    """Fold per-channel multiplies before ``conv2d``/``dense`` into their weights (see the
+    """Fold per-channel multiplies before ``conv2d``/``conv3d``/``dense`` into their weights (see the
     module docstring). An untyped ``expr`` is type-inferred first (in place).
 
     :returns: the rewritten expression -- ``expr`` itself when nothing folds
