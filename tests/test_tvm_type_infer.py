@@ -4,7 +4,7 @@ Each test keeps TVM's name and program. ``infer_expr`` is TVM's ``InferTypeLocal
 (``ir.infer_type`` of an expression, in place); ``infer_mod`` its ``InferType`` of a module.
 The tests that need what passhost's IR does not have -- type parameters (polymorphic
 functions), references, algebraic data types -- are listed in ``NOT_TRANSLATED`` with the
-reason (docs/passes.md, "InferType: TVM's tests"). Beyond TVM: argmax/argmin's types over
+reason (docs/passes.md, "TVM's tests, translated"). Beyond TVM: argmax/argmin's types over
 TVM's ``TestReduceFunctions`` table (``test_op_level4.py``).
 """
 from __future__ import annotations
@@ -162,7 +162,7 @@ def test_equal():
 
 @pytest.mark.xfail(strict=True, reason="passhost's call check compares argument and parameter types exactly: "
                    "a parameter of type Tensor[(?)] refuses a Tensor[(10)] argument, which TVM unifies "
-                   "(docs/passes.md, InferType: TVM's tests)")
+                   "(docs/passes.md, TVM's tests, translated)")
 def test_dynamic_function():
     dy_tt, s_tt = TensorType((ir.ANY,), "float32"), TensorType((10,), "float32")
     x = ir.var("x", dy_tt)

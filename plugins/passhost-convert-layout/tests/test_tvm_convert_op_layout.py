@@ -6,7 +6,7 @@ Each test keeps TVM's name, graph and expected graph, and checks the structure (
 ``CanonicalizeOps``: ``nn.bias_add`` becomes ``add`` first) run as they do in TVM.
 
 The TVM tests that use what passhost deliberately lacks are listed in ``NOT_TRANSLATED``
-with the reason (docs/passes.md, "ConvertLayout: TVM's tests"); ``test_every_tvm_test_is_accounted_for``
+with the reason (docs/passes.md, "TVM's tests, translated"); ``test_every_tvm_test_is_accounted_for``
 keeps the list and the translations complete.
 """
 from __future__ import annotations

@@ -4,7 +4,7 @@ Each test keeps TVM's name, graph and expected groups. TVM's ``relay.build(m, "l
 calls become an evaluation of the fused module against the original (passhost has no code
 generator; the evaluation checks the same thing: the fused module runs and computes the
 graph). The TVM tests that need what passhost does not have are listed in
-``NOT_TRANSLATED`` with the reason (docs/passes.md, "FuseOps: TVM's tests").
+``NOT_TRANSLATED`` with the reason (docs/passes.md, "TVM's tests, translated").
 """
 from __future__ import annotations
 
