@@ -358,8 +358,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         from .batch import format_table
         from .check import max_difference
 
+        from .check import SignatureChanged
+
         row = {"model": args.input or args.example, "ops_before": count_module_ops(mod),
                "ops_after": count_module_ops(out), "seconds": time.perf_counter() - start, "error": None,
-               "max_diff": max_difference(args.input or "", mod, args.output, out)}
+               "max_diff": None}
+        try:
+            row["max_diff"] = max_difference(args.input or "", mod, args.output, out,
+                                             specialised=bool(args.input_shape or args.bind_dim))
+        except SignatureChanged as err:
+            row["error"] = str(err)
         print(format_table([row]), file=sys.stderr)
+        if row["error"] is not None:
+            return SignatureChanged.exit_code
     return ExitCode.OK
