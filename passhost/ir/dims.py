@@ -492,8 +492,11 @@ def _mul_bounds(x: tuple, y: tuple) -> tuple:
     return (min(products), max(products))
 
 
-def _bounds(d: Any) -> tuple:
-    """``(lo, hi)`` with size variables in [0, inf); ``math.inf`` for unbounded."""
+def _bounds(d: Any, depth: int = 0) -> tuple:
+    """``(lo, hi)`` with size variables in [0, inf); ``math.inf`` for unbounded.
+
+    A ``min``/``max`` term is bounded by its arguments too, each substituted for it, so that
+    ``max(10, n) - n`` is at least 0 (``n - n``) and ``n - min(n, 4)`` too."""
     if type(d) is int:
         return (d, d)
     if d is ANY:
@@ -505,6 +508,19 @@ def _bounds(d: Any) -> tuple:
             mb = _mul_bounds(mb, _atom_bounds(atom))
         tb = _mul_bounds(mb, (c, c))
         lo, hi = lo + tb[0], hi + tb[1]
+    if depth < 2 and len(d.terms) > 1:
+        for i, (mono, c) in enumerate(d.terms):
+            if len(mono) != 1 or type(mono[0]) is not tuple or mono[0][0] not in ("min", "max"):
+                continue
+            kind, a, b = mono[0]
+            # c * max(a, b) >= c * a and >= c * b when c > 0 (so does c * min(a, b) when c < 0);
+            # c * min(a, b) <= both when c > 0 (so does c * max(a, b) when c < 0)
+            rest = _from_terms(d.terms[:i] + d.terms[i + 1:])
+            subs = [_bounds(_add(rest, _mul(arg, c)), depth + 1) for arg in (a, b)]
+            if (kind == "max") == (c > 0):
+                lo = max(lo, max(s[0] for s in subs))
+            else:
+                hi = min(hi, min(s[1] for s in subs))
     return (lo, hi)
 
 

@@ -80,6 +80,8 @@ def fold_symbolic(expr: Expr) -> Optional[Expr]:
 
 
 def _obj(values: Any) -> np.ndarray:
+    if type(values) is np.ndarray and values.dtype == object:
+        return values  # (a 0-d one would otherwise be stored inside a 0-d one)
     out = np.empty(np.shape(values), dtype=object)
     if out.ndim == 0:
         out[()] = values
@@ -127,6 +129,10 @@ def _trunc_div(a: Any, b: Any) -> Any:
         return floordiv(a, b)
     if _nonneg(a) and type(b) is Dim and _nonneg(b - 1):
         return floordiv(a, b)
+    if type(b) is Dim:  # an exact quotient (heads / heads, 2*n / n): the same for every nonzero b
+        q = floordiv(a, b)
+        if q is not ANY and q * b == a:
+            return q
     raise _Fail
 
 
@@ -140,6 +146,19 @@ def _trunc_mod(a: Any, b: Any) -> Any:
     if _nonneg(a) and type(b) is int and b > 0:
         return floormod(a, b)
     raise _Fail
+
+
+def _floor_mod(a: Any, b: Any) -> Any:
+    """``a mod b`` (the divisor's sign). A divisor is never 0, so a size variable divisor is
+    at least 1, and ``-1 mod n`` is ``n - 1`` (``torch.roll``'s shift of one, exported)."""
+    if a is ANY or b is ANY:
+        return ANY
+    if type(a) is int and type(b) is Dim:
+        if a == 0:
+            return 0
+        if a == -1 and _nonneg(b):
+            return b - 1
+    return floormod(a, b)
 
 
 def _elementwise(fn, *arrays: np.ndarray) -> np.ndarray:
@@ -441,7 +460,7 @@ _RULES = {
     "subtract": _binary(lambda a, b: a - b),
     "multiply": _binary(lambda a, b: a * b),
     "divide": _binary(_trunc_div),
-    "floor_mod": _binary(_no_any(floormod)),
+    "floor_mod": _binary(_floor_mod),
     "mod": _binary(_trunc_mod),
     "maximum": _binary(_no_any(dmax)),
     "minimum": _binary(_no_any(dmin)),

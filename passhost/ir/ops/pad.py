@@ -4,7 +4,8 @@
 second argument (a scalar, cast to the data's dtype, as TVM's ``PadCompute`` does).
 ``pad_mode`` is ``"constant"`` (the pad value), ``"edge"`` (repeat the border element)
 or ``"reflect"`` (mirror without repeating the border, numpy's and ONNX's ``reflect``).
-A negative width crops that side (ONNX ``Pad`` allows it)::
+A negative width crops that side (ONNX ``Pad`` allows it). A width may be a symbolic
+dimension (``max(10, n) - n``: padding up to a size), evaluated when the sizes are bound::
 
     nn.pad(%x, 0f, pad_width=[[0, 0], [0, 0], [1, 1], [2, 2]])   /* (1, 3, 4, 4) -> (1, 3, 6, 8) */
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import IRError, TypeInferenceError
+from ..dims import Dim, dmin
 from ..op import OpPattern
 from ..types import TensorType
 from ._util import kernel, reg, tensor_arg
@@ -36,7 +38,8 @@ def _pad_rel(types: list, attrs) -> TensorType:
         n = d + lo + hi
         if (n < 0) if type(n) is int else surely_lt(n, 0):
             raise TypeInferenceError(f"{op}: padding axis {axis} of {data} by ({lo}, {hi}) leaves a negative size")
-        if attrs.pad_mode != "constant" and (lo > 0 or hi > 0) and surely_le(d + min(lo, 0) + min(hi, 0), 0):
+        if attrs.pad_mode != "constant" and (not surely_le(lo, 0) or not surely_le(hi, 0)) \
+                and surely_le(d + dmin(lo, 0) + dmin(hi, 0), 0):
             raise TypeInferenceError(f"{op}: cannot {attrs.pad_mode}-pad the empty axis {axis} of {data}")
         shape.append(n)
     shape = tuple(shape)
@@ -57,10 +60,12 @@ def _pad(args: list, attrs) -> np.ndarray:
 def _check_pad(attrs) -> None:
     v = attrs.pad_width
     ok = isinstance(v, tuple) and all(
-        isinstance(p, tuple) and len(p) == 2 and all(isinstance(i, int) and not isinstance(i, bool) for i in p)
+        isinstance(p, tuple) and len(p) == 2 and all((isinstance(i, int) and not isinstance(i, bool)) or type(i) is Dim
+                                                    for i in p)
         for p in v)
     if not ok:
-        raise IRError(f"operator nn.pad: attribute pad_width must be a list of (before, after) int pairs, got {v!r}")
+        raise IRError(f"operator nn.pad: attribute pad_width must be a list of (before, after) pairs of ints or "
+                      f"dimensions, got {v!r}")
     if attrs.pad_mode not in _MODES:
         raise IRError(f"operator nn.pad: attribute pad_mode must be one of {', '.join(_MODES)}, "
                       f"got {attrs.pad_mode!r}")

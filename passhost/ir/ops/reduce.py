@@ -67,11 +67,29 @@ def _mean(x, axis, keepdims):
     return np.mean(x, axis=axis, keepdims=keepdims)
 
 
+def _extreme(fn, highest: bool):
+    """``np.max``/``np.min``, whose reduction over no element is ONNX's identity (the lowest
+    value for a maximum, the highest for a minimum) instead of numpy's error: an axis whose
+    size is a size variable may be empty at run time."""
+    def run(x, axis, keepdims):
+        if x.size or not any(x.shape[a] == 0 for a in axis):
+            return fn(x, axis=axis, keepdims=keepdims)
+        if x.dtype.kind == "b":
+            ident = not highest
+        elif x.dtype.kind in "iu":
+            ident = np.iinfo(x.dtype).min if highest else np.iinfo(x.dtype).max
+        else:
+            ident = -np.inf if highest else np.inf
+        return fn(x, axis=axis, keepdims=keepdims, initial=ident)
+
+    return run
+
+
 for _name, _fn, _doc in [
     ("sum", np.sum, "Sum over axes."),
     ("mean", _mean, "Arithmetic mean over axes."),
-    ("max", np.max, "Maximum over axes."),
-    ("min", np.min, "Minimum over axes."),
+    ("max", _extreme(np.max, True), "Maximum over axes (over no element: the dtype's lowest value)."),
+    ("min", _extreme(np.min, False), "Minimum over axes (over no element: the dtype's highest value)."),
     ("prod", np.prod, "Product over axes."),
 ]:
     reg(_name, 1, _reduce_rel(_name), _reduce_kernel(_name, _fn), attrs=_REDUCE_ATTRS, pattern=R, summary=_doc)

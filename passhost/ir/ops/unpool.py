@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import IRError, TypeInferenceError
+from ..dims import Dim
 from ..op import OpPattern
 from ..types import TensorType, TupleType
 from ._util import check_int_pair, check_pad, kernel, pad4, reg, tensor_arg
@@ -108,8 +109,9 @@ def _check_unpool(attrs) -> None:
     check_pad(_UNPOOL, attrs)
     size = attrs.output_size
     if not (isinstance(size, tuple) and len(size) == 4 and all(
-            isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in size)):
-        raise IRError(f"operator {_UNPOOL}: attribute output_size must be 4 positive ints (N, C, H, W), got {size!r}")
+            (isinstance(d, int) and not isinstance(d, bool) and d > 0) or type(d) is Dim for d in size)):
+        raise IRError(f"operator {_UNPOOL}: attribute output_size must be 4 positive ints or dimensions (N, C, H, W), "
+                      f"got {size!r}")
 
 
 reg(_ARGMAX, 1, _argmax_rel, _argmax,
