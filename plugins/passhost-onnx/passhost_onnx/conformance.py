@@ -20,7 +20,8 @@ import numpy as np
 from .importer import STANDARD_DOMAINS
 from .table import BUILTIN, lookup
 
-__all__ = ["load_cases", "select", "run_case", "import_case", "typed", "element_types", "converted", "ops_of", "CaseFailure"]
+__all__ = ["load_cases", "select", "run_case", "import_case", "typed", "element_types", "converted", "ops_of", "CaseFailure",
+           "symbolic_model", "import_symbolic", "run_case_symbolic", "NAMINGS", "symbolic_failures"]
 
 
 class CaseFailure(AssertionError):
@@ -238,3 +239,209 @@ def run_case(case, export: bool = True) -> None:
         wanted = {i.name for i in sess.get_inputs()}
         got = sess.run(None, {n: x for n, x in zip(names, feeds) if n in wanted})
         _compare(f"onnxruntime on the opset-{opset} export", got, outputs, case.rtol, case.atol)
+
+
+# -- the symbolic mode ---------------------------------------------------------------------
+
+#: how :func:`symbolic_model` names the dynamic axes: ``strict`` gives every axis of every
+#: input its own variable; ``shared`` one per (axis counted from the last, size), as exporters
+#: name the axes that broadcast together alike
+NAMINGS = ("strict", "shared")
+
+
+def _dim_name(input_name: str, axis: int, x, naming: str = "strict") -> str:
+    if naming == "shared":
+        return f"a{x.ndim - 1 - axis}_{x.shape[axis]}"
+    base = "".join(ch if ch.isalnum() else "_" for ch in input_name) or "x"
+    return f"d{axis}_{base}"
+
+
+def symbolic_model(model, names: list, feeds: list, naming: str = "strict"):
+    """``model`` with every axis of size 2 or more of its inputs ``names`` (of values
+    ``feeds``) made dynamic, a ``dim_param`` each. Axes of size 0 and 1 stay static (a 1 is
+    what decides numpy's broadcasting, and exporters keep it).
+
+    ``naming="strict"``: ``d<axis>_<input>``, one variable per axis of each input, even where
+    the case's sizes agree. A converter must then prove what it assumes (that two inputs
+    broadcast, that a product's inner sizes agree) or leave it to the relations and the
+    kernels; two such variables broadcast to ``?``, which the converters must carry on with.
+    This finds the most bugs. ``naming="shared"``: ``a<k>_<size>``, one variable per axis
+    counted from the last and size, so that axes which broadcast together share it, as an
+    exporter's ``batch`` and ``seq`` are shared (a product's inner sizes still differ: ``a0_k``
+    against ``a1_k``). It is what real models meet: shape arithmetic that folds."""
+    out = type(model)()
+    out.CopyFrom(model)
+    by_name = dict(zip(names, feeds))
+    for vi in out.graph.input:
+        x = by_name.get(vi.name)
+        if x is None or not vi.type.HasField("tensor_type"):
+            continue
+        shape = vi.type.tensor_type.shape
+        if len(shape.dim) != x.ndim:
+            continue
+        for axis, d in enumerate(shape.dim):
+            if x.shape[axis] >= 2:
+                d.Clear()
+                d.dim_param = _dim_name(vi.name, axis, x, naming)
+    return out
+
+
+def import_symbolic(case, feeds: list, naming: str = "strict") -> tuple:
+    """``(module, frozen input names)``: the case imported with its inputs' sizes of 2 or
+    more dynamic (:func:`symbolic_model`) and no input shapes given. An input whose value a
+    converter needs at import time (a Reshape's target, a Pad's pads, TopK's k: what a user
+    would bind) is made an initializer, one at a time, and the rest stay dynamic."""
+    from .importer import from_onnx
+    from .node import ConversionError
+    from onnx import numpy_helper
+
+    names = _inputs(case)
+    values = dict(zip(names, feeds))
+    frozen: list = []
+    model = case.model
+    while True:
+        rest = [n for n in names if n not in frozen]
+        try:
+            return from_onnx(symbolic_model(model, rest, [values[n] for n in rest], naming)), tuple(frozen)
+        except ConversionError as err:
+            needed = getattr(err, "needed", None)
+            if needed is not None:  # Node.need_const of one of the case's inputs
+                more = [needed] if needed in values and needed not in frozen else []
+            elif "computed from the model's data" in str(err):  # from an input, through a function body:
+                more = [n for n, x in values.items()  # its integer and scalar inputs
+                        if n not in frozen and (x.dtype.kind in "iu" or x.ndim == 0)]
+            elif "known at import time" in str(err) and "size variables" not in str(err):  # another converter's
+                more = [n for n in _freeze(case.model, names, feeds)[1] if n not in frozen]
+            else:
+                more = []
+            if not more:
+                raise
+        frozen.extend(more)
+        model = type(case.model)()
+        model.CopyFrom(case.model)
+        keep = [vi for vi in model.graph.input if vi.name not in frozen]
+        del model.graph.input[:]
+        model.graph.input.extend(keep)
+        model.graph.initializer.extend(numpy_helper.from_array(values[n], n) for n in frozen)
+
+
+def run_case_symbolic(case, naming: str = "strict") -> None:
+    """Import ``case`` with dynamic input sizes (:func:`import_symbolic`), check that they
+    stayed size variables, evaluate it on the case's inputs (the variables bind from them)
+    and compare with ONNX's expected outputs as :func:`run_case` does."""
+    from passhost import ir
+
+    g = case.model.graph
+    for what, values in (("input", g.input), ("output", g.output)):
+        for vi in values:
+            if not vi.type.HasField("tensor_type"):
+                raise CaseFailure(f"graph {what} {vi.name!r} is not a tensor (a sequence or an optional): "
+                                  "passhost imports sequences inside a graph only, as tuples")
+    names = _inputs(case)
+    for inputs, outputs in case.data_sets:
+        feeds = [_array(x) for x in inputs]
+        outputs = [_array(x) for x in outputs]
+        mod, frozen = import_symbolic(case, feeds, naming)
+        params = mod["main"].params
+        for p, (n, x) in zip(params, [(n, x) for n, x in zip(names, feeds) if n not in frozen]):
+            shape = p.checked_type.shape
+            for axis, d in enumerate(shape):
+                if x.shape[axis] >= 2 and not (type(d) is ir.Dim and d.name == _dim_name(n, axis, x, naming)):
+                    raise CaseFailure(f"input {n!r}: axis {axis} imported as {d}, not as its size variable")
+        got = _flat(ir.evaluate(mod, *[x for n, x in zip(names, feeds) if n not in frozen]))
+        _compare("interpreter (symbolic)", got, outputs, case.rtol, case.atol)
+
+
+# -- the symbolic mode's expected failures -------------------------------------------------
+# Each is (reason, a piece of the error the case must fail with): a case that fails for
+# another reason is a failure, one that passes an unexpected pass.
+
+_NOT_TENSOR = ("a sequence- or optional-typed graph input or output: passhost imports sequences inside a graph "
+               "only (as tuples), as in the static mode", "is not a tensor (a sequence or an optional)")
+_STATIC = {  # failing here for the static mode's reason (known_failures.py)
+    "test_scan_sum": ("Scan of opset 8 (a batch axis and sequence_lens); passhost unrolls or loops over the Scan of "
+                      "opset 9 on", "Scan of opset 8"),
+    **dict.fromkeys(["test_dft_inverse", "test_dft_inverse_opset19"], (
+        "the expected output was computed before the spectrum was rounded to float32: its imaginary parts are "
+        "exactly 0 where a float32 input leaves ~2e-6 (atol 1e-7); the static mode misses it too",
+        "output 0 differs")),
+    **dict.fromkeys(["test_training_dropout", "test_training_dropout_default", "test_training_dropout_default_mask",
+                     "test_training_dropout_mask"], (
+        "training-mode Dropout draws a random mask; passhost imports models for inference", "training-mode Dropout")),
+}
+_SIZE_DEPENDENT = {  # what a dynamic size makes inexpressible, in both namings
+    **dict.fromkeys([f"test_affine_grid_{d}d{k}" for d in (2, 3) for k in ("", "_align_corners", "_expanded",
+                                                                         "_align_corners_expanded")], (
+        "AffineGrid's function body chooses its 2-D or 3-D computation with an If on the length of its size input, "
+        "which is a dynamic axis here: the two branches give results of different ranks, and passhost's if has one "
+        "type", "the branches of an if have different types")),
+    **dict.fromkeys([f"test_causal_conv_with_state_{k}" for k in (
+        "basic", "decode_step", "fp16", "kernel_size_one", "short_input_no_past_state", "silu", "silu_fp16",
+        "silu_with_past_state", "swish_alias", "with_bias", "with_bias_and_past_state", "with_past_state")], (
+        "CausalConvWithState is a depthwise convolution whose group is the channel count: with the input's channels "
+        "and the weight's rows both dynamic, ONNX's schema builds no body for it (a Conv's group is an attribute, "
+        "a number)", "builds none for these")),
+    "test_convtranspose_autopad_same": (
+        "SAME padding of a transposed convolution reaches in x stride with a padding of stride - kernel size "
+        "(ONNX's formula): with the weight's kernel size dynamic the padding is a dimension, and passhost's "
+        "conv2d_transpose padding is static", "the padding that gives output_shape"),
+    **dict.fromkeys(["test_convtranspose_kernel_shape", "test_convtranspose_output_shape"], (
+        "a static output_shape with a dynamic input: the padding that reaches it depends on the input's size, and "
+        "passhost's conv2d_transpose padding is static", "the padding that gives output_shape")),
+    **dict.fromkeys(["test_gathernd_example_float32", "test_gathernd_example_int32"], (
+        "GatherND's result has rank data.rank - M + indices.rank - 1, M the length of the indices' last axis, which "
+        "is dynamic here: the result's rank would depend on a size", "symbolic number of coordinates")),
+    **dict.fromkeys([f"test_resize_{d}_sizes_nearest_not_{k}" for d in ("downsample", "upsample")
+                     for k in ("larger", "smaller")], (
+        "keep_aspect_ratio_policy scales every axis by the smaller (larger) of the float ratios sizes / input size "
+        "and rounds: with the input's sizes dynamic, which ratio wins and the rounded size are no integer "
+        "expression of them", "keep_aspect_ratio_policy")),
+}
+_GQA = ("the Attention (FlexAttention) function body expands the keys and values by the grouped-query interleave "
+        "factor Where(q_heads != kv_heads and q_heads % kv_heads == 0, q_heads / kv_heads, 1): with the query's and "
+        "the key's head counts different size variables the condition is undecidable, and a shape cannot hold a "
+        "choice between two sizes, so the Expand target is computed from data", "Expanded' (opset")
+_ATTENTION_STRICT = (
+    "the Attention (FlexAttention) function body expands the keys and values to a target computed from the inputs' "
+    "shapes: with every axis of each input its own size variable, the grouped-query interleave factor (a Where over "
+    "two independent head counts) or a head size reshaped with -1 (not an exact quotient of independent sizes: ?) "
+    "is no dimension passhost can write, so the Expand target is computed from data", "Expanded' (opset")
+_GQA_CASES = ["test_attention_4d_gqa" + k + e for k in (
+    "", "_attn_mask", "_causal", "_causal_nonpad_decode", "_causal_nonpad_decode_fp16", "_scaled", "_softcap",
+    "_with_past_and_present", "_with_past_and_present_fp16") for e in ("", "_expanded")] + [
+    "test_attention_local_window_gqa_rank4_mask", "test_attention_local_window_gqa_rank4_mask_expanded",
+    "test_flexattention_gqa_expanded_ver26"]
+
+
+def _multi_head_attention(case) -> bool:
+    """An Attention or FlexAttention case (the operator, or its body inlined: ``_expanded``)
+    whose query has more than one head: 4-D, its axis 1; 3-D, the ``q_num_heads`` attribute,
+    or where the body is inlined (the heads a constant of its Reshape), any."""
+    from .control import all_nodes
+
+    if not case.name.startswith(("test_attention_", "test_flexattention_")):
+        return False
+    query = _array(case.data_sets[0][0][0])
+    if query.ndim == 4:
+        return query.shape[1] > 1
+    heads = [a.i for n in all_nodes(case.model.graph) for a in n.attribute if a.name == "q_num_heads"]
+    return any(h > 1 for h in heads) or any(n.op_type == "Reshape" for n in case.model.graph.node)
+
+
+def symbolic_failures(cases: list, naming: str) -> dict:
+    """``{case name: (reason, a piece of its error)}``: the cases of ``cases`` that the
+    symbolic mode with ``naming`` fails for a known reason."""
+    out: dict = {}
+    for case in cases:
+        g = case.model.graph
+        if any(not vi.type.HasField("tensor_type") for vi in (*g.input, *g.output)):
+            out[case.name] = _NOT_TENSOR
+        elif case.name in _STATIC:
+            out[case.name] = _STATIC[case.name]
+        elif case.name in _SIZE_DEPENDENT:
+            out[case.name] = _SIZE_DEPENDENT[case.name]
+        elif naming == "shared" and case.name in _GQA_CASES:
+            out[case.name] = _GQA
+        elif naming == "strict" and _multi_head_attention(case):
+            out[case.name] = _ATTENTION_STRICT
+    return out

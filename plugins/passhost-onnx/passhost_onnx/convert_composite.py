@@ -11,7 +11,7 @@ import numpy as np
 
 from passhost import ir
 
-from .build import call, const
+from .build import call, const, positions, static
 from .table import converter
 
 
@@ -35,26 +35,25 @@ def _trilu(node):
     shape = node.shape(0)
     k = int(node.need_const(1, "k").reshape(-1)[0]) if node.input(1) is not None else 0
     rows, cols = shape[-2], shape[-1]
-    tri = np.tril if int(node.attr("upper", 1)) == 0 else np.triu
+    upper = int(node.attr("upper", 1)) != 0
+    if not static((rows, cols)):  # the mask from the row and column indices: col - row >= k (upper)
+        nd = len(shape)
+        diff = call("subtract", positions(node.inputs[0], shape, nd - 1), positions(node.inputs[0], shape, nd - 2))
+        mask = call("greater_equal" if upper else "less_equal", diff, const(k, "int64"))
+        return call("where", mask, node.inputs[0], _c(node, 0))
+    tri = np.triu if upper else np.tril
     mask = tri(np.ones((rows, cols), dtype=bool), k)
     return call("where", ir.Constant(mask), node.inputs[0], _c(node, 0))
 
 
-def _one_hot_of(indices, depth: int, axis: int, ndim: int):
-    """``equal(expand_dims(indices, axis), arange(depth))`` broadcast along ``axis``."""
-    axis = axis + ndim + 1 if axis < 0 else axis
-    shape = [1] * (ndim + 1)
-    shape[axis] = depth
-    positions = ir.Constant(np.arange(depth, dtype="int64").reshape(shape))
-    return call("equal", call("expand_dims", call("cast", indices, dtype="int64"), axis=axis), positions)
-
-
 @converter("Hardmax", 13)
 def _hardmax(node):
+    """``equal(argmax(x, axis, keepdims), positions along axis)``: one-hot at the first maximum."""
     nd = node.ndim(0)
     axis = int(node.attr("axis", -1)) % nd
     first = call("argmax", node.inputs[0], axis=(axis,), keepdims=False)
-    hot = _one_hot_of(first, node.shape(0)[axis], axis, nd - 1)
+    at = positions(node.inputs[0], node.shape(0), axis)
+    hot = call("equal", call("expand_dims", call("cast", first, dtype="int64"), axis=axis), at)
     return call("cast", hot, dtype=node.dtype(0))
 
 
@@ -140,13 +139,20 @@ def _flip(x, axis: int):
 def _lp_pool(node):
     """``(sum over the window of |x|^p)^(1/p)``: an average pool of ``|x|^p`` counting the pads,
     times the window size (2- and 3-D; 1-D through the 2-D operators)."""
-    from .convert_nn import _pool_common
+    from .convert_nn import _pool, _pool_common
+    from .node import Node
 
     p = float(node.attr("p", 2))
     kernel, strides, dilations, pads, ceil = _pool_common(node)
     powered = call("power", call("abs", node.inputs[0]), _c(node, p))
-    avg = call(f"nn.avg_pool{len(kernel)}d", powered, pool_size=kernel, strides=strides, dilation=dilations,
-               padding=pads, ceil_mode=ceil, count_include_pad=True)
+    if not static(node.shape(0)[2:]):  # (SAME padding and ceil_mode over dynamic sizes)
+        inner = Node(node.op_type, node.domain, node.name, [ir.infer_type(powered)], node.attrs, node.outputs,
+                     node.opset)
+        avg = _pool(inner, f"nn.avg_pool{len(kernel)}d", 0, kernel, strides, dilations, pads, ceil,
+                    count_include_pad=True)
+    else:
+        avg = call(f"nn.avg_pool{len(kernel)}d", powered, pool_size=kernel, strides=strides, dilation=dilations,
+                   padding=pads, ceil_mode=ceil, count_include_pad=True)
     total = call("multiply", avg, _c(node, float(np.prod(kernel))))
     return call("power", total, _c(node, 1.0 / p))
 
@@ -157,13 +163,27 @@ def _eye_like(node):
 
     rows, cols = node.shape(0)
     dtype = to_dtype(int(node.attr("dtype")), repr(node)) if node.attr("dtype") is not None else node.dtype(0)
-    return ir.Constant(np.eye(rows, cols, k=int(node.attr("k", 0)), dtype=dtype))
+    k = int(node.attr("k", 0))
+    if not static((rows, cols)):  # ones where col - row == k
+        shape = node.shape(0)
+        diff = call("subtract", positions(node.inputs[0], shape, 1), positions(node.inputs[0], shape, 0))
+        return call("cast", call("equal", diff, const(k, "int64")), dtype=dtype)
+    return ir.Constant(np.eye(rows, cols, k=k, dtype=dtype))
 
 
-def _topk(node, k: int):
+def _topk(node, k):
     shape = node.shape(0)
     axis = int(node.attr("axis", -1)) % len(shape)
     is_ascend = not bool(int(node.attr("largest", 1)))
+    if type(k) is not int:  # k from the model's dynamic sizes
+        if not (type(k) is ir.Dim and k == shape[axis]):
+            raise node.error(f"k={k} depends on the sizes of the model's dynamic axes and is not the whole axis "
+                             f"{axis} ({shape[axis]}); passhost's topk takes a static k or the whole axis")
+        t = call("topk", node.inputs[0], k=0, axis=axis, is_ascend=is_ascend, dtype="int64")  # Relay's k=0: all
+        return ir.TupleGetItem(t, 0), ir.TupleGetItem(t, 1)
+    if k == 0 and type(shape[axis]) is not int:  # an empty result: slices of nothing
+        empty = call("strided_slice", node.inputs[0], begin=(0,), end=(0,), axes=(axis,))
+        return empty, call("cast", empty, dtype="int64")
     if k == 0:  # ONNX's k=0 is an empty result, Relay's k=0 is the whole axis
         t = call("topk", node.inputs[0], k=int(shape[axis]), axis=axis, is_ascend=is_ascend, dtype="int64")
         return tuple(call("strided_slice", ir.TupleGetItem(t, i), begin=(0,), end=(0,), axes=(axis,)) for i in (0, 1))
@@ -178,7 +198,7 @@ def _topk_1(node):
 
 @converter("TopK", 10)
 def _topk_10(node):
-    return _topk(node, int(node.need_const(1, "k").reshape(-1)[0]))
+    return _topk(node, node.dims(1, "k")[0])
 
 
 @converter("GlobalLpPool", 2)

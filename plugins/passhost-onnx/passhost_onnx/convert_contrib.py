@@ -18,7 +18,7 @@ import numpy as np
 
 from passhost import ir
 
-from .build import call, const
+from .build import arange, call, const, reshape, zeros
 from .node import Node
 from .table import converter
 
@@ -69,7 +69,8 @@ def _skip_layer_norm(node):
         raise node.error("its mean and inv_std_var outputs are not supported")
     total = _added(node.inputs[0], node.inputs[1], node.input(4))
     hidden = node.shape(0)[-1]
-    beta = node.input(3) if node.input(3) is not None else const(np.zeros(hidden), node.dtype(0))
+    beta = node.input(3) if node.input(3) is not None else (
+        const(np.zeros(hidden), node.dtype(0)) if type(hidden) is int else zeros((hidden,), node.dtype(0)))
     out = call("nn.layer_norm", total, node.inputs[2], beta, axis=-1, epsilon=float(node.attr("epsilon", 1e-12)))
     return (out, None, None, total) if outputs[3] else out
 
@@ -146,7 +147,9 @@ def _attention_mask(node, b: int, s: int, heads: int, dtype: str):
         if shape == (b, s):  # raw mask: 1 attends, 0 does not
             keep = call("cast", mask, dtype=dtype)
         elif shape == (b,):  # key lengths: right padding
-            keep = call("cast", call("less", ir.Constant(np.arange(s, dtype="int64")[None, :]),
+            row = ir.Constant(np.arange(s, dtype="int64")[None, :]) if type(s) is int else \
+                reshape(arange(s, "int64"), (1, s))
+            keep = call("cast", call("less", row,
                                      call("expand_dims", call("cast", mask, dtype="int64"), axis=1)), dtype=dtype)
         else:
             raise node.error(f"a mask_index of shape {list(shape)} is not supported (raw (batch, sequence) masks "
@@ -154,7 +157,10 @@ def _attention_mask(node, b: int, s: int, heads: int, dtype: str):
         additive = call("multiply", call("subtract", const(1.0, dtype), keep), const(fill, dtype))   # (b, s)
         parts.append(call("reshape", call("broadcast_to", call("reshape", additive, newshape=(b, 1, 1, s)),
                                           shape=(b, heads, 1, s)), newshape=(b * heads, 1, s)))
-    if int(node.attr("unidirectional", 0)):
+    if int(node.attr("unidirectional", 0)) and type(s) is not int:  # fill where the key is after the query
+        later = call("greater", reshape(arange(s, "int64"), (1, 1, s)), reshape(arange(s, "int64"), (1, s, 1)))
+        parts.append(call("where", later, const(fill, dtype), const(0.0, dtype)))
+    elif int(node.attr("unidirectional", 0)):
         parts.append(ir.Constant(np.triu(np.full((s, s), fill, dtype=dtype), k=1)[None]))
     if not parts:
         return None
@@ -169,7 +175,8 @@ def _embed_layer_norm(node):
     ids = node.inputs[0]
     b, s = node.shape(0)
     total = call("take", node.inputs[2], ids, axis=0)
-    positions = node.input(8) if node.input(8) is not None else ir.Constant(np.arange(s, dtype="int32")[None, :])
+    positions = node.input(8) if node.input(8) is not None else (
+        ir.Constant(np.arange(s, dtype="int32")[None, :]) if type(s) is int else reshape(arange(s, "int32"), (1, s)))
     total = call("add", total, call("take", node.inputs[3], positions, axis=0))
     if node.input(1) is not None and node.input(4) is not None:
         total = call("add", total, call("take", node.inputs[4], node.inputs[1], axis=0))
@@ -178,5 +185,5 @@ def _embed_layer_norm(node):
     if node.input(7) is not None:
         lengths = call("cast", call("sum", call("cast", node.inputs[7], dtype="int32"), axis=(1,)), dtype="int32")
     else:
-        lengths = ir.Constant(np.zeros(b, dtype="int32"))
+        lengths = zeros((b,), "int32")
     return out, lengths, total

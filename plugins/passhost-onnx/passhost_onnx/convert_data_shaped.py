@@ -7,11 +7,13 @@ node otherwise::
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from passhost import ir
 
-from .build import call
+from .build import call, reshape, static
 from .table import converter
 
 
@@ -27,12 +29,16 @@ def _compress(node):
     axis = node.attr("axis")
     x = node.inputs[0]
     if axis is None:
-        size = int(np.prod(node.shape(0), dtype=np.int64))
-        x, axis = call("reshape", x, newshape=(size,)), 0
+        if static(node.shape(0)):
+            size = int(np.prod(node.shape(0), dtype=np.int64))
+            x, axis = call("reshape", x, newshape=(size,)), 0
+        else:
+            size = math.prod(node.shape(0))
+            x, axis = reshape(x, (size,)), 0
     else:
         axis = int(axis) % node.ndim(0)
         size = node.shape(0)[axis]
-    if len(cond) > size:
+    if (len(cond) > size) if type(size) is int else ir.dims.provably_unequal(ir.dims.dmax(size, len(cond)), size):
         raise node.error(f"the condition has {len(cond)} entries, the axis {size}")
     keep = np.nonzero(cond)[0].astype("int64")
     return call("take", x, ir.Constant(keep), axis=axis)

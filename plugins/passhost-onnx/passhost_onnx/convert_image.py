@@ -7,11 +7,13 @@ LayerNormalization and LogSoftmax::
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 from passhost import ir
 
-from .build import call, const, flatten_2d, reshape
+from .build import call, const, flatten_2d, reshape, static
 from .table import converter
 
 
@@ -22,7 +24,7 @@ def _conv_transpose(node):
         raise node.error(f"ConvTranspose on {nd}-D spatial data is not supported (passhost has 1-, 2- and 3-D)")
     w_shape = node.shape(1)
     group = int(node.attr("group", 1))
-    kernel = tuple(int(k) for k in node.attr("kernel_shape", w_shape[2:]))
+    kernel = tuple(k if type(k) is ir.Dim else int(k) for k in node.attr("kernel_shape", w_shape[2:]))
     strides = tuple(int(s) for s in node.attr("strides", (1,) * nd))
     dilations = tuple(int(d) for d in node.attr("dilations", (1,) * nd))
     out_pad = [int(p) for p in node.attr("output_padding", (0,) * nd)]
@@ -30,12 +32,15 @@ def _conv_transpose(node):
     auto = node.attr("auto_pad", "NOTSET")
     out_shape = node.attr("output_shape")
     if out_shape is None and auto in ("SAME_UPPER", "SAME_LOWER"):
-        out_shape = [int(i) * s for i, s in zip(in_sizes, strides)]
+        out_shape = [i * s for i, s in zip(in_sizes, strides)]
     if out_shape is not None:
-        out_shape = [int(d) for d in out_shape][-nd:]
+        out_shape = [d if type(d) is ir.Dim or d is ir.ANY else int(d) for d in out_shape][-nd:]
         begin, end = [], []
         for i in range(nd):
             total = strides[i] * (in_sizes[i] - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] + 1 - out_shape[i]
+            if type(total) is not int:  # (SAME's output, in x stride, cancels the input size: an int)
+                raise node.error(f"the padding that gives output_shape {list(map(str, out_shape))} depends on the "
+                                 f"model's dynamic sizes ({total}); passhost's padding is static")
             if total < 0:  # a bigger output than the kernel covers: the difference is output padding
                 out_pad[i] -= total
                 total = 0
@@ -47,8 +52,10 @@ def _conv_transpose(node):
         pads = (0,) * (2 * nd)
     else:
         pads = tuple(int(p) for p in node.attr("pads", (0,) * (2 * nd)))
-    out = call(f"nn.conv{nd}d_transpose", node.inputs[0], node.inputs[1], channels=int(w_shape[1]) * group,
-               kernel_size=kernel, strides=strides, output_padding=tuple(out_pad), padding=pads, dilation=dilations,
+    # (a weight of dynamic sizes: the operator takes them from the weight)
+    out = call(f"nn.conv{nd}d_transpose", node.inputs[0], node.inputs[1],
+               channels=w_shape[1] * group if type(w_shape[1]) is int else None,
+               kernel_size=kernel if static(kernel) else None, strides=strides, output_padding=tuple(out_pad), padding=pads, dilation=dilations,
                groups=group)
     if node.input(2) is not None:
         out = call("nn.bias_add", out, node.inputs[2], axis=1)
@@ -77,11 +84,20 @@ def _resize(node, scales, sizes, roi, mode, ctm, nearest, antialias=0):
         extent = [1.0] * 4
         if ctm == "tf_crop_and_resize" and roi is not None:
             extent = [float(roi[i + 4]) - float(roi[i]) for i in range(4)]
-        lengths = [d * e * float(s) for d, e, s in zip(shape, extent, scales)]
-        sizes = [int(np.floor(n)) for n in lengths]
-        if any(n != int(n) for n in lengths[2:]):
+        sizes, keep_scales = [], False
+        for i, (d, e, sc) in enumerate(zip(shape, extent, scales)):
+            if type(d) is int:
+                n = d * e * float(sc)
+                sizes.append(int(np.floor(n)))
+                keep_scales |= i >= 2 and n != int(n)
+            else:  # a dynamic length (whether it is whole depends on it: ONNX maps with the scale)
+                sizes.append(_scaled(node, d, e * float(sc)))
+                keep_scales |= i >= 2
+        if keep_scales:
             ratios = (float(scales[2]), float(scales[3]))
-    sizes = [int(s) for s in sizes]
+    sizes = [s if type(s) is ir.Dim or s is ir.ANY else int(s) for s in sizes]
+    if any(s is ir.ANY for s in sizes[2:]):
+        raise node.error(f"the output size {list(map(str, sizes))} is unknown (?) at import")
     if tuple(sizes[:2]) != tuple(shape[:2]):
         raise node.error("resizing the batch or channel axis is not supported")
     if ctm not in _COORD:
@@ -98,6 +114,17 @@ def _resize(node, scales, sizes, roi, mode, ctm, nearest, antialias=0):
                 cubic_alpha=float(node.attr("cubic_coeff_a", -0.75)), cubic_exclude=int(node.attr("exclude_outside", 0)),
                 extrapolation_value=float(node.attr("extrapolation_value", 0.0)), scales=ratios,
                 antialias=int(antialias) if method != "nearest_neighbor" else 0)
+
+
+def _scaled(node, d, scale: float):
+    """``floor(d x scale)`` of a symbolic length: exact (the float's own fraction p / q gives
+    ``floordiv(p * d, q)``), as ONNX's floor of the product."""
+    if d is ir.ANY:
+        return ir.ANY
+    f = Fraction(scale)
+    if f < 0:
+        raise node.error(f"a negative scale {scale}")
+    return (d * f.numerator) // f.denominator
 
 
 @converter("Upsample", 7)
@@ -117,11 +144,15 @@ def _resize_10(node):
 def _resize_11(node):
     scales = node.const(2) if node.input(2) is not None else None
     scales = None if scales is None or scales.size == 0 else scales.reshape(-1)
-    sizes = node.need_const(3, "the sizes") if node.input(3) is not None and node.shape(3) != (0,) else None
-    sizes = None if sizes is None else sizes.reshape(-1)
+    sizes = node.dims(3, "the sizes") if node.input(3) is not None and node.shape(3) != (0,) else None
     if sizes is None and scales is None:
+        if node.input(2) is not None and node.shape(2) != (0,):
+            node.need_const(2, "the scales")
         raise node.error("the scales (input 2) or sizes (input 3) must be known at import time")
     roi = node.const(1) if node.input(1) is not None and node.shape(1) != (0,) else None
+    if roi is None and node.input(1) is not None and node.attr("coordinate_transformation_mode") == \
+            "tf_crop_and_resize" and node.shape(1) != (0,):
+        node.need_const(1, "the roi")
     shape = node.shape(0)
     nd = len(shape)
     axes = node.attr("axes")
@@ -133,7 +164,7 @@ def _resize_11(node):
             if scales is not None:
                 full_scales[a] = float(scales[i])
             if sizes is not None:
-                full_sizes[a] = int(sizes[i])
+                full_sizes[a] = sizes[i]
             if roi is not None:
                 full_roi[a], full_roi[a + nd] = float(roi[i]), float(roi[i + len(axes)])
         scales = None if scales is None else full_scales
@@ -142,6 +173,9 @@ def _resize_11(node):
     policy = node.attr("keep_aspect_ratio_policy", "stretch")
     if sizes is not None and policy != "stretch":
         resized = [i for i in range(nd) if axes is None or i in axes]
+        if not static([sizes[i] for i in resized] + [shape[i] for i in resized]):
+            raise node.error(f"keep_aspect_ratio_policy {policy!r} over dynamic sizes: which ratio is smaller "
+                             "depends on the sizes")
         ratios = [sizes[i] / shape[i] for i in resized]
         scale = min(ratios) if policy == "not_larger" else max(ratios)
         sizes = [int(np.round(scale * shape[i])) if i in resized else shape[i] for i in range(nd)]
@@ -234,12 +268,13 @@ def _deform_conv(node):
     if node.ndim(0) != 4:
         raise node.error(f"DeformConv on {node.ndim(0) - 2}-D spatial data is not supported (passhost has 2-D)")
     w_shape = node.shape(1)
-    kernel = tuple(int(k) for k in node.attr("kernel_shape", w_shape[2:]))
+    kernel = tuple(k if type(k) is not int else int(k) for k in node.attr("kernel_shape", w_shape[2:]))
     attrs = dict(strides=tuple(int(s) for s in node.attr("strides", (1, 1))),
                  padding=tuple(int(p) for p in node.attr("pads", (0, 0, 0, 0))),
                  dilation=tuple(int(d) for d in node.attr("dilations", (1, 1))),
                  deformable_groups=int(node.attr("offset_group", 1)), groups=int(node.attr("group", 1)),
-                 channels=int(w_shape[0]), kernel_size=kernel)
+                 channels=w_shape[0] if type(w_shape[0]) is int else None,
+                 kernel_size=kernel if static(kernel) else None)
     x, w, offset = node.inputs[0], node.inputs[1], node.inputs[2]
     mask = node.input(4)
     out = (call("nn.modulated_deformable_conv2d", x, offset, w, mask, **attrs) if mask is not None
@@ -252,6 +287,32 @@ def _deform_conv(node):
 #: the largest one-hot weight Col2Im builds (elements): a model's declared shapes must not
 #: make the importer allocate gigabytes
 _MAX_FOLD_WEIGHTS = 1 << 24
+
+
+def _col2im_dynamic(node, image, block, dil, pads, strides):
+    """Col2Im of dynamic sizes: each image channel is a batch entry of one transposed
+    convolution through the ``K x 1 x block`` one-hot weight, ``(n, c*K, L) -> (n*c, K, *grid)
+    -> (n*c, 1, *image) -> (n, c, *image)``."""
+    nd = len(image)
+    n, ck, length = node.shape(0)
+    k = int(np.prod(block))
+    grid = [(image[i] + pads[i] + pads[i + nd] - dil[i] * (block[i] - 1) - 1) // strides[i] + 1 for i in range(nd)]
+    if min(grid) < 1 or ir.dims.provably_unequal(length, int(np.prod(grid))) or \
+            (ck is not ir.ANY and ir.dims.provably_unequal(ck % k, 0)):
+        raise node.error(f"an input of shape {[str(d) for d in (n, ck, length)]} does not hold {k}-element blocks "
+                         f"of the {'x'.join(map(str, grid))} grid that image_shape {image} gives")
+    c = ck // k if ck is not ir.ANY else ir.ANY
+    weight = np.zeros((k, 1, *block), dtype=node.dtype(0))
+    for i, pos in enumerate(np.ndindex(*block)):
+        weight[(i, 0) + pos] = 1
+    made = [(grid[i] - 1) * strides[i] + (block[i] - 1) * dil[i] + 1 - pads[i] - pads[i + nd] for i in range(nd)]
+    if n is ir.ANY and c is ir.ANY:
+        raise node.error("the batch and the channels are both unknown (?)")
+    x = reshape(node.inputs[0], (n * c, k, *grid))  # (a ? in n * c: -1)
+    out = call(f"nn.conv{nd}d_transpose", x, ir.Constant(weight), channels=1, kernel_size=tuple(block),
+               strides=tuple(strides), padding=tuple(pads), dilation=tuple(dil), groups=1,
+               output_padding=tuple(i - m for i, m in zip(image, made)))
+    return reshape(out, (n, c, *image))
 
 
 @converter("Col2Im", 18)
@@ -269,6 +330,8 @@ def _col2im(node):
     strides = [int(s) for s in node.attr("strides", [1] * nd)]
     n, ck, length = node.shape(0)
     k = int(np.prod(block))
+    if not static((n, ck, length)):
+        return _col2im_dynamic(node, image, block, dil, pads, strides)
     grid = [(image[i] + pads[i] + pads[i + nd] - dil[i] * (block[i] - 1) - 1) // strides[i] + 1 for i in range(nd)]
     if ck % k or int(np.prod(grid)) != length or min(grid) < 1:
         raise node.error(f"an input of shape {[n, ck, length]} does not hold {k}-element blocks of the "

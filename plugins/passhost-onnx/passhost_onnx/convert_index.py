@@ -10,7 +10,9 @@ import numpy as np
 
 from passhost import ir
 
-from .build import call, const, reshape
+from passhost.errors import FormatError
+
+from .build import call, const, expand_to, reshape
 from .table import converter
 
 
@@ -69,39 +71,10 @@ def _gather_elements(node):
 @converter("Expand", 8)
 def _expand(node):
     target = tuple(node.dims(1, "the shape"))
-    if all(type(d) is int for d in target + tuple(node.shape(0))):
-        try:
-            shape = tuple(np.broadcast_shapes(node.shape(0), target))
-        except ValueError:
-            raise node.error(f"cannot expand an input of shape {node.shape(0)} to {target}: the shapes do not "
-                             "broadcast") from None
-    else:
-        shape = broadcast_dims(node.shape(0), target)
-        if shape is None:
-            raise node.error(f"cannot expand an input of shape {tuple(map(str, node.shape(0)))} to "
-                             f"{tuple(map(str, target))}: the shapes do not broadcast")
-        if any(d is ir.ANY for d in shape):
-            raise node.error(f"expanding {tuple(map(str, node.shape(0)))} to {tuple(map(str, target))} gives a "
-                             f"shape that depends on the sizes ({tuple(map(str, shape))}); specialise the model "
-                             "with --bind-dim NAME=VALUE")
-    if shape == tuple(node.shape(0)) and all(d is not ir.ANY for d in shape):
-        return node.inputs[0]
-    return call("broadcast_to", node.inputs[0], shape=shape)
-
-
-def broadcast_dims(a: tuple, b: tuple):
-    """numpy broadcasting of two shapes whose dimensions may be symbolic (``None`` when they
-    provably do not broadcast)."""
-    n = max(len(a), len(b))
-    a = (1,) * (n - len(a)) + tuple(a)
-    b = (1,) * (n - len(b)) + tuple(b)
-    out = []
-    for x, y in zip(a, b):
-        d = ir.broadcast_dim(x, y)
-        if d is None:
-            return None
-        out.append(d)
-    return tuple(out)
+    try:
+        return expand_to(node.inputs[0], node.shape(0), target, node.dtype(0))
+    except FormatError as err:
+        raise node.error(str(err)) from None
 
 
 @converter("Tile", 6)
@@ -135,17 +108,38 @@ def _wrap(node, width):
     return x
 
 
+def _wrap_dynamic(node, width):
+    """``wrap`` padding of dynamic sizes: the tail and head slices counted from the ends."""
+    x = node.inputs[0]
+    for a, (before, after) in enumerate(width):
+        if before < 0 or after < 0:
+            raise node.error("negative pads with mode 'wrap' are not supported")
+        parts = []
+        if before:
+            parts.append(call("strided_slice", x, begin=(-before,), end=(2 ** 62,), strides=(1,), axes=(a,)))
+        parts.append(x)
+        if after:
+            parts.append(call("strided_slice", x, begin=(0,), end=(after,), strides=(1,), axes=(a,)))
+        if len(parts) > 1:
+            x = call("concatenate", ir.Tuple(parts), axis=a)
+    return x
+
+
 def _pad(node, pads, value, mode, axes=None):
     nd = node.ndim(0)
     if mode not in _PAD_MODES:
         raise node.error(f"pad mode {mode!r} is not supported (passhost pads constant, edge, reflect, wrap)")
-    pads = [int(p) for p in pads]
+    pads = [p if type(p) is ir.Dim else int(p) for p in pads]
     axes = list(range(nd)) if axes is None else [int(a) + nd if int(a) < 0 else int(a) for a in axes]
     width = [[0, 0] for _ in range(nd)]
     k = len(axes)
     for i, a in enumerate(axes):
         width[a] = [pads[i], pads[i + k]]
     if mode == "wrap":
+        if not all(type(p) is int for w in width for p in w):
+            raise node.error("wrap padding by dynamic widths is not supported")
+        if not all(type(d) is int for d in node.shape(0)):
+            return _wrap_dynamic(node, width)
         return _wrap(node, width)
     if value is None:
         value = const(0, node.dtype(0))
@@ -161,7 +155,7 @@ def _pad_attrs(node):
 
 @converter("Pad", 11)
 def _pad_inputs(node):
-    pads = node.need_const(1, "the pads").reshape(-1)
+    pads = node.dims(1, "the pads")
     value = node.input(2)
     if value is not None and node.ndim(2):
         value = reshape(value, ())

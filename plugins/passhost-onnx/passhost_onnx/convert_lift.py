@@ -10,7 +10,7 @@ the length axis becomes the width of a height-1 image::
 """
 from __future__ import annotations
 
-from .build import reshape
+from .build import drop_axes, expand_axes
 from .node import Node
 from .table import BUILTIN
 
@@ -25,10 +25,6 @@ _WEIGHT = {"Conv": 1, "ConvTranspose": 1, "ConvInteger": 1, "QLinearConv": 3}
 _AXIS_ATTRS = {"kernel_shape": 1, "strides": 1, "dilations": 1, "output_padding": 0}
 
 
-def _with_height(shape: tuple) -> tuple:
-    return tuple(shape[:2]) + (1,) + tuple(shape[2:])
-
-
 def lift_1d(fn):
     """``fn`` (a converter of 2-D spatial data) also converting 1-D spatial data."""
 
@@ -38,10 +34,10 @@ def lift_1d(fn):
         from passhost import ir
 
         inputs = list(node.inputs)
-        inputs[0] = ir.infer_type(reshape(inputs[0], _with_height(node.shape(0))))
+        inputs[0] = ir.infer_type(expand_axes(inputs[0], node.shape(0), [2]))
         w = _WEIGHT.get(node.op_type)
         if w is not None and node.input(w) is not None and node.ndim(w) == 3:
-            inputs[w] = ir.infer_type(reshape(inputs[w], _with_height(node.shape(w))))
+            inputs[w] = ir.infer_type(expand_axes(inputs[w], node.shape(w), [2]))
         attrs = dict(node.attrs)
         for key, value in _AXIS_ATTRS.items():
             if key in attrs:
@@ -52,8 +48,7 @@ def lift_1d(fn):
             attrs["output_shape"] = [1] + list(attrs["output_shape"])[-1:]
         lifted = Node(node.op_type, node.domain, node.name, inputs, attrs, node.outputs, node.opset)
         out = fn(lifted)
-        n, c, _, width = ir.infer_type(out).checked_type.shape
-        return reshape(out, (n, c, width))
+        return drop_axes(out, ir.infer_type(out).checked_type.shape, [2])
 
     convert.__name__ = getattr(fn, "__name__", "convert")
     convert.__doc__ = fn.__doc__

@@ -2,11 +2,14 @@
 MatMul, Softmax, LRN, Dropout, Flatten."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from passhost import ir
 
-from .build import call, const, flatten_2d, reshape
+from .build import broadcast_shapes, call, const, expand_axes, flatten_2d, reshape, static
+from .node import Node
 from .table import converter
 
 
@@ -30,8 +33,14 @@ def _auto_pads(node, in_hw, kernel, strides, dilations) -> tuple:
         raise node.error(f"auto_pad {auto!r} is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER")
     begin, end = [], []
     for size, k, s, d in zip(in_hw, kernel, strides, dilations):
-        out = -(-size // s)
-        total = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
+        if type(size) is int and type(k) is int:
+            out = -(-size // s)
+            total = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
+        else:  # (ceil(size / s) - 1) * s + (k - 1) * d + 1 - size, as (k - 1) * d - (size - 1) % s: an int
+            # for a stride of 1, else a dimension (the size modulo the stride), which the caller pads explicitly
+            if size is ir.ANY:
+                raise node.error(f"auto_pad {auto} of an unknown (?) size")
+            total = ir.dims.dmax(0, (k - 1) * d - (size - 1) % s)
         small, big = total // 2, total - total // 2
         begin.append(small if auto == "SAME_UPPER" else big)
         end.append(big if auto == "SAME_UPPER" else small)
@@ -42,15 +51,42 @@ def _auto_pads(node, in_hw, kernel, strides, dilations) -> tuple:
 def _conv(node):
     nd = _spatial(node, "Conv")
     w_shape = node.shape(1)
-    kernel = tuple(int(k) for k in node.attr("kernel_shape", w_shape[2:]))
+    kernel = tuple(k if type(k) is not int else int(k) for k in node.attr("kernel_shape", w_shape[2:]))
     strides = tuple(int(s) for s in node.attr("strides", (1,) * nd))
     dilations = tuple(int(d) for d in node.attr("dilations", (1,) * nd))
     pads = _auto_pads(node, node.shape(0)[2:], kernel, strides, dilations)
     group = int(node.attr("group", 1))
-    out = call("nn.conv3d" if nd == 3 else "nn.conv2d", node.inputs[0], node.inputs[1], strides=strides,
-               padding=pads, dilation=dilations, groups=group, channels=int(w_shape[0]), kernel_size=kernel)
+    # a weight of dynamic sizes: the operator takes them from the weight
+    channels = w_shape[0] if type(w_shape[0]) is int else None
+    x, pads = _padded(node, node.inputs[0], pads, 0)
+    out = call("nn.conv3d" if nd == 3 else "nn.conv2d", x, node.inputs[1], strides=strides,
+               padding=pads, dilation=dilations, groups=group, channels=channels,
+               kernel_size=kernel if static(kernel) else None)
     if node.input(2) is not None:
         out = call("nn.bias_add", out, node.inputs[2], axis=1)
+    return out
+
+
+def _padded(node, x, pads: tuple, value) -> tuple:
+    """``(x, pads)``, or where a pad is a dimension (SAME padding of a dynamic size with a
+    stride), ``x`` padded explicitly with ``value`` (``nn.pad`` takes dimensions) and no pads."""
+    if all(type(p) is int for p in pads):
+        return x, pads
+    nd = len(pads) // 2
+    width = ((0, 0), (0, 0)) + tuple((pads[i], pads[i + nd]) for i in range(nd))
+    return call("nn.pad", x, const(value, node.dtype(0)), pad_width=width), (0,) * len(pads)
+
+
+def _pool(node, op: str, value, kernel, strides, dilations, pads, ceil, **attrs):
+    """``op`` (a pooling operator) of the node's input with ONNX's sizes where they are
+    dynamic: pads that are dimensions applied explicitly, with ``value``; the sizes
+    Relay's ceil_mode gives, cut to ONNX's (see :func:`_ceil_symbolic`)."""
+    crop = _ceil_sizes(node, kernel, strides, dilations, pads) if ceil and not static(node.shape(0)[2:]) else None
+    x, pads = _padded(node, node.inputs[0], pads, value)
+    out = call(op, x, pool_size=kernel, strides=strides, dilation=dilations, padding=pads, ceil_mode=ceil, **attrs)
+    if crop:
+        axes, ends = zip(*crop)
+        out = call("strided_slice", out, begin=(0,) * len(axes), end=ends, strides=(1,) * len(axes), axes=axes)
     return out
 
 
@@ -61,7 +97,9 @@ def _pool_common(node):
     dilations = tuple(int(d) for d in node.attr("dilations", (1,) * nd))
     pads = _auto_pads(node, node.shape(0)[2:], kernel, strides, dilations)
     ceil = bool(node.attr("ceil_mode", 0))
-    if ceil:  # ONNX drops a last window that starts in the end padding; floor mode gives that size then
+    if ceil and not static(node.shape(0)[2:]):
+        pass  # (Relay's ceil_mode; a size where ONNX has one window less is cut: _ceil_sizes)
+    elif ceil:  # ONNX drops a last window that starts in the end padding; floor mode gives that size then
         floor_ok = True
         for i, size in enumerate(node.shape(0)[2:]):
             span = size + pads[i] + pads[i + nd] - ((kernel[i] - 1) * dilations[i] + 1)
@@ -73,12 +111,39 @@ def _pool_common(node):
     return kernel, strides, dilations, pads, ceil
 
 
+def _ceil_sizes(node, kernel, strides, dilations, pads) -> list:
+    """ceil_mode over dynamic sizes: ``[(axis, ONNX's size)]`` for the axes where Relay's
+    ceil_mode may give one window more. ONNX drops a last window that starts in the end
+    padding: with ``span = size + pads - window`` and the ceiling's overshoot
+    ``r = (-span) % stride`` (``0 .. stride - 1``), it does when ``r >= window - pad_end``
+    (``need``), never when ``need > stride - 1`` or the stride is 1. Otherwise ONNX's size is
+    ``ceil(span / stride) + 1 - [r >= need]``, and ``[r >= need]`` is
+    ``floordiv(r + stride - need, stride)`` (``need`` in ``1 .. stride``) or 1 (``need <= 0``)."""
+    nd = len(kernel)
+    crop = []
+    for i, size in enumerate(node.shape(0)[2:]):
+        s = strides[i]
+        window = (kernel[i] - 1) * dilations[i] + 1
+        need = window - pads[i + nd]
+        if s == 1 or need > s - 1:
+            continue
+        if size is ir.ANY:
+            raise node.error("ceil_mode over an unknown (?) size")
+        span = size + pads[i] + pads[i + nd] - window
+        dropped = 1 if need <= 0 else ir.dims.floordiv(ir.dims.floormod(-span, s) + s - need, s)
+        crop.append((2 + i, (span + s - 1) // s + 1 - dropped))
+    return crop
+
+
 @converter("MaxPool", 1)
 def _max_pool(node):
     kernel, strides, dilations, pads, ceil = _pool_common(node)
     if len(node.outputs) > 1 and node.outputs[1]:  # the Indices output: where each maximum was
         if len(kernel) != 2:
             raise node.error("the Indices output of MaxPool is supported for 2-D data")
+        if not static(node.shape(0)[2:]) and (ceil or not all(type(p) is int for p in pads)):
+            raise node.error("the Indices output of MaxPool over dynamic sizes with SAME padding or ceil_mode is "
+                             "not supported")
         pooled = call("nn.max_pool2d_with_argmax", node.inputs[0], pool_size=kernel, strides=strides,
                       dilation=dilations, padding=pads, ceil_mode=ceil,
                       storage_order=int(node.attr("storage_order", 0)))
@@ -86,6 +151,9 @@ def _max_pool(node):
     if int(node.attr("storage_order", 0)):
         raise node.error("storage_order=1 is not supported")
     op = "nn.max_pool3d" if len(kernel) == 3 else "nn.max_pool2d"
+    if not static(node.shape(0)[2:]):
+        lowest = -np.inf if np.dtype(node.dtype(0)).kind == "f" else np.iinfo(node.dtype(0)).min
+        return _pool(node, op, lowest, kernel, strides, dilations, pads, ceil)
     return call(op, node.inputs[0], pool_size=kernel, strides=strides, dilation=dilations, padding=pads,
                 ceil_mode=ceil)
 
@@ -103,6 +171,8 @@ def _max_unpool(node):
     else:
         size = tuple(shape[:2]) + tuple((shape[2 + i] - 1) * strides[i] + kernel[i] - pads[i] - pads[i + 2]
                                         for i in range(2))
+        if any(d is ir.ANY for d in size):
+            raise node.error(f"the unpooled size {tuple(map(str, size))} is unknown (?)")
     return call("nn.max_unpool2d", node.inputs[0], node.inputs[1], output_size=size, pool_size=kernel,
                 strides=strides, padding=pads)
 
@@ -111,8 +181,18 @@ def _max_unpool(node):
 def _avg_pool(node):
     kernel, strides, dilations, pads, ceil = _pool_common(node)
     op = "nn.avg_pool3d" if len(kernel) == 3 else "nn.avg_pool2d"
+    include = bool(node.attr("count_include_pad", 0))
+    if not static(node.shape(0)[2:]):
+        if include or all(type(p) is int for p in pads):
+            return _pool(node, op, 0, kernel, strides, dilations, pads, ceil, count_include_pad=include)
+        # padded explicitly, the padding must not count: the window sums over the counts of real elements
+        total = _pool(node, op, 0, kernel, strides, dilations, pads, ceil, count_include_pad=True)
+        ones = Node(node.op_type, node.domain, node.name, [ir.infer_type(call("ones_like", node.inputs[0]))],
+                    node.attrs, node.outputs, node.opset)
+        count = _pool(ones, op, 0, kernel, strides, dilations, pads, ceil, count_include_pad=True)
+        return call("divide", total, count)
     return call(op, node.inputs[0], pool_size=kernel, strides=strides, dilation=dilations, padding=pads,
-                ceil_mode=ceil, count_include_pad=bool(node.attr("count_include_pad", 0)))
+                ceil_mode=ceil, count_include_pad=include)
 
 
 @converter("GlobalAveragePool", 1)
@@ -166,6 +246,8 @@ def _dropout(node):
         if float(ratio) != 0.0:
             raise node.error("training-mode Dropout (random masks) is not supported; export the model for inference")
     if len(node.outputs) > 1 and node.outputs[1]:
+        if not static(node.shape(0)):  # all true, of the input's (dynamic) shape
+            return x, call("cast", call("ones_like", x), dtype="bool")
         mask = np.ones(node.shape(0), dtype="bool")
         return x, const(mask, "bool")
     return x
@@ -188,6 +270,14 @@ def _softmax_2d(node, name: str):
     axis = axis + nd if axis < 0 else axis
     if axis == nd - 1 or nd <= 1:
         return call(name, node.inputs[0], axis=-1)
+    if any(d is ir.ANY for d in shape):  # over the trailing axes together, without reshapes
+        x = node.inputs[0]
+        axes = tuple(range(axis, nd))
+        shifted = call("subtract", x, call("max", x, axis=axes, keepdims=True))
+        total = call("sum", call("exp", shifted), axis=axes, keepdims=True)
+        if name == "nn.log_softmax":
+            return call("subtract", shifted, call("log", total))
+        return call("divide", call("exp", shifted), total)
     flat = flatten_2d(node.inputs[0], shape, axis)
     return reshape(call(name, flat, axis=-1), shape)
 
@@ -233,21 +323,25 @@ def _matmul(node):
     a, b = node.inputs[0], node.inputs[1]
     sa, sb = node.shape(0), node.shape(1)
     if len(sa) == 1 or len(sb) == 1:  # numpy's matmul: a 1-D operand gains an axis that the result drops
-        a2 = reshape(a, (1,) + tuple(sa)) if len(sa) == 1 else a
-        b2 = reshape(b, tuple(sb) + (1,)) if len(sb) == 1 else b
+        a2 = expand_axes(a, sa, [0]) if len(sa) == 1 else a
+        b2 = expand_axes(b, sb, [1]) if len(sb) == 1 else b
         inner = _matmul_nd(node, a2, b2, _shape_of(a2), _shape_of(b2))
-        out_shape = list(_shape_of(inner))
+        shape = _shape_of(inner)
+        out_shape = list(shape)
+        drop = []
         if len(sb) == 1:
             out_shape.pop(-1)
+            drop.append(len(shape) - 1)
         if len(sa) == 1:
             out_shape.pop(-1 if len(sb) == 1 else -2)
+            drop.append(len(shape) - 2)
+        if any(d is ir.ANY for d in out_shape):
+            return call("squeeze", inner, axis=tuple(sorted(drop)))
         return reshape(inner, out_shape)
     return _matmul_nd(node, a, b, sa, sb)
 
 
 def _shape_of(x) -> tuple:
-    from passhost import ir
-
     return tuple(ir.infer_type(x).checked_type.shape)
 
 
@@ -272,8 +366,35 @@ def _has_batch_matmul() -> bool:
 
 
 def _batch_matmul(node, a, b, sa, sb):
+    if not static(sa) or not static(sb):
+        return _batch_matmul_symbolic(node, a, b, sa, sb)
     batch = np.broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2]))
     n = int(np.prod(batch, dtype=np.int64)) if batch else 1
+    if tuple(sa[:-2]) != batch:
+        a = call("broadcast_to", a, shape=tuple(batch) + tuple(sa[-2:]))
+    if tuple(sb[:-2]) != batch:
+        b = call("broadcast_to", b, shape=tuple(batch) + tuple(sb[-2:]))
+    a3 = reshape(a, (n,) + tuple(sa[-2:]))
+    b3 = reshape(b, (n,) + tuple(sb[-2:]))
+    out = call("nn.batch_matmul", a3, b3, transpose_a=False, transpose_b=False)
+    return reshape(out, tuple(batch) + (sa[-2], sb[-1]))
+
+
+def _batch_matmul_symbolic(node, a, b, sa, sb):
+    """The batched product over dynamic sizes. Where the batch is known (size variables, or
+    one operand's batch is all ones), as the static path: broadcast, flatten to 3-D, multiply,
+    unflatten. Where it is ``?`` (two batches of independent size variables, either of which
+    may be 1), numpy's matmul written as a broadcast product summed over the inner axis,
+    which needs no shape: ``sum(a[..., :, :, None] * b[..., None, :, :], axis=-2)``."""
+    batch = broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2]))
+    if batch is None:
+        raise node.error(f"the batch axes of {tuple(map(str, sa))} and {tuple(map(str, sb))} do not broadcast")
+    if len(sa) == 3 and len(sb) == 3:  # nn.batch_matmul broadcasts a batch of 1 itself
+        return call("nn.batch_matmul", a, b, transpose_a=False, transpose_b=False)
+    if any(d is ir.ANY for d in batch) or any(d is ir.ANY for d in tuple(sa[-2:]) + tuple(sb[-2:])):
+        prod = call("multiply", call("expand_dims", a, axis=-1), call("expand_dims", b, axis=-3))
+        return call("sum", prod, axis=(-2,), keepdims=False)
+    n = math.prod(batch) if batch else 1
     if tuple(sa[:-2]) != batch:
         a = call("broadcast_to", a, shape=tuple(batch) + tuple(sa[-2:]))
     if tuple(sb[:-2]) != batch:

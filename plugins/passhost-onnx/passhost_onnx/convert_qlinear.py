@@ -16,6 +16,8 @@ Integer products are exact, so the result equals onnxruntime's bit for bit.
 """
 from __future__ import annotations
 
+from passhost import ir
+
 from .build import call, const, reshape
 from .convert_nn import _auto_pads, _matmul
 from .node import Node
@@ -31,7 +33,10 @@ def _per_slice(node, inputs: tuple, count: int, what: str) -> None:
         if node.input(i) is None:
             continue
         shape = node.shape(i)
-        if len(shape) > 1 or (len(shape) == 1 and shape[0] not in (1, count)):
+        if len(shape) > 1 or (len(shape) == 1 and shape[0] not in (1, count)
+                              and (type(shape[0]) is int and type(count) is int
+                                   or ir.dims.provably_unequal(shape[0], count)
+                                   and ir.dims.provably_unequal(shape[0], 1))):
             raise node.error(f"input {i} (a scale or zero point) must be a scalar or {count} values, one per "
                              f"{what}; got shape {shape}")
 
@@ -51,13 +56,18 @@ def _integer_conv(node, x: int, w: int, xz: int, wz: int, xs, ws):
     if len(w_shape) != 4:
         raise node.error(f"its weight (input {w}) must be 4-D (M, C/group, kH, kW) like its data, got shape {w_shape}")
     _per_slice(node, (wz,), w_shape[0], "output channel")
-    kernel = tuple(int(k) for k in node.attr("kernel_shape", w_shape[2:]))
+    kernel = tuple(k if type(k) is not int else int(k) for k in node.attr("kernel_shape", w_shape[2:]))
     strides = tuple(int(s) for s in node.attr("strides", (1, 1)))
     dilations = tuple(int(d) for d in node.attr("dilations", (1, 1)))
     pads = _auto_pads(node, node.shape(x)[2:], kernel, strides, dilations)
+    if not all(type(p) is int for p in pads):
+        raise node.error(f"SAME padding of a dynamic size with a stride ({', '.join(map(str, pads))}) is not "
+                         "supported for quantized convolutions")
+    # (a weight of dynamic sizes: the operator takes them from the weight)
     return call("qnn.conv2d", node.inputs[x], node.inputs[w], _zero_point(node, xz, node.dtype(x)),
                 _zero_point(node, wz, node.dtype(w)), xs, ws, strides=strides, padding=pads, dilation=dilations,
-                groups=int(node.attr("group", 1)), channels=int(w_shape[0]), kernel_size=kernel)
+                groups=int(node.attr("group", 1)), channels=w_shape[0] if type(w_shape[0]) is int else None,
+                kernel_size=kernel if all(type(k) is int for k in kernel) else None)
 
 
 @converter("ConvInteger", 10)

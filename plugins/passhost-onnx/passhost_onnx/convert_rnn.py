@@ -18,10 +18,12 @@ from __future__ import annotations
 import numpy as np
 
 from passhost import ir
+from passhost.errors import FormatError
 
-from .build import call, const, reshape
+from .build import call, const, drop_axes, expand_axes, static
 from .convert_unary import softplus
 from .table import converter
+from .unroll import count_value, recurrence
 
 #: activation -> (needs alpha, needs beta, default alpha, default beta)
 _ACTIVATIONS = {"sigmoid": (0, 0), "tanh": (0, 0), "relu": (0, 0), "affine": (1, 1), "leakyrelu": (1, 0),
@@ -84,6 +86,8 @@ def _activations(node, defaults: list, dirs: int) -> list:
 
 
 def _slice(x: ir.Expr, shape: tuple, axis: int, start: int, stop: int) -> ir.Expr:
+    if not static(shape):
+        return call("strided_slice", x, begin=(start,), end=(stop,), strides=(1,), axes=(axis,))
     begin, end = [0] * len(shape), list(shape)
     begin[axis], end[axis] = start, stop
     return call("strided_slice", x, begin=tuple(begin), end=tuple(end), strides=(1,) * len(shape))
@@ -91,7 +95,7 @@ def _slice(x: ir.Expr, shape: tuple, axis: int, start: int, stop: int) -> ir.Exp
 
 def _part(x: ir.Expr, shape: tuple, d: int) -> ir.Expr:
     """``x[d]`` of a per-direction input of ``shape`` ``(dirs, ...)``."""
-    return reshape(_slice(x, shape, 0, d, d + 1), shape[1:])
+    return drop_axes(_slice(x, shape, 0, d, d + 1), shape, [0])
 
 
 def _gates(x: ir.Expr, width: int, n: int) -> list:
@@ -115,15 +119,28 @@ def _run(node, n_gates: int, defaults: list, step, with_cell: bool) -> tuple:
         x = call("transpose", x, axes=(1, 0, 2))
         xshape = (xshape[1], xshape[0], xshape[2])
     seq, batch, _ = xshape
+    if seq is ir.ANY:
+        raise node.error("the sequence length is unknown (?) at import")
+    steps = seq  # the steps run (a dynamic length: all of them, or sequence_lens' one length)
     if node.input(4) is not None:
-        lens = node.need_const(4, "sequence_lens")
-        if not np.all(lens.reshape(-1) == seq):
+        lens = node.need_const(4, "sequence_lens").reshape(-1)
+        if type(seq) is not int and lens.size and np.all(lens == lens[0]):
+            steps = int(lens[0])  # (ONNX: the outputs after it are zeros, as the buffers start)
+        elif not np.all(lens == seq):
             raise node.error("sequence_lens other than the full sequence length is not supported")
     dtype = node.dtype(0)
     acts = _activations(node, defaults, dirs)
     wshape, rshape = node.shape(1), node.shape(2)
-    steps_in = [reshape(_slice(x, xshape, 0, t, t + 1), (batch, xshape[2])) for t in range(seq)]
-    zero = const(np.zeros((batch, hidden)), dtype)
+    if type(seq) is int:
+        steps_in = [drop_axes(_slice(x, xshape, 0, t, t + 1), xshape, [0]) for t in range(seq)]
+    if type(batch) is int:
+        zero = const(np.zeros((batch, hidden)), dtype)
+    elif batch is not ir.ANY:
+        zero = call("zeros", shape=(batch, hidden), dtype=dtype)
+    else:  # zeros of the step's batch, whatever it is at run time
+        first = call("strided_slice", x, begin=(0, 0), end=(1, 1), strides=(1, 1), axes=(0, 2))
+        zero = call("multiply", call("squeeze", call("zeros_like", first), axis=(0,)),
+                    const(np.zeros((1, hidden)), dtype))
     ys, hs, cs = [], [], []
     for d in range(dirs):
         w, r = _part(node.inputs[1], wshape, d), _part(node.inputs[2], rshape, d)
@@ -137,15 +154,23 @@ def _run(node, n_gates: int, defaults: list, step, with_cell: bool) -> tuple:
         if with_cell:
             c = _part(node.inputs[6], node.shape(6), d) if node.input(6) is not None else zero
         peep = _part(node.inputs[7], node.shape(7), d) if with_cell and node.input(7) is not None else None
-        order = range(seq - 1, -1, -1) if (direction == "reverse" or d == 1) else range(seq)
+        backward = direction == "reverse" or d == 1
+        if type(seq) is not int:  # a dynamic sequence: a recursive function steps through it
+            h, c, y = _recur(node, step, x, steps, seq, backward, h, c, (w, r, bias, peep, acts[d], hidden))
+            ys.append(expand_axes(y, (seq, batch, hidden), [1]))
+            hs.append(expand_axes(h, (batch, hidden), [0]))
+            if with_cell:
+                cs.append(expand_axes(c, (batch, hidden), [0]))
+            continue
+        order = range(seq - 1, -1, -1) if backward else range(seq)
         outs = [None] * seq
         for t in order:
             h, c = step(node, steps_in[t], h, c, w, r, bias, peep, acts[d], hidden)
             outs[t] = h
-        ys.append(call("concatenate", ir.Tuple([reshape(o, (1, 1, batch, hidden)) for o in outs]), axis=0))
-        hs.append(reshape(h, (1, batch, hidden)))
+        ys.append(call("concatenate", ir.Tuple([expand_axes(o, (batch, hidden), [0, 1]) for o in outs]), axis=0))
+        hs.append(expand_axes(h, (batch, hidden), [0]))
         if with_cell:
-            cs.append(reshape(c, (1, batch, hidden)))
+            cs.append(expand_axes(c, (batch, hidden), [0]))
 
     def join(parts, axis):
         return parts[0] if len(parts) == 1 else call("concatenate", ir.Tuple(parts), axis=axis)
@@ -157,6 +182,27 @@ def _run(node, n_gates: int, defaults: list, step, with_cell: bool) -> tuple:
         y_h = call("transpose", y_h, axes=(1, 0, 2))
         y_c = call("transpose", y_c, axes=(1, 0, 2)) if with_cell else None
     return (y, y_h, y_c) if with_cell else (y, y_h)
+
+
+def _recur(node, step, x, steps, seq, backward: bool, h, c, args: tuple) -> tuple:
+    """One direction over a dynamic sequence: ``(last h, last c, Y of shape (seq, batch,
+    hidden))``, the step function called with the counter's position in ``x``."""
+    t = ir.var("t", shape=(), dtype="int64")
+    hv = ir.var("h", ir.infer_type(h).checked_type)
+    cv = None if c is None else ir.var("c", ir.infer_type(c).checked_type)
+    index = t
+    if backward:
+        index = call("subtract", call("subtract", count_value(steps), const(1, "int64")), t)
+    x_t = call("take", x, index, axis=0, mode="fast")
+    h1, c1 = step(node, x_t, hv, cv, *args)
+    states, init, new = [hv], [h], [h1]
+    if c is not None:
+        states, init, new = states + [cv], init + [c], new + [c1]
+    try:
+        finals, (y,) = recurrence(steps, t, states, init, new, [h1], index, length=seq)
+    except FormatError as err:
+        raise node.error(str(err)) from None
+    return finals[0], (finals[1] if c is not None else None), y
 
 
 def _clip(node, x):

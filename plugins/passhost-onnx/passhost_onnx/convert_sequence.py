@@ -82,6 +82,9 @@ def _split_to_sequence(node):
     split = node.const(1) if node.input(1) is not None else None
     if node.input(1) is not None and split is None:
         raise node.error("split (input 1) must be known at import time")
+    if type(size) is not int and (split is None or split.ndim == 0):
+        raise node.error(f"it splits the dynamic axis {axis} (of size {size}) into parts of a given size: the "
+                         "number of elements of the sequence would depend on the size")
     if split is None:
         sizes, squeeze = [1] * size, not int(node.attr("keepdims", 1))
     elif split.ndim == 0:
@@ -89,7 +92,8 @@ def _split_to_sequence(node):
         sizes, squeeze = [step] * (size // step) + ([size % step] if size % step else []), False
     else:
         sizes, squeeze = [int(s) for s in split.reshape(-1)], False
-    if sum(sizes) != size or min(sizes, default=1) < 1:
+    if (sum(sizes) != size if type(size) is int else ir.dims.provably_unequal(sum(sizes), size)) \
+            or min(sizes, default=1) < 1:
         raise node.error(f"split sizes {sizes} do not add up to the axis' {size}")
     bounds = list(np.cumsum(sizes)[:-1])
     parts = call("split", node.inputs[0], indices_or_sections=tuple(int(b) for b in bounds), axis=axis)

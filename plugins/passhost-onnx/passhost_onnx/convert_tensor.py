@@ -8,7 +8,7 @@ import numpy as np
 
 from passhost import ir
 
-from .build import call, reshape
+from .build import call, drop_axes, expand_axes, reshape
 from .table import converter
 
 
@@ -159,9 +159,7 @@ def _unsqueeze(node, axes):
     norm = sorted(int(a) % rank if int(a) < 0 else int(a) for a in axes)
     if len(set(norm)) != len(norm) or any(a >= rank for a in norm):
         raise node.error(f"axes {list(axes)} are invalid for an output of rank {rank}")
-    for a in norm:
-        shape.insert(a, 1)
-    return reshape(node.inputs[0], shape)
+    return expand_axes(node.inputs[0], shape, norm)
 
 
 @converter("Unsqueeze", 1)
@@ -187,7 +185,7 @@ def _squeeze(node, axes):
         for a in drop:
             if shape[a] != 1 and ir.dims.provably_unequal(shape[a], 1):
                 raise node.error(f"cannot squeeze axis {a} of size {shape[a]}")
-        keep = [d for i, d in enumerate(shape) if i not in drop]
+        return drop_axes(node.inputs[0], shape, sorted(drop))
     return reshape(node.inputs[0], keep)
 
 
@@ -220,6 +218,12 @@ def _split(node, sizes):
         at = at + size
         indices.append(at)
     indices = tuple(indices)
+    if not all(type(i) is int for i in indices):  # symbolic boundaries: one slice per part
+        if any(i is ir.ANY for i in indices):
+            raise node.error(f"the split points {list(map(str, indices))} of axis {axis} are unknown (?)")
+        bounds = (0,) + indices + (shape[axis],)
+        return tuple(call("strided_slice", node.inputs[0], begin=(bounds[i],), end=(bounds[i + 1],), strides=(1,),
+                          axes=(axis,)) for i in range(n_out))
     parts = call("split", node.inputs[0], indices_or_sections=indices, axis=axis)
     return tuple(ir.TupleGetItem(parts, i) for i in range(n_out))
 
@@ -231,4 +235,4 @@ def _split_attr(node):
 
 @converter("Split", 13)
 def _split_input(node):
-    return _split(node, None if node.input(1) is None else node.need_const(1, "the split sizes").reshape(-1))
+    return _split(node, None if node.input(1) is None else node.dims(1, "the split sizes"))

@@ -145,7 +145,7 @@ def _prelu(node):
     if len(xs) >= 2 and len(ss) <= len(xs) and xs[1] != 1 and aligned[1] == xs[1] \
             and all(d == 1 for i, d in enumerate(aligned) if i != 1):
         # one slope per channel: [C, 1, 1] (ONNX's examples) or [1, C, 1, 1, 1] (PyTorch's dynamo export)
-        return call("nn.prelu", x, reshape(slope, (int(xs[1]),)), axis=1)
+        return call("nn.prelu", x, reshape(slope, (aligned[1],)), axis=1)
     return call("where", call("less", x, _c(node, 0)), call("multiply", x, slope), x)
 
 
@@ -179,6 +179,8 @@ def _isinf(node):
         return call("equal", x, _c(node, np.inf))
     if neg:
         return call("equal", x, _c(node, -np.inf))
+    if any(d is ir.ANY for d in node.shape(0)):
+        return call("cast", call("zeros_like", x), dtype="bool")
     return call("broadcast_to", const(False, "bool"), shape=node.shape(0))
 
 

@@ -108,6 +108,11 @@ class Functions:
             data = schema.get_function_with_opset_version(version)
         body = FunctionProto()
         body.ParseFromString(data)
+        if dependent and not body.node and n.output:
+            shown = ", ".join(str(t) for t in input_types if t is not None)
+            raise FormatError(f"{n.op_type} node {n.name or n.output[0]!r}: ONNX's schema builds its body from "
+                              f"the input types and builds none for these ({shown}); a size it needs as a number "
+                              "is dynamic: specialise the model with --input-shape or --bind-dim")
         return self._rename(n, body, defaults), _opsets(body)
 
     def prefix(self, op_type: str, internal: Any = ()) -> str:
@@ -165,5 +170,6 @@ def _opsets(body: FunctionProto) -> dict:
 def _type_proto(ty: Any) -> onnx.TypeProto:
     """The ONNX type of a passhost tensor type (an empty TypeProto for anything else)."""
     if isinstance(ty, ir.TensorType):
-        return onnx.helper.make_tensor_type_proto(to_onnx_type(ty.dtype), list(ty.shape))
+        dims = [d if type(d) is int else None if d is ir.ANY else str(d) for d in ty.shape]
+        return onnx.helper.make_tensor_type_proto(to_onnx_type(ty.dtype), dims)
     return onnx.TypeProto()

@@ -66,8 +66,10 @@ class Node:
             x = self.input(i)
             why = ("it depends on the size variables of the model's dynamic axes"
                    if _is_shape_value(x) else "it is computed from the model's data")
-            raise self.error(f"{what} (input {i}) must be known at import time, but {why}; specialise the "
+            err = self.error(f"{what} (input {i}) must be known at import time, but {why}; specialise the "
                              "model with --input-shape NAME=D1,D2,... or --bind-dim NAME=VALUE if it must stay")
+            err.needed = x.name_hint if isinstance(x, ir.Var) else None  # a graph input: a caller may bind it
+            raise err
         return value
 
     def dims(self, i: int, what: str) -> list:

@@ -5,6 +5,13 @@ interpreted and compared with ONNX's expected outputs, then exported and run in
 onnxruntime (optimisations off) and compared again. Cases that fail for a known reason
 are listed in :data:`EXPECTED_FAILURES` and run as strict xfails, so a fix is noticed.
 ``conformance_report.py`` writes the per-operator table to ``docs/onnx-conformance.md``.
+
+The symbolic mode runs every case again with its inputs' axes of size 2 or more made
+dynamic (``dim_param``s), imported without shapes and interpreted, the size variables bound
+from the case's arrays (:func:`conformance.run_case_symbolic`), in both namings of
+:func:`conformance.symbolic_model`: ``strict``, one variable per axis of each input, and
+``shared``, one per axis position and size. Its known failures
+(:func:`conformance.symbolic_failures`) are strict xfails that must fail with their own error.
 """
 from __future__ import annotations
 
@@ -30,6 +37,36 @@ def _param(case):
 @pytest.mark.parametrize("name", [_param(c) for c in CASES])
 def test_node_case(name):
     conformance.run_case(_BY_NAME[name])
+
+
+_SYMBOLIC_FAILURES = {naming: conformance.symbolic_failures(CASES, naming) for naming in conformance.NAMINGS}
+
+
+class ExpectedSymbolicFailure(Exception):
+    """A symbolic case that failed with the error its known failure names."""
+
+
+def _symbolic_param(case, naming):
+    known = _SYMBOLIC_FAILURES[naming].get(case.name)
+    marks = [pytest.mark.xfail(strict=True, raises=ExpectedSymbolicFailure, reason=known[0])] if known else []
+    return pytest.param(case.name, naming, marks=marks, id=f"{naming}-{case.name}")
+
+
+@pytest.mark.parametrize("name,naming", [_symbolic_param(c, n) for n in conformance.NAMINGS for c in CASES])
+def test_node_case_symbolic(name, naming):
+    known = _SYMBOLIC_FAILURES[naming].get(name)
+    try:
+        conformance.run_case_symbolic(_BY_NAME[name], naming)
+    except Exception as err:
+        if known and known[1] in str(err):
+            raise ExpectedSymbolicFailure(f"{type(err).__name__}: {err}") from err
+        raise
+
+
+def test_the_symbolic_mode_keeps_its_pass_rate():
+    # its xfails are strict, so these are the true numbers of failing cases
+    for naming, most in (("strict", 240), ("shared", 80)):
+        assert len(_SYMBOLIC_FAILURES[naming]) <= most, (naming, len(_SYMBOLIC_FAILURES[naming]))
 
 
 def test_every_expected_failure_names_a_selected_case():
