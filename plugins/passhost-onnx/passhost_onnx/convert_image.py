@@ -201,11 +201,13 @@ def _layer_norm(node):
     bias = node.input(2)
     inner = tuple(shape[axis:])
     if bias is None:
-        bias = const(np.zeros(inner), node.dtype(0))
+        bias = const(np.zeros(inner), node.dtype(0)) if static(inner) else const(0, node.dtype(0))
     if len([o for o in node.outputs if o]) > 1:
         return _layer_norm_stats(node, x, scale, bias, tuple(range(axis, len(shape))), eps)
     if len(inner) == 1 and node.shape(1) == inner and (node.input(2) is None or node.shape(2) == inner):
         return call("nn.layer_norm", x, scale, bias, axis=-1, epsilon=eps)
+    if not static(inner):  # (over dynamic sizes: the statistics of the normalised axes, decomposed)
+        return _layer_norm_stats(node, x, scale, bias, tuple(range(axis, len(shape))), eps)[0]
     n = int(np.prod(inner, dtype=np.int64))
     flat = reshape(x, tuple(shape[:axis]) + (n,))
     scale = reshape(call("broadcast_to", scale, shape=inner), (n,))

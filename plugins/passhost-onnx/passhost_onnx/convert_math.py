@@ -139,6 +139,10 @@ def _empty_reduce(node, name: str, axis, keepdims: bool):
         value = info.min if value < 0 else info.max
     from passhost import ir
 
+    if not all(type(d) is int for d in out):  # (the axes kept are dynamic)
+        if any(d is ir.ANY for d in out):
+            raise node.error(f"a reduction over an empty axis of a shape with unknown sizes {tuple(map(str, shape))}")
+        return call("full", const(value, dtype), shape=tuple(out), dtype=dtype)
     return ir.Constant(np.full(out, value, dtype=dtype))
 
 

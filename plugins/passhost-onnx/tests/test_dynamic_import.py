@@ -153,3 +153,97 @@ def test_a_dynamic_pytorch_export_imports_symbolic_and_runs_at_three_sizes(name)
 @pytest.mark.parametrize("name", LLM)
 def test_an_llm_with_its_kv_cache_imports_symbolic_and_runs_at_three_sizes(name):
     _check(name, DATA / "llm" / name, dict(rtol=1e-4, atol=1e-5))
+
+
+# -- single operators over dynamic sizes, beside the whole models --------------------------
+MS = "com.microsoft"
+
+
+def _w(rng, name, *shape):
+    return onnx.numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+
+
+def _graphs() -> dict:
+    """name -> (model, {input: shape with names}, sizes of each name): converters whose
+    dynamic paths the models above do not all take (a recurrence in both directions with
+    initial states, a backward Scan, SAME padding with a stride, ceil_mode, a fractional
+    Resize, a layer norm over two dynamic axes, onnxruntime's fused attention and
+    embeddings)."""
+    rng = np.random.default_rng(3)
+    h = onnx.helper
+    F = onnx.TensorProto.FLOAT
+    out: dict = {}
+
+    def model(nodes, inputs, inits=(), opsets=(("", 17),)):
+        int32 = {"mask_index"}  # (EmbedLayerNormalization's mask lengths)
+        g = h.make_graph(nodes, "g", [h.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+                         [h.make_tensor_value_info(o, onnx.TensorProto.INT32 if o in int32 else F, None)
+                          for o in nodes[-1].output if o], initializer=list(inits))
+        return h.make_model(g, opset_imports=[h.make_opsetid(d, v) for d, v in opsets])
+
+    out["lstm_bidirectional"] = model(
+        [h.make_node("LSTM", ["x", "w", "r", "b", "", "h0", "c0"], ["y", "yh", "yc"], hidden_size=4,
+                     direction="bidirectional")],
+        [("x", F, ["seq", "batch", 3]), ("h0", F, [2, "batch", 4]), ("c0", F, [2, "batch", 4])],
+        [_w(rng, "w", 2, 16, 3), _w(rng, "r", 2, 16, 4), _w(rng, "b", 2, 32)])
+    body = h.make_graph([h.make_node("Add", ["s", "x"], ["s2"]), h.make_node("Identity", ["s2"], ["y"])], "body",
+                        [h.make_tensor_value_info("s", F, [2]), h.make_tensor_value_info("x", F, [2])],
+                        [h.make_tensor_value_info("s2", F, [2]), h.make_tensor_value_info("y", F, [2])])
+    out["scan_backward"] = model(
+        [h.make_node("Scan", ["s0", "xs"], ["s", "ys"], body=body, num_scan_inputs=1, scan_input_directions=[1])],
+        [("s0", F, [2]), ("xs", F, ["seq", 2])])
+    out["conv_same_stride"] = model(
+        [h.make_node("Conv", ["x", "w"], ["c"], auto_pad="SAME_UPPER", strides=[2, 2]),
+         h.make_node("MaxPool", ["c"], ["y"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)],
+        [("x", F, ["batch", 2, "height", "width"])], [_w(rng, "w", 3, 2, 3, 3)])
+    out["resize_fraction"] = model(
+        [h.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear")],
+        [("x", F, ["batch", 2, "height", "width"])],
+        [onnx.numpy_helper.from_array(np.array([1, 1, 0.6, 2.0], np.float32), "scales")], (("", 13),))
+    out["layer_norm_two_axes"] = model(
+        [h.make_node("LayerNormalization", ["x", "g"], ["y"], axis=1)],
+        [("x", F, ["batch", "seq", "features"]), ("g", F, ["seq", "features"])])
+    out["ms_attention_causal"] = model(
+        [h.make_node("Attention", ["x", "w", "bias", "m"], ["y"], domain=MS, num_heads=2, unidirectional=1)],
+        [("x", F, ["batch", "seq", 6]), ("m", onnx.TensorProto.INT32, ["batch"])],
+        [_w(rng, "w", 6, 24), _w(rng, "bias", 24)], (("", 17), (MS, 1)))
+    out["ms_embed_layer_norm"] = model(
+        [h.make_node("EmbedLayerNormalization", ["ids", "", "word", "pos", "", "gamma", "beta"], ["y", "mask_index"],
+                     domain=MS)],
+        [("ids", onnx.TensorProto.INT32, ["batch", "seq"])],
+        [_w(rng, "word", 30, 8), _w(rng, "pos", 16, 8), _w(rng, "gamma", 8), _w(rng, "beta", 8)], (("", 17), (MS, 1)))
+    return out
+
+
+GRAPHS = _graphs()
+GRAPH_SIZES = {"batch": (1, 3, 5), "seq": (3, 5, 7), "height": (6, 9, 11), "width": (5, 7, 10), "features": (3, 5, 6)}
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+def test_an_operator_over_dynamic_sizes_imports_symbolic_and_matches_onnxruntime(name):
+    model = GRAPHS[name]
+    from passhost_onnx import from_onnx
+
+    mod = from_onnx(model)
+    for p, vi in zip(mod["main"].params, model.graph.input):
+        assert tuple(p.checked_type.shape) == tuple(d if isinstance(d, int) else ir.size_var(d) for d in _dims(vi))
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(1)
+    for k in range(3):
+        binding = {v: GRAPH_SIZES[v][k] for v in _variables(model)}
+        feeds = {}
+        for vi in model.graph.input:
+            shape = _shape(vi, binding)
+            if vi.name == "ids":
+                feeds[vi.name] = rng.integers(0, 30, shape).astype(np.int32)
+            elif vi.name == "m":  # key lengths of each row
+                feeds[vi.name] = rng.integers(1, binding["seq"] + 1, shape).astype(np.int32)
+            else:
+                feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
+        want = sess.run(None, feeds)
+        got = ir.evaluate(mod, *[feeds[vi.name] for vi in model.graph.input])
+        got = list(got) if isinstance(got, tuple) else [got]
+        for g, w in zip(got, want):
+            assert g.shape == w.shape, (name, binding, g.shape, w.shape)
+            assert g.dtype == w.dtype, (name, g.dtype, w.dtype)
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5, err_msg=f"{name} at {binding}")
