@@ -10,6 +10,10 @@ The public door (CONTRACT §1-§7)::
     with transform.PassContext(opt_level=3):
         mod = seq(mod)
 
+A plugin declares what it provides in one call (:mod:`passhost.plugin_api`)::
+
+    passhost.plugin(FoldConstant, api=">=1.0,<2", default=True)
+
 Importing passhost loads no plugin: the registry is built on first use of
 :mod:`passhost.passes`, :mod:`passhost.instruments`, :func:`pipeline` or
 :func:`default_pipeline`. :mod:`passhost.testing` (workloads, checks) is imported on first
@@ -25,9 +29,12 @@ from . import formats as _formats  # noqa: F401  (installs ir.load/ir.save's dis
 from .compat import API_VERSION
 from .hookspecs import hookimpl
 from .pipeline import default_pipeline, pipeline
+from .plugin_api import pass_entry, plugin
 
 __all__ = [
     "hookimpl",
+    "plugin",
+    "pass_entry",
     "ir",
     "transform",
     "instrument",

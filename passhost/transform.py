@@ -69,6 +69,7 @@ __all__ = [
     "module_pass",
     "function_pass",
     "pattern_pass",
+    "declared_info",
     "set_pass_resolver",
     "resolve_pass",
     "failed_pass",
@@ -121,8 +122,20 @@ def _wrap_class(cls: type, base: type, method: str, info: PassInfo) -> type:
         "__qualname__": cls.__qualname__,
         "__doc__": cls.__doc__,
         "__wrapped__": cls,
+        "_declared_info": info,
     }
     return type(cls.__name__, (base,), ns)
+
+
+def declared_info(obj: Any) -> Optional[PassInfo]:
+    """The :class:`PassInfo` a pass declares, read without building it: a pass's ``info``,
+    or the one a class made by :func:`module_pass`/:func:`function_pass` gives every
+    instance. ``None`` for anything else (a function returning a pass must be called to tell).
+    """
+    if isinstance(obj, Pass):
+        return obj.info
+    info = getattr(obj, "_declared_info", None) if isinstance(obj, type) and issubclass(obj, Pass) else None
+    return info if isinstance(info, PassInfo) else None
 
 
 def _pass_name(obj: Any, name: Optional[str]) -> str:
