@@ -12,11 +12,8 @@ and export optimised modules back to ONNX.
 See ``docs/onnx.md`` for the operators, shapes, custom operators and converters from
 other plugins.
 """
-from __future__ import annotations
-
-from passhost import hookimpl
+from passhost import plugin
 from passhost.hookspecs import FormatEntry
-
 from .exporter import to_onnx
 from .files import load, save
 from .importer import ShapeWarning, from_onnx
@@ -33,16 +30,6 @@ def supported_ops() -> list:
     return known_ops(BUILTIN)
 
 
-#: the passhost plugin API versions this plugin works with (see passhost.compat)
-PASSHOST_API = ">=1.0,<2"
-
-
-@hookimpl
-def passhost_register_formats():
-    yield FormatEntry("onnx", (".onnx",), load=load, save=save,
-                      summary="ONNX models (opsets 7-21 in, 13-21 out), checked against onnxruntime")
-
-
-@hookimpl
-def passhost_register_ops():
-    yield opaque_op()
+plugin(FormatEntry("onnx", (".onnx",), load=load, save=save,
+                   summary="ONNX models (opsets 7-21 in, 13-21 out), checked against onnxruntime"),
+       opaque_op(), api=">=1.0,<2")
