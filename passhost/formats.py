@@ -24,9 +24,16 @@ from .ir import IRModule
 from .ir.serialize import set_dispatcher
 from .registry import get_registry
 
-__all__ = ["load", "save", "format_for", "suffix_of"]
+__all__ = ["load", "save", "format_for", "suffix_of", "converters"]
 
 _SNIFF_BYTES = 4096
+
+
+def converters(format: str) -> list:
+    """The operator converters plugins registered for ``format``'s importer, as their
+    :class:`~passhost.hookspecs.ConverterEntry` records, by key: what a format plugin asks
+    for each time it imports a model (see ``passhost_register_converters``)."""
+    return [record.entry for record in get_registry().converter_records(format)]
 
 
 def suffix_of(path: str) -> str:

@@ -8,7 +8,7 @@ and the verifier. Everything else in this package is private. See ``docs/ir.md``
 from __future__ import annotations
 
 from ..errors import EvaluationError, IRError, ParseError, TypeInferenceError, WellFormedError
-from .types import FuncType, IncompleteType, TensorType, TupleType, Type
+from .types import DTYPES, FuncType, IncompleteType, TensorType, TupleType, Type
 from .expr import (Attrs, Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var, set_checked_type,
                    set_span, type_of)
 from .span import Span
@@ -43,12 +43,14 @@ from .params import bind_params_by_name
 from .serialize import load, save
 from ._gc import paused as paused_gc
 from .ops._util import quiet_kernels
+from .ops.layout import layout_axes, parse_layout
+from .ops.volume import pad6
 
 __all__ = [
     # errors
     "IRError", "ParseError", "TypeInferenceError", "WellFormedError", "EvaluationError",
     # types
-    "Type", "TensorType", "TupleType", "FuncType", "IncompleteType",
+    "Type", "TensorType", "TupleType", "FuncType", "IncompleteType", "DTYPES",
     # nodes
     "Attrs", "Expr", "Var", "Constant", "Call", "Function", "Tuple", "TupleGetItem", "Let", "If", "Span", "set_span", "type_of", "set_checked_type",
     "GlobalVar", "Op", "OpDef", "OpPattern", "register_op", "list_ops",
@@ -61,6 +63,8 @@ __all__ = [
     "structural_equal", "structural_hash", "assert_structural_equal",
     "pretty_print", "printed_names", "astext", "parse", "parse_expr", "fromtext",
     "infer_type", "evaluate", "fold_symbolic", "symbolic_value", "Dim", "ANY", "size_var", "broadcast_dim", "well_formed", "well_formed_function", "bind_params_by_name", "load", "save", "paused_gc", "quiet_kernels",
+    # layouts and padding, as operator attributes spell them
+    "parse_layout", "layout_axes", "pad6",
     # operators
     "nn", "image", "vision", *_builders_all,
 ]
