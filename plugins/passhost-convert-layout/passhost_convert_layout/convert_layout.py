@@ -75,7 +75,7 @@ from passhost.ir import (
     set_span,
     with_children,
 )
-from passhost.ir.ops.layout import parse_layout
+from passhost.ir import parse_layout
 
 from .rules import RULES, layout_attrs, moved_axis
 from passhost.transform import function_pass

@@ -90,7 +90,7 @@ def typed(model) -> bool:
     """Whether passhost's IR has a dtype for every element type ``model`` uses."""
     from onnx import TensorProto, helper
 
-    from passhost.ir.types import DTYPES
+    from passhost.ir import DTYPES
 
     for t in element_types(model):
         if t == TensorProto.BOOL:

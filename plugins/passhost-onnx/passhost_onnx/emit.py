@@ -14,7 +14,7 @@ import onnx
 
 from passhost import ir
 from passhost.errors import FormatError
-from passhost.ir.ops.volume import pad6
+from passhost.ir import pad6
 
 from .dim_values import reshape_target, unit_axes
 from .dtypes import to_onnx_type

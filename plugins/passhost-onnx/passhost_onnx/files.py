@@ -25,14 +25,9 @@ TWO_GB = 2 ** 31 - 1
 
 
 def _extra_converters() -> list:
-    from passhost.registry import get_registry
+    from passhost.formats import converters
 
-    reg = get_registry()
-    records = getattr(reg, "converter_records", None)
-    if records is None:
-        return []
-    return [("" if r.entry.domain == "ai.onnx" else r.entry.domain, r.entry.op_type, r.entry.since, r.entry.convert)
-            for r in records("onnx")]
+    return [("" if e.domain == "ai.onnx" else e.domain, e.op_type, e.since, e.convert) for e in converters("onnx")]
 
 
 def load(path: str, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False,
