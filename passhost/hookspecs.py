@@ -14,6 +14,7 @@ hook                                record
 ``passhost_register_configs``       :class:`ConfigEntry`
 ``passhost_register_formats``       :class:`FormatEntry`
 ``passhost_register_converters``    :class:`ConverterEntry`
+``passhost_register_executors``     :class:`ExecutorEntry`
 ==================================  =====================
 
 The records are declarations, not actions: the registry collects them, checks them
@@ -492,3 +493,104 @@ def passhost_register_converters() -> Iterable[ConverterEntry]:
         def passhost_register_converters():
             yield ConverterEntry("onnx", "MyRelu", my_relu, domain="com.example")
     """
+
+
+# --------------------------------------------------------------------------------------
+# executors: where ``passhost run A B C -o DIR/`` runs its jobs
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExecutorEntry:
+    """One way to run the jobs of a batch (``passhost run A.onnx B.onnx -o out/``).
+
+    :param name: lower-case word (``dask``); ``--executor NAME`` and
+        ``--executor NAME://ADDRESS`` select it. ``local`` (a pool of processes on this
+        machine, ``-j N``) is built in
+    :param factory: ``factory(address=None, *, workers=None, transfer="auto")`` returns
+        an executor: ``address`` is what followed ``NAME://`` (``None`` without it),
+        ``workers`` is ``-j`` (``None`` when not given), ``transfer`` is ``--transfer``
+        (``auto``, ``paths`` or ``bytes``: whether jobs send file paths or file contents)
+    :param summary: one line for ``passhost list``
+
+    The executor is a context manager with a submit/as-completed interface:
+
+    - ``__enter__`` starts or connects (a problem there raises
+      :class:`~passhost.errors.UsageError` with one line: exit 2); ``__exit__`` stops
+      what it started, also after an error or Ctrl-C;
+    - ``description``: one line, said on stderr before the jobs run: where they run and
+      how the models get there;
+    - ``submit(fn, job)`` returns a handle; ``fn`` is a top-level function (picklable by
+      reference) that takes the job, a :class:`passhost.cli.batch.Job`, and returns its
+      row (a dict; it never raises). The executor may hold the job back until
+      ``as_completed`` asks for it;
+    - ``as_completed(handles)`` yields ``(handle, row)`` once per handle, as each job
+      finishes. A job the executor lost (its worker died for good) gets
+      :func:`passhost.cli.batch.lost_row`; a row may carry a ``"note"`` (a job run again
+      after its worker died), which the summary table shows.
+
+    Outputs are written atomically (the job's ``ir.save`` does it, or the executor with
+    :func:`passhost.io.write_bytes_atomic` when it brings the bytes back).
+    """
+
+    name: str
+    factory: Callable[..., Any]
+    summary: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name or self.name != self.name.lower() \
+                or not self.name.replace("-", "").replace("_", "").isalnum():
+            raise PluginLoadError(f"ExecutorEntry: name must be a lower-case word like 'dask', got {self.name!r}")
+        if not callable(self.factory):
+            raise PluginLoadError(f"ExecutorEntry {self.name!r}: factory must be callable, got {self.factory!r}")
+        if not isinstance(self.summary, str):
+            raise PluginLoadError(f"ExecutorEntry {self.name!r}: summary must be a string, got {self.summary!r}")
+
+
+@hookspec
+def passhost_register_executors() -> Iterable[ExecutorEntry]:
+    """Register executors: ways to run a batch of models (``passhost run --executor NAME``).
+
+    Called once per plugin when the registry is first used. Return or yield one
+    :class:`ExecutorEntry` per executor. Each job is one model: read, optimised, written,
+    checked; the executor decides where it runs.
+
+    Example:
+
+    .. code-block:: python
+
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
+        from passhost import hookimpl
+        from passhost.hookspecs import ExecutorEntry
+
+
+        class Threads:
+            \"\"\"Run the jobs in threads of this process.\"\"\"
+
+            def __init__(self, address=None, *, workers=None, transfer="auto"):
+                self.workers = workers or 4
+                self.description = f"{self.workers} threads of this process"
+
+            def __enter__(self):
+                self.pool = ThreadPoolExecutor(self.workers)
+                return self
+
+            def __exit__(self, *exc):
+                self.pool.shutdown(cancel_futures=True)
+
+            def submit(self, fn, job):
+                return self.pool.submit(fn, job)
+
+            def as_completed(self, handles):
+                for future in as_completed(handles):
+                    yield future, future.result()
+
+
+        @hookimpl
+        def passhost_register_executors():
+            yield ExecutorEntry("threads", Threads, summary="jobs in threads of this process")
+    """
+
+
+__all__ += ["ExecutorEntry", "passhost_register_executors"]

@@ -30,6 +30,7 @@ import io
 import os
 import sys
 import threading
+from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, Iterator, Optional
 
@@ -40,14 +41,15 @@ from .compat import incompatibility
 from ._records import (BrokenPlugin, ConfigRecord, Conflict, ConverterRecord, FormatRecord, InstrumentRecord, PassRecord,
                        PluginSource)
 from .errors import (FormatError, InstrumentNotFound, IRError, PassNotFound, PasshostError, PipelineError,
-                     PluginConflict, PluginLoadError)
-from .hookspecs import PROJECT, ConfigEntry, ConverterEntry, FormatEntry, InstrumentEntry, OpEntry, PassEntry
+                     PluginConflict, PluginLoadError, UsageError)
+from .hookspecs import PROJECT, ConfigEntry, ConverterEntry, ExecutorEntry, FormatEntry, InstrumentEntry, OpEntry, PassEntry
 from .ir import Op, register_op
 from .ir.serialize import load_text, save_text
 
 __all__ = [
     "Registry", "get_registry", "use_registry", "reset_registry",
-    "PluginSource", "BrokenPlugin", "PassRecord", "InstrumentRecord", "ConfigRecord", "FormatRecord", "Conflict",
+    "PluginSource", "BrokenPlugin", "PassRecord", "InstrumentRecord", "ConfigRecord", "FormatRecord", "ExecutorRecord",
+    "Conflict",
     "DISABLE_PLUGINS_ENV", "DISABLE_AUTOLOAD_ENV",
 ]
 
@@ -62,6 +64,7 @@ _RECORD_TYPES = {
     "passhost_register_configs": ConfigEntry,
     "passhost_register_formats": FormatEntry,
     "passhost_register_converters": ConverterEntry,
+    "passhost_register_executors": ExecutorEntry,
 }
 
 
@@ -137,6 +140,7 @@ class Registry:
         self._configs: dict = {}
         self._formats: dict = {}
         self._converters: dict = {}
+        self._executors: dict = {}
         self._ops: dict = {}
         self._conflicts: dict = {}
         self._conflict_records: dict = {}
@@ -320,8 +324,17 @@ class Registry:
                 raise _RejectPlugin(f"registers converter {entry.key!r} twice")
             seen.add(entry.key)
             converters.append(ConverterRecord(entry, source))
+        executors = []
+        seen = set()
+        for entry in records["passhost_register_executors"]:
+            if entry.name in seen:
+                raise _RejectPlugin(f"registers executor {entry.name!r} twice")
+            if entry.name == LOCAL_EXECUTOR.name:
+                raise _RejectPlugin(f"executor {entry.name!r} is passhost's built-in process pool; pick another name")
+            seen.add(entry.name)
+            executors.append(ExecutorRecord(entry, source))
         return {"passes": passes, "instruments": instruments, "ops": ops, "configs": configs, "formats": formats,
-                "converters": converters}
+                "converters": converters, "executors": executors}
 
     def _pass_record(self, entry: PassEntry, source: PluginSource) -> PassRecord:
         """Build the factory once without options to learn ``info``; reject what cannot be a pass."""
@@ -379,6 +392,8 @@ class Registry:
             self._claim("format", self._formats, record.name, record, source)
         for record in staged["converters"]:
             self._claim("converter", self._converters, record.name, record, source)
+        for record in staged["executors"]:
+            self._claim("executor", self._executors, record.name, record, source)
 
     def _claim(self, kind: str, table: dict, name: str, record: Any, source: PluginSource) -> bool:
         """Add ``record`` under ``name``. If another plugin has the name, it is a conflict:
@@ -482,6 +497,31 @@ class Registry:
     def config_records(self) -> list:
         return [self._configs[k] for k in sorted(self._configs)]
 
+    def executor_records(self) -> list:
+        """Every usable executor, the built-in ``local`` first, then by name."""
+        return [_LOCAL_RECORD] + [self._executors[n] for n in sorted(self._executors)]
+
+    def executor_record(self, name: str) -> "ExecutorRecord":
+        """The record of executor ``name``.
+
+        :raises UsageError: naming the installed executors, or the distribution to install
+        :raises PluginConflict: if two plugins register ``name``
+        """
+        if name == LOCAL_EXECUTOR.name:
+            return _LOCAL_RECORD
+        try:
+            return self._executors[name]
+        except (KeyError, TypeError):
+            pass
+        conflict = self._conflicts.get(("executor", name))
+        if conflict is not None:
+            raise PluginConflict(conflict.message)
+        dist = _catalog.distribution_for("executor", name)
+        if dist is not None:
+            raise UsageError(self._why_missing("executor", name, dist))
+        installed = ", ".join(r.name for r in self.executor_records())
+        raise UsageError(f"unknown executor {name!r}; installed executors: {installed}")
+
     def pass_record(self, name: str) -> PassRecord:
         """The record of pass ``name``.
 
@@ -554,6 +594,39 @@ def _host_version() -> str:
 TEXT_FORMAT = FormatEntry("text", (".txt", ".relay"), load=load_text, save=save_text,
                           summary="passhost's text format (TVM Relay's): def @main(%x: Tensor[...]) { ... }")
 _TEXT_RECORD = FormatRecord(TEXT_FORMAT, PluginSource("passhost", "passhost", _host_version()))
+
+
+@dataclass(frozen=True)
+class ExecutorRecord:
+    """One registered executor (:class:`~passhost.hookspecs.ExecutorEntry` plus its plugin)."""
+
+    entry: ExecutorEntry
+    source: PluginSource
+
+    kind = "executor"
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def summary(self) -> str:
+        return self.entry.summary or _first_doc_line(self.entry.factory)
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, **self.source.as_dict(), "summary": self.summary}
+
+
+def _local_executor(address: Optional[str] = None, **options: Any) -> Any:
+    from .cli.batch import LocalExecutor  # the CLI's module: loaded only when a batch runs
+
+    return LocalExecutor(address, **options)
+
+
+#: the host's own executor, always available: a pool of processes on this machine (``-j N``)
+LOCAL_EXECUTOR = ExecutorEntry("local", _local_executor,
+                               summary="a pool of -j N processes on this machine (N=1: in this process)")
+_LOCAL_RECORD = ExecutorRecord(LOCAL_EXECUTOR, PluginSource("passhost", "passhost", _host_version()))
 
 
 def _existing_op(name: str) -> Optional[Op]:

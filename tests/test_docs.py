@@ -27,9 +27,10 @@ def _hookspec_names() -> list:
             if name.startswith("passhost_register_") and callable(fn)]
 
 
-def test_there_are_six_zero_argument_hookspecs():
+def test_there_are_seven_zero_argument_hookspecs():
     names = _hookspec_names()
-    assert sorted(names) == ["passhost_register_configs", "passhost_register_converters", "passhost_register_formats",
+    assert sorted(names) == ["passhost_register_configs", "passhost_register_converters",
+                             "passhost_register_executors", "passhost_register_formats",
                              "passhost_register_instruments", "passhost_register_ops",
                              "passhost_register_passes"]
     for name in names:
@@ -46,7 +47,8 @@ def test_every_hookspec_is_documented_with_its_signature(name):
 
 
 @pytest.mark.parametrize("record", [hookspecs.PassEntry, hookspecs.InstrumentEntry, hookspecs.ConfigEntry,
-                                    hookspecs.OpEntry, hookspecs.FormatEntry, hookspecs.ConverterEntry])
+                                    hookspecs.OpEntry, hookspecs.FormatEntry, hookspecs.ConverterEntry,
+                                    hookspecs.ExecutorEntry])
 def test_every_record_field_is_documented(record):
     text = (DOCS / "hooks.md").read_text()
     for field in dataclasses.fields(record):

@@ -13,7 +13,7 @@ __all__ = ["add_parsers", "cmd_list", "cmd_info"]
 
 def add_parsers(sub: Any) -> None:
     """Add the ``list`` and ``info`` sub-commands."""
-    p = sub.add_parser("list", help="list installed passes, instruments, formats and broken plugins")
+    p = sub.add_parser("list", help="list installed passes, instruments, formats, executors and broken plugins")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--configs", action="store_true",
                    help="list the PassContext config keys (the host's and the plugins') instead")
@@ -30,6 +30,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     passes = reg.pass_records()
     instruments = reg.instrument_records()
     formats = reg.format_records()
+    executors = reg.executor_records()
     if args.configs:
         return _list_configs(reg, args.json)
     if args.json:
@@ -38,6 +39,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             "instruments": [r.as_dict() for r in instruments],
             "formats": [r.as_dict() for r in formats],
             "converters": [r.as_dict() for r in reg.converter_records()],
+            "executors": [r.as_dict() for r in executors],
             "configs": [r.as_dict() for r in reg.config_records()],
             "broken": [b.as_dict() for b in reg.broken],
             "conflicts": [c.as_dict() for c in reg.conflicts],
@@ -53,8 +55,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         rows.append((r.name, "instrument", "-", "-", "-", r.source.requirement, r.summary))
     for r in formats:  # OPT/REQUIRED hold the suffixes and read/write for a format
         rows.append((r.name, "format", r.modes, " ".join(r.suffixes), "-", r.source.requirement, r.summary))
+    for r in executors:  # passhost run --executor NAME
+        rows.append((r.name, "executor", "-", "-", "-", r.source.requirement, r.summary))
     print_table(rows)
-    if len(rows) == 1 + len(formats):
+    if len(rows) == 1 + len(formats) + len(executors):
         print("(no passes or instruments installed: pip install a passhost plugin, "
               "e.g. passhost-fold-constant)", file=stdout())
     for title, items in (("broken plugins", [b.message for b in reg.broken]),

@@ -80,7 +80,15 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--opset", type=int, metavar="N", help="ONNX opset of the written model (default: the input model's, within 13..21; else 17)")
     p.add_argument("--external-data", action="store_true",
                    help="write ONNX weights to a side file OUT.data (needed above 2 GB; automatic there)")
-    p.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="run several INPUTs in N processes")
+    p.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                   help="run several INPUTs in N processes (default 1; with --executor dask: N workers)")
+    p.add_argument("--executor", default="local", metavar="NAME[://ADDRESS]",
+                   help="where several INPUTs run: local (the default: -j N processes here), dask (a Dask "
+                        "LocalCluster, or the scheduler in DASK_SCHEDULER_ADDRESS), dask://HOST:PORT (a running "
+                        "Dask scheduler); `passhost list` shows the installed executors")
+    p.add_argument("--transfer", choices=("auto", "paths", "bytes"), default="auto",
+                   help="how an executor on other machines gets the models: paths (the workers share this file "
+                        "system), bytes (each model is sent, its output sent back); auto checks which works")
     p.add_argument("--check", action="store_true",
                    help="compare the outputs of the result with the original's on random inputs "
                         "(onnxruntime for ONNX files when installed, else passhost's interpreter)")
@@ -197,13 +205,14 @@ def _is_batch(args: argparse.Namespace, inputs: list) -> bool:
 def cmd_batch(args: argparse.Namespace, inputs: list, seq: Any) -> int:
     """``passhost run A.onnx B.onnx -o DIR/ [-j N]``: one job per input and a summary table."""
     from ..formats import format_for
-    from .batch import Job, batch_exit, check_batch_args, format_table, output_paths, run_batch
+    from .batch import Job, batch_exit, check_batch_args, format_table, open_executor, output_paths, run_batch
 
     check_batch_args(args)
-    if args.jobs < 1:
+    if args.jobs is not None and args.jobs < 1:
         raise CommandError(f"-j {args.jobs}: give at least 1 process")
     if "-" in inputs:
         raise CommandError("stdin ('-') cannot be one of several inputs")
+    executor = open_executor(args.executor, workers=args.jobs, transfer=args.transfer)  # checked before out/ is made
     suffix = None
     if args.to_format is not None:
         suffix = format_for("x", args.to_format, "save").suffixes[0]
@@ -215,7 +224,7 @@ def cmd_batch(args: argparse.Namespace, inputs: list, seq: Any) -> int:
         jobs.append(Job(src, dst, seq.spec, args.opt_level, tuple(args.disable), tuple(args.require), config,
                         args.from_format, args.to_format, shapes,
                         save_options(args, dst) if dst else {}, args.check, load_options(args.keep_op, args.bind_dim)))
-    rows = run_batch(jobs, args.jobs)
+    rows = run_batch(jobs, executor=executor)
     print(format_table(rows), file=stdout())
     return batch_exit(rows)
 
@@ -264,8 +273,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         return ExitCode.OK
     if _is_batch(args, inputs):
         return cmd_batch(args, inputs, seq)
-    if args.jobs != 1:
+    if args.jobs not in (None, 1):
         raise CommandError("-j runs several INPUTs in parallel; give more than one INPUT and -o DIR/")
+    if args.executor != "local" or args.transfer != "auto":
+        flag = "--executor" if args.executor != "local" else "--transfer"
+        raise CommandError(f"{flag} applies to a batch: give several INPUTs, or -o DIR/ for one")
     if args.to_format not in (None, "text") and not args.output:
         raise CommandError(f"--to {args.to_format} writes a file: give -o OUT")
     out_options = save_options(args, args.output) if args.output else None
