@@ -14,10 +14,12 @@ comment. A typed module prints as::
 Layout rules (TVM-NOTES §5):
 
 * Variables, global variables, constants and operators are always printed inline. Every
-  other expression gets a binding line ``%N = ...;`` in the scope being printed and is
-  referred to as ``%N`` afterwards, except a scope's result expression (function body,
-  branch, ``let`` body), which is printed inline when it has a single use. ``let`` values
-  are printed inline when they have a single use as well.
+  other expression gets a binding line ``%N = ...;`` and is referred to as ``%N``
+  afterwards, except a scope's result expression (function body, branch, ``let`` body),
+  which is printed inline when it has a single use. ``let`` values are printed inline
+  when they have a single use as well. The binding goes in the innermost scope that
+  encloses every use (:mod:`passhost.ir._scopes`): a value used inside a closure or a
+  branch and outside it is bound outside, before the closure or the ``if``.
 * Numbering (one counter per print call, shared by all functions): printing a call
   first visits its callee (a function literal's parameters are named then, its body
   printed as its own scope), then its operands in order; then the temporaries are
@@ -54,6 +56,7 @@ import numpy as np
 
 from ..errors import IRError
 from ._gc import gc_paused
+from ._scopes import Scopes
 from .dims import ANY, Dim
 from .expr import USES_OF, Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
@@ -227,22 +230,28 @@ class _Printer:
         self.ty_text: dict = {}      # id(type) -> " /* ty=... */"
         self.attr_text: dict = {}    # id(attrs) -> ", k=v, ..."
         self.uses: dict = {}
-        self.scopes: list = []
+        self.scopes: list = []       # the scopes being printed, innermost last
+        self.places = Scopes()       # where each node is written (see _scopes.py)
+        self.open: dict = {}         # scope id -> its record [lines, depth, result]
+        self.base = 0                # indentation of the root scope being printed
 
     # -- helpers --------------------------------------------------------------
-    def count_uses(self, root: Expr) -> None:
+    def count_uses(self, root: Expr) -> bool:
         """Count, for every non-atomic node under ``root``, how many parent edges use it
-        (one walk; nodes already counted by an earlier root are not entered again)."""
+        (one walk; nodes already counted by an earlier root are not entered again).
+        Whether a scope (function, ``if``, ``let``) is met below ``root``."""
         uses = self.uses
         get = uses.get
         atomic = _ATOMIC
+        scoping = _SCOPING
         _Call = Call
         uses_of = USES_OF
         if root in uses or type(root) in atomic:
-            return
+            return False
         stack = [root]
         push = stack.append
         pop = stack.pop
+        scoped = False
         while stack:
             node = pop()
             t = type(node)
@@ -253,6 +262,8 @@ class _Printer:
                     kids = kids + (op,)
             else:
                 kids = uses_of[t](node)
+                if t in scoping and node is not root:
+                    scoped = True
             for k in kids:
                 if type(k) in atomic:
                     continue
@@ -262,6 +273,7 @@ class _Printer:
                     push(k)
                 else:
                     uses[k] = c + 1
+        return scoped
 
     def annot(self, node: Expr) -> str:
         """`` /* ty=T */`` for a typed node (TVM never annotates ``if`` and ``let``)."""
@@ -358,10 +370,14 @@ class _Printer:
         name = f"%{self.counter}"
         self.counter += 1
         text = self.pending.pop(node)
+        # the innermost scope of all its uses (the current one in a module without scopes,
+        # or for a node shared with an earlier function)
+        scope = self.open.get(self.places.home.get(node))
+        lines = (self.scopes[-1] if scope is None else scope)[0]
         if type(text) is str:
-            self.scopes[-1][0].append(f"{name} = {text}{self.annot(node)};")
+            lines.append(f"{name} = {text}{self.annot(node)};")
         else:
-            self.scopes[-1][0].append([name, " = ", text, self.annot(node), ";"])
+            lines.append([name, " = ", text, self.annot(node), ";"])
         self.memo[node] = name
         return name
 
@@ -407,12 +423,22 @@ class _Printer:
         add(tail)
         return rope
 
+    def enter(self, scope: int) -> None:
+        """Start printing scope ``scope`` (a function body, a branch, a ``let``)."""
+        record = self.open[scope] = [[], self.base + self.places.depth[scope], None]
+        self.scopes.append(record)
+
     # -- the machine ------------------------------------------------------------
-    def scope(self, root: Expr, depth: int) -> list:
+    def scope(self, root: Expr, depth: int, scoped: bool = True) -> list:
         """Print ``root`` as the result of a new scope at ``depth``; return the scope
-        ``[lines, depth, result]``."""
+        ``[lines, depth, result]``. ``scoped``: whether ``root`` holds nested scopes
+        (without, every node is written in this one and need not be placed)."""
         scopes = self.scopes
-        scopes.append([[], depth, None])
+        self.base = depth
+        self.open.clear()
+        places = self.places
+        self.enter(places.place(root, self.uses, self.memo) if scoped else places.new(-1))
+        inner = self.places.inner
         memo = self.memo
         pending = self.pending
         varname = self.varname
@@ -444,7 +470,7 @@ class _Printer:
                     self.atom(node)
                 elif t is Function:
                     params = [self.var_def(p) for p in node.params]
-                    scopes.append([[], scopes[-1][1] + 1, None])
+                    self.enter(inner[node])
                     push((_FN_END, node, params))
                     push((_TAIL, node.body))
                 elif t is Tuple:
@@ -460,7 +486,7 @@ class _Printer:
                     push((_VISIT, node.cond))
                 elif t is Let:
                     # a let in operand position: its own parenthesised scope
-                    scopes.append([[], scopes[-1][1] + 1, None])
+                    self.enter(inner[node])
                     push((_PAREN_END, node))
                     push((_LET_VALUE, node, self.var_def(node.var)))
                     push((_VISIT, node.value))
@@ -483,8 +509,7 @@ class _Printer:
                 else:  # TupleGetItem
                     pending[node] = f"{ref(node.tuple_value)}.{node.index}"
             elif code == _TAIL:
-                if (type(node) is Let and node not in memo and node not in pending
-                        and self.uses.get(node, 0) <= 1):
+                if type(node) is Let and node not in memo and node not in pending and node not in inner:
                     push((_LET_VALUE, node, self.var_def(node.var)))
                     push((_VISIT, node.value))
                 else:
@@ -502,12 +527,12 @@ class _Printer:
                 pending[node] = [self.fn_head("fn ", node, item[2]), body]
             elif code == _IF_COND:
                 cond = ref(node.cond)
-                scopes.append([[], scopes[-1][1] + 1, None])
+                self.enter(inner[node][0])
                 push((_IF_THEN, node, cond))
                 push((_TAIL, node.true_branch))
             elif code == _IF_THEN:
                 then = self.close(scopes.pop())
-                scopes.append([[], scopes[-1][1] + 1, None])
+                self.enter(inner[node][1])
                 push((_IF_END, node, [f"if ({item[2]}) {{", then, " else {"]))
                 push((_TAIL, node.false_branch))
             elif code == _IF_END:
@@ -521,22 +546,23 @@ class _Printer:
         items = []
         for gv in mod.get_global_vars():
             fn = mod[gv]
-            self.count_uses(fn)
+            scoped = self.count_uses(fn)
             params = [self.var_def(p) for p in fn.params]
             head = self.fn_head(f"def @{gv.name_hint}", fn, params)
-            items.append(head + _join(self.close(self.scope(fn.body, 1))))
+            items.append(head + _join(self.close(self.scope(fn.body, 1, scoped))))
         if not items:
             return ""
         return "\n\n".join(items) + "\n"
 
     def print_expr(self, expr: Expr) -> str:
-        self.count_uses(expr)
-        lines, _, result = self.scope(expr, 0)
+        scoped = self.count_uses(expr)
+        lines, _, result = self.scope(expr, 0, scoped or type(expr) in _SCOPING)
         lines.append(result)
         return "\n".join([_join(line) for line in lines])
 
 
 _ATOMIC = frozenset([Var, Constant, Op, GlobalVar])
+_SCOPING = frozenset([Function, If, Let])
 
 
 def _print(obj: Any) -> tuple:
