@@ -14,8 +14,8 @@ Before and after SignFlip::
 """
 from __future__ import annotations
 
-from passhost import hookimpl, ir
-from passhost.hookspecs import PassEntry
+import passhost
+from passhost import ir
 from passhost.transform import module_pass
 
 __all__ = ["sign_flip", "crash", "keep"]
@@ -42,12 +42,5 @@ def keep(mod, ctx):
     return mod
 
 
-#: the passhost plugin API versions this plugin works with (see passhost.compat)
-PASSHOST_API = ">=1.0,<2"
-
-
-@hookimpl
-def passhost_register_passes():
-    yield PassEntry("SignFlip", lambda: sign_flip)
-    yield PassEntry("Crash", lambda: crash)
-    yield PassEntry("Keep", lambda: keep)
+# the three passes, and the plugin API versions this pack works with (see passhost.compat)
+passhost.plugin(sign_flip, crash, keep, api=">=1.0,<2")
