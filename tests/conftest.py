@@ -106,3 +106,8 @@ def pytest_addoption(parser):
                     help="mutants to check (default: the quick CI count)")
     group.addoption("--fuzz-seed", type=int, default=None, help="the fuzzer's seed")
     group.addoption("--fuzz-only", type=int, default=None, help="check only this mutant index")
+    passes = parser.getgroup("passhost pass fuzz", "the pass fuzzer (tests/test_fuzz_passes.py)")
+    passes.addoption("--fuzz-graphs", type=int, default=None,
+                     help="random graphs to run every pass and -O level on (default: the quick count)")
+    passes.addoption("--fuzz-first", type=int, default=0, help="the first graph's seed")
+    passes.addoption("--fuzz-report", default=None, help="append each chunk's counts to this file (JSON lines)")

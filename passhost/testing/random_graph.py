@@ -38,9 +38,19 @@ KINDS = {
     "tuple": 1,       # a tuple of values and a TupleGetItem of it (only with tuples=True)
     "if": 1,          # if (sum(v) < 0) { f(v) } else { g(v) } (only with ifs=True)
     "rank5": 1,       # a 4-D value made 5-D by expand_dims, used as a 5-D value (only with rank5=True)
+    "closure": 3,     # fn (%y) { steps over %y and captured outer values }, called in place, let-bound
+                      # or shared by two calls (only with closures=True)
+    "global": 2,      # a call of a global function @gK (some Inline=1) built over its own
+                      # parameters, or of an earlier one (only with functions=True)
+    "dead_let": 1,    # let %dK = <value>; that nothing uses (only with dead_lets=True)
+    "scoped_if": 2,   # if (sum(v) < 0) { steps } else { steps }: branches are nested scopes over
+                      # outer values (only with scopes=True)
 }
 #: kinds drawn only when their keyword asks for them (so older seeds give the same programs)
-_OPT_IN = {"tuple": "tuples", "if": "ifs", "rank5": "rank5"}
+_OPT_IN = {"tuple": "tuples", "if": "ifs", "rank5": "rank5", "closure": "closures", "global": "functions",
+           "dead_let": "dead_lets", "scoped_if": "scopes"}
+#: how deep closures, global functions and scoped ifs nest in one another
+_MAX_DEPTH = 2
 
 _CLAMP_ABOVE = 50.0
 _CLAMP_TO = 10.0
@@ -101,6 +111,10 @@ class _Builder:
         self.bindings: list = []
         self.calls: list = []
         self.tuple_values: list = []
+        self.functions: list = []   # (GlobalVar, Function, param shapes, param bounds, result value)
+        self.depth = 0              # nesting of the scope being built (closures, globals, ifs)
+        self.serial = 0             # numbers the variables of nested scopes
+        self.kinds: tuple = ((), ())  # (names, weights) the steps draw from
 
     # -- helpers -----------------------------------------------------------------
     def const(self, shape: tuple, low: float = -1.0, high: float = 1.0) -> ir.Expr:
@@ -322,11 +336,116 @@ class _Builder:
         self.add(expand_dims(a.expr, axis=axis), shape, a.bound, a)
         return True
 
+    # -- nested scopes ---------------------------------------------------------------
+    def fresh(self, prefix: str, shape: Optional[tuple]) -> ir.Var:
+        self.serial += 1
+        ty = None if shape is None else ir.TensorType(shape, self.dtype)
+        return ir.var(f"{prefix}{self.serial}", ty)
+
+    def nested(self, pool: list, calls: list, steps: int, shape: Optional[tuple] = None) -> tuple:
+        """Run ``steps`` steps as a nested scope over ``pool``: ``(result, lets)`` where
+        ``result`` is the last value made (of ``shape``, when given; ``None`` if none is)
+        and ``lets`` the bindings the scope's result must be wrapped in."""
+        saved = self.pool, self.bindings, self.calls
+        self.pool, self.bindings, self.calls = list(pool), [], list(calls)
+        start = len(self.pool)
+        self.depth += 1
+        try:
+            done = attempts = 0
+            while done < steps and attempts < steps * 20:
+                attempts += 1
+                if self.step(self.rnd.choices(*self.kinds)[0]):
+                    done += 1
+            made = [v for v in self.pool[start:] if shape is None or v.shape == shape]
+            return (made[-1] if made else None), self.bindings
+        finally:
+            self.depth -= 1
+            self.pool, self.bindings, self.calls = saved
+
+    def _closure(self) -> bool:
+        a = self.pick()
+        if a is None or self.depth >= _MAX_DEPTH:
+            return False
+        y = _Value(self.fresh("y", a.shape), a.shape, a.bound)
+        result, lets = self.nested(self.pool + [y], self.calls, self.rnd.randint(1, 3))
+        if result is None:
+            result = _Value(ir.negative(y.expr), a.shape, a.bound)
+        fn = ir.Function([y.expr], _wrap(lets, result.expr))
+        r = self.rnd.random()
+        callee: ir.Expr = fn
+        if r < 0.35:  # let %f = fn ...; %f(...)
+            callee = self.fresh("f", None)
+            self.bindings.append((callee, fn))
+        self.add(ir.Call(callee, [a.expr]), result.shape, result.bound, a)
+        if r > 0.7:  # a second call of the same function
+            b = self.pick(lambda v: v.shape == a.shape and v.bound <= a.bound)
+            if b is not None:
+                self.add(ir.Call(callee, [b.expr]), result.shape, result.bound, b)
+        return True
+
+    def _global(self) -> bool:
+        if self.depth >= _MAX_DEPTH or not self.pool:
+            return False
+        if self.functions and self.rnd.random() < 0.3 and self._call_global(self.rnd.choice(self.functions)):
+            return True
+        args = [self.pick() for _ in range(self.rnd.randint(1, 2))]
+        params = [_Value(self.fresh("q", v.shape), v.shape, v.bound) for v in args]
+        result, lets = self.nested(params, [], self.rnd.randint(1, 3))
+        if result is None:
+            result = _Value(ir.negative(params[0].expr), params[0].shape, params[0].bound)
+        attrs = {"Inline": 1} if self.rnd.random() < 0.3 else None
+        fn = ir.Function([p.expr for p in params], _wrap(lets, result.expr), attrs=attrs)
+        entry = (ir.GlobalVar(f"g{len(self.functions)}"), fn, [v.shape for v in args], [v.bound for v in args], result)
+        self.functions.append(entry)
+        gv, result = entry[0], entry[4]
+        self.add(ir.Call(gv, [v.expr for v in args]), result.shape, result.bound, *args)
+        return True
+
+    def _call_global(self, entry: tuple) -> bool:
+        gv, _, shapes, bounds, result = entry
+        args = [self.pick(lambda v, s=s, b=b: v.shape == s and v.bound <= b) for s, b in zip(shapes, bounds)]
+        if any(v is None for v in args):
+            return False
+        self.add(ir.Call(gv, [v.expr for v in args]), result.shape, result.bound, *args)
+        return True
+
+    def _dead_let(self) -> bool:
+        a = self.pick()
+        if a is None:
+            return False
+        value = ir.negative(a.expr) if self.rnd.random() < 0.5 else a.expr
+        self.bindings.append((self.fresh("d", a.shape if self.rnd.random() < 0.5 else None), value))
+        return True
+
+    def _scoped_if(self) -> bool:
+        a = self.pick()
+        if a is None or self.depth >= _MAX_DEPTH:
+            return False
+        from ..ir.builders import less, sum as sum_
+
+        cond = less(sum_(a.expr), ir.const(0.0, self.dtype))
+        branches, bound = [], a.bound
+        for _ in range(2):
+            result, lets = self.nested(self.pool, self.calls, self.rnd.randint(1, 3), a.shape)
+            if result is None:
+                result = _Value(ir.negative(a.expr), a.shape, a.bound)
+            branches.append(_wrap(lets, result.expr))
+            bound = max(bound, result.bound)
+        self.add(ir.If(cond, *branches), a.shape, bound, a)
+        return True
+
+
+def _wrap(lets: list, body: ir.Expr) -> ir.Expr:
+    for var, value in reversed(lets):
+        body = ir.Let(var, value, body)
+    return body
+
 
 def random_graph(seed: int, num_nodes: int = 20, *, num_params: Optional[int] = None,
                  lets: bool = False, tuples: bool = False, ifs: bool = False, rank5: bool = False,
                  kinds: Optional[Sequence[str]] = None, dtype: str = "float32",
-                 symbolic: bool = False) -> ir.IRModule:
+                 symbolic: bool = False, closures: bool = False, functions: bool = False,
+                 dead_lets: bool = False, scopes: bool = False) -> ir.IRModule:
     """A seeded, well-typed random module whose ``main`` has 1–3 tensor parameters.
 
     :param seed: the same seed always gives the same program
@@ -345,6 +464,22 @@ def random_graph(seed: int, num_nodes: int = 20, *, num_params: Optional[int] = 
         same steps as without it, but for the choices that need static sizes)::
 
             def @main(%p0: Tensor[(n, 3, h, w), float32], %p1: Tensor[(w), float32]) { ... }
+    :param closures: build function literals over a parameter and values of the enclosing
+        scope (captured), called in place, bound with ``let`` or called twice
+    :param functions: build global functions ``@g0``, ``@g1``, ... (about a third marked
+        ``Inline=1``) over their own parameters, and call them (some more than once)
+    :param dead_lets: bind values with ``let`` variables nothing uses
+    :param scopes: build ``if`` expressions whose branches are nested scopes of a few
+        steps over the enclosing values (closures, globals and scoped ifs nest two deep)::
+
+            def @g0(%q1: Tensor[(1, 3, 4, 4), float32], Inline=1) { ... }
+            def @main(%p0: Tensor[(1, 3, 4, 4), float32]) {
+              %0 = negative(%p0);
+              let %f3 = fn (%y2: Tensor[(1, 3, 4, 4), float32]) { add(%y2, %0) };
+              if (...) { @g0(%f3(%0)) } else { multiply(%0, 2f) }
+            }
+
+        All four default to off, so that a seed gives the program it always gave
     :raises IRError: for an unknown kind or a bad parameter count
     """
     weights = dict(KINDS)
@@ -353,7 +488,8 @@ def random_graph(seed: int, num_nodes: int = 20, *, num_params: Optional[int] = 
         if unknown:
             raise IRError(f"random_graph: unknown kind {unknown[0]!r}; kinds: {', '.join(KINDS)}")
         weights = {k: w for k, w in KINDS.items() if k in kinds}
-    flags = {"tuples": tuples, "ifs": ifs, "rank5": rank5}
+    flags = {"tuples": tuples, "ifs": ifs, "rank5": rank5, "closures": closures, "functions": functions,
+             "dead_lets": dead_lets, "scopes": scopes}
     for kind, flag in _OPT_IN.items():
         if not flags[flag]:
             weights.pop(kind, None)
@@ -380,6 +516,7 @@ def random_graph(seed: int, num_nodes: int = 20, *, num_params: Optional[int] = 
         b.pool.append(_Value(p, shape, 1.0))
     names = list(weights)
     wts = [weights[k] for k in names]
+    b.kinds = (names, wts)
     steps = 0
     attempts = 0
     while steps < num_nodes and attempts < num_nodes * 20:
@@ -401,6 +538,7 @@ def random_graph(seed: int, num_nodes: int = 20, *, num_params: Optional[int] = 
             rest.append(v.expr)
     if tuples and rest:
         out = ir.Tuple([out] + rest[:3])
-    for var, value in reversed(b.bindings):
-        out = ir.Let(var, value, out)
-    return ir.IRModule.from_expr(ir.Function(params, out))
+    mod = ir.IRModule.from_expr(ir.Function(params, _wrap(b.bindings, out)))
+    for gv, fn, *_ in b.functions:
+        mod[gv] = fn
+    return mod
