@@ -97,7 +97,8 @@ def test_python_block_runs(index, workdir):
     try:
         for _, line, code, _ in chain:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                exec(compile(code, f"{page.name}:{line}", "exec"), namespace)  # noqa: S102 - the docs' own code
+                # dont_inherit: a block runs as a reader runs it, without this file's __future__ imports
+                exec(compile(code, f"{page.name}:{line}", "exec", dont_inherit=True), namespace)  # noqa: S102
     finally:
         for name in written:
             sys.modules.pop(name, None)
