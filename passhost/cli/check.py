@@ -59,8 +59,9 @@ def _onnx_signature(path: str) -> list:
     import onnx
 
     graph = onnx.load(path, load_external_data=False).graph
+    weights = {t.name for t in graph.initializer}  # (older files list their weights as inputs too)
     out = []
-    for kind, values in (("input", graph.input), ("output", graph.output)):
+    for kind, values in (("input", [vi for vi in graph.input if vi.name not in weights]), ("output", graph.output)):
         for vi in values:
             t = vi.type.tensor_type
             dims = [d.dim_param or (d.dim_value if d.HasField("dim_value") else "?") for d in t.shape.dim]
