@@ -7,7 +7,7 @@ the host and of the first-party plugins runs on (directly, through the pattern l
 """
 from __future__ import annotations
 
-from typing import AbstractSet, Callable, Optional
+from typing import AbstractSet, Any, Callable, Optional
 
 from ._gc import gc_paused
 from .expr import MAP_USES as _MAP_USES
@@ -26,7 +26,8 @@ def rewrite_post_order(root: Expr, rewrite: Optional[Callable[..., Optional[Expr
                        type_like: bool = False,
                        order: Optional[list] = None,
                        only: Optional[AbstractSet] = None,
-                       bind: Optional[Callable[[Var, Expr], Optional[Expr]]] = None) -> Expr:
+                       bind: Optional[Callable[[Var, Expr], Optional[Expr]]] = None,
+                       mod: Any = None) -> Expr:
     """Rebuild ``root`` bottom-up.
 
     Each node is first rebuilt with its already-rewritten children (identity kept when
@@ -37,6 +38,9 @@ def rewrite_post_order(root: Expr, rewrite: Optional[Callable[..., Optional[Expr
     ``memo`` and ``bind`` say (no Python call per node)::
 
         rewrite_post_order(body, None, memo={x: y})   # body with %x replaced by %y
+
+    :param mod: the module ``root`` belongs to: with ``type_like``, what is typed afresh
+        takes the types of the global functions it calls from it
 
     :param memo: ``{old: new}``; pre-seed it to substitute nodes (e.g. variables). The
         walk adds an entry for every node it changes (a node left as it is gets none)
@@ -85,7 +89,10 @@ def rewrite_post_order(root: Expr, rewrite: Optional[Callable[..., Optional[Expr
         order = post_order(root, skip=skip, visited=set(memo))
     infer = None
     if type_like:
-        from .type_infer import infer_type as infer
+        from .type_infer import infer_type
+
+        def infer(e: Expr) -> Any:
+            return infer_type(e, mod=mod)
     _Call, _Op, _Var, _Constant, _GlobalVar, _Let = Call, Op, Var, Constant, GlobalVar, Let
     map_uses = _MAP_USES
     # bind: node -> the lets to bind once it is done: a let's value, whose rewrite is final

@@ -94,12 +94,18 @@ class _NeedGlobal(Exception):
         self.gv = gv
 
 
-def infer_type(obj: Union[IRModule, Expr]) -> Union[IRModule, Expr]:
+def infer_type(obj: Union[IRModule, Expr], mod: Optional[IRModule] = None) -> Union[IRModule, Expr]:
     """Type ``obj``.
 
     :param obj: an :class:`IRModule` (every function is typed; a shallow copy of the
         module holding the same, now typed, function objects is returned) or an
         expression (typed in place and returned)
+    :param mod: the module an expression belongs to: its calls of global functions
+        (``@g0(%x)``) take their types from it (its functions are typed first when they
+        are not yet). Without it an expression that names a global cannot be typed; a
+        pass that types what it builds passes the module it runs on::
+
+            infer_type(Call(GlobalVar("g0"), [x]), mod=mod)   # @g0(%x) /* ty=... */
     :raises TypeInferenceError: on a shape or dtype mismatch, an untypable variable,
         a bad tuple index, a recursive function without annotations, ...
     """
@@ -123,10 +129,11 @@ def infer_type(obj: Union[IRModule, Expr]) -> Union[IRModule, Expr]:
                     _name_span(err, obj)
                     raise
                 return obj
-            if (t is Constant or t is Var) and not _leaf(obj, _no_module) and obj._checked_type is not None:
+            resolve = _no_module if mod is None else _in_module(mod)
+            if (t is Constant or t is Var) and not _leaf(obj, resolve) and obj._checked_type is not None:
                 return obj
             with paused():
-                _infer_expr(obj, _no_module)
+                _infer_expr(obj, resolve)
         return obj
     raise TypeInferenceError(
         f"infer_type needs an IRModule or an expression, got {type(obj).__name__}")
@@ -290,6 +297,22 @@ def _forget_incomplete(fn: Function) -> None:
                 _set_annotation(node, None)
         elif tn is Function and node.ret_type is not None and has_incomplete(node.ret_type):
             node._set_ret_type(None)
+
+
+def _in_module(mod: IRModule) -> _Resolver:
+    """Types of globals for an expression of ``mod``: its functions' (typed if need be)."""
+
+    def resolve(gv: GlobalVar) -> FuncType:
+        _, fn = _lookup(mod, gv)
+        if fn is None:
+            names = ", ".join("@" + g.name_hint for g in mod.get_global_vars()) or "none"
+            raise TypeInferenceError(f"@{gv.name_hint} is not defined in the module (functions: {names})")
+        if fn._checked_type is None:
+            _infer_module(mod)
+        gv._set_checked_type(fn._checked_type)
+        return fn._checked_type
+
+    return resolve
 
 
 def _no_module(gv: GlobalVar) -> FuncType:

@@ -60,6 +60,9 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
     ``max_iterations`` sweeps that still changed something it raises
     :class:`RewriteLimitError` naming the callbacks that fired in the last sweep.
 
+    :param mod: the module ``expr`` belongs to (a rule pass gives it): typing for the
+        rules (``require_type``) and of what they build then knows the module's global
+        functions, so ``@g0(%x)`` in ``expr`` or in a replacement is typed from ``@g0``
     :param stats: a dict to add ``{rule name: {"tried", "matched", "rewritten"}}`` counts
         to (a rule is *tried* at a node it could be rooted at)
     """
@@ -193,12 +196,13 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
     for _ in range(1 if once else max_iterations):
         listed = expr
         if typed:
-            expr = _typed(expr)
+            expr = _typed(expr, mod)
         fired.clear()
         order = first_order if first_order is not None and expr is listed else post_order(expr)
         first_order = None
         sweep.update(order=order, known=None, more=False)
-        new = rewrite_post_order(expr, rule, with_original=True, type_like=typed, order=order, only=offer)
+        new = rewrite_post_order(expr, rule, with_original=True, type_like=typed, order=order, only=offer,
+                                 mod=mod)
         sweep.update(order=None, known=None)
         if new is expr or not sweep["more"]:
             return new
@@ -246,11 +250,11 @@ def _ordered(cbs: list, rules: list) -> list:
     return [cb for cb in rules if id(cb) in want]
 
 
-def _typed(expr: Expr) -> Expr:
+def _typed(expr: Expr, mod: Any) -> Expr:
     from ..type_infer import infer_type
 
     if expr._checked_type is None:
-        out = infer_type(expr)
+        out = infer_type(expr, mod=mod)
         return out if isinstance(out, Expr) else expr
     return expr
 
