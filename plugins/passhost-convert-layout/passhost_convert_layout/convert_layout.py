@@ -30,8 +30,10 @@ its *original* one; one post-order sweep rewrites each call:
   their original layouts, as TVM does for an operator without a layout rule.
 
 Transforms are memoised per (value, source, target), so a value read in the same layout
-by several consumers is transformed once. Nested functions are left as they are.
-Linear, explicit stack (one post-order list).
+by several consumers is transformed once. A closure is converted with the function that
+holds it (as TVM's ForwardRewrite enters it): a value the closure shares with the code
+around it is rewritten once, for both. Primitive functions (FuseOps output) are left as
+they are. Linear, explicit stack (one post-order list).
 
 Before::
 
@@ -437,9 +439,9 @@ class _Converter:
 
     def run(self, func: Function) -> Function:
         new_of = self.new_of
-        for node in post_order(func.body, skip=lambda n: type(n) is Function):
+        for node in post_order(func.body, skip=_primitive):
             t = type(node)
-            if t is Var or t is Constant or t is Op or t is GlobalVar or t is Function:
+            if t is Var or t is Constant or t is Op or t is GlobalVar or _primitive(node):
                 new_of[node] = node
             elif t is Call:
                 new_of[node] = self.call(node)
@@ -449,6 +451,10 @@ class _Converter:
         if body is func.body:
             return func
         return Function(func.params, body, func.ret_type, func.attrs)
+
+
+def _primitive(node: Expr) -> bool:
+    return type(node) is Function and bool(node.attrs.get("Primitive"))
 
 
 #: operators with their own layout rule (each returns None to fall back to the generic one)
