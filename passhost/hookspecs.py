@@ -3,7 +3,8 @@
 This is the one file a plugin author reads. A plugin is a module (named by an entry
 point in the group ``passhost``) holding one or more functions marked with
 :data:`hookimpl` whose names are the hooks below. Every hook takes **no arguments**
-and returns -- or yields -- an iterable of frozen records:
+and returns -- or yields -- an iterable of frozen records (``passhost.plugin(...)``, in
+:mod:`passhost.plugin_api`, defines these functions from one call):
 
 ==================================  =====================
 hook                                record
