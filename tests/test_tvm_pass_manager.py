@@ -294,9 +294,6 @@ def test_sequential_with_scoping():
     assert ir.structural_equal(mod["main"], zexpected)
 
 
-@pytest.mark.xfail(strict=True, reason="SimplifyExpr's reshape-chain rule does not match contrib_reverse_reshape "
-                   "yet (TVM's SimplifyReshape does); the scoping itself is right "
-                   "(test_nested_sequential_gates_with_the_current_context; docs/passes.md)")
 def test_nested_sequential_with_scoping():
     def before():
         x = ir.var("x", shape=(1, 16, 16, 16))

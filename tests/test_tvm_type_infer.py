@@ -160,9 +160,6 @@ def test_equal():
     assert ft.checked_type == FuncType([scalar("int32")], scalar("bool"))
 
 
-@pytest.mark.xfail(strict=True, reason="passhost's call check compares argument and parameter types exactly: "
-                   "a parameter of type Tensor[(?)] refuses a Tensor[(10)] argument, which TVM unifies "
-                   "(docs/passes.md, TVM's tests, translated)")
 def test_dynamic_function():
     dy_tt, s_tt = TensorType((ir.ANY,), "float32"), TensorType((10,), "float32")
     x = ir.var("x", dy_tt)

@@ -52,6 +52,7 @@ from .expr import USES_OF as _USES_OF
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
 from .op import Op
+from .dims import ANY
 from .types import FuncType, IncompleteType, TensorType, TupleType, Type, has_incomplete
 
 __all__ = ["infer_type"]
@@ -762,12 +763,27 @@ def _call_type(node: Call, op: Expr) -> Type:
         if at is None:  # an unannotated variable: the parameter type fills it
             _set_annotation(a, pt)
             _set_type(a, pt)
-        elif at is not pt and at != pt and type(at) is not IncompleteType:
+        elif at is not pt and at != pt and type(at) is not IncompleteType and not _accepts(pt, at):
             raise TypeInferenceError(
                 f"argument {i} of call to {_callee_name(op)} has type {at}, but the parameter "
                 f"expects {pt}")
         i += 1
     return ft.ret_type
+
+
+def _accepts(pt: Type, at: Type) -> bool:
+    """Whether a parameter of type ``pt`` takes an argument of type ``at`` that is not equal
+    to it: a ``?`` of the parameter takes any size, as TVM's unification of ``Any``::
+
+        fn (%x: Tensor[(?), float32]) { ... }(%y)     /* %y: Tensor[(10), float32] */
+    """
+    if type(pt) is TupleType:
+        return type(at) is TupleType and len(at.fields) == len(pt.fields) and all(
+            f is g or f == g or _accepts(f, g) for f, g in zip(pt.fields, at.fields))
+    if type(pt) is not TensorType or type(at) is not TensorType:
+        return False
+    return pt.dtype == at.dtype and len(pt.shape) == len(at.shape) and all(
+        p is ANY or p == a for p, a in zip(pt.shape, at.shape))
 
 
 def _function_type(node: Function, root: Expr, name: Optional[str], memo: dict) -> FuncType:

@@ -40,8 +40,10 @@ class ConsecutiveReshape(DFPatternCallback):
     def __init__(self) -> None:
         super().__init__(require_type=True, name="consecutive_reshape")
         self.x = wildcard()
-        inner = is_op("reshape") | is_op("expand_dims") | is_op("squeeze") | is_op("nn.batch_flatten")
-        self.pattern = (is_op("reshape") | is_op("expand_dims") | is_op("squeeze"))(inner(self.x))
+        inner = (is_op("reshape") | is_op("expand_dims") | is_op("squeeze") | is_op("nn.batch_flatten")
+                 | is_op("contrib_reverse_reshape"))
+        self.pattern = (is_op("reshape") | is_op("expand_dims") | is_op("squeeze")
+                        | is_op("contrib_reverse_reshape"))(inner(self.x))
 
     def callback(self, pre, post, node_map):
         x, out = _ty(node_map[self.x][0]), _ty(post)
