@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final, Mapping
 
-__all__ = ["PASSES", "INSTRUMENTS", "FORMATS", "SUFFIXES", "distribution_for", "owns"]
+__all__ = ["PASSES", "INSTRUMENTS", "FORMATS", "SUFFIXES", "EXECUTORS", "distribution_for", "owns"]
 
 #: pass name -> distribution
 PASSES: Final[Mapping[str, str]] = {
@@ -59,13 +59,18 @@ SUFFIXES: Final[Mapping[str, str]] = {
     ".onnx": "onnx",
 }
 
+#: executor name (``passhost run --executor NAME``) -> distribution
+EXECUTORS: Final[Mapping[str, str]] = {
+    "dask": "passhost-dask",
+}
+
 
 def distribution_for(kind: str, name: str) -> str | None:
-    """The first-party distribution providing pass, instrument or format ``name``, if any.
+    """The first-party distribution providing pass, instrument, format or executor ``name``, if any.
 
-    :param kind: ``"pass"``, ``"instrument"`` or ``"format"`` (other kinds have no owner)
+    :param kind: ``"pass"``, ``"instrument"``, ``"format"`` or ``"executor"`` (other kinds have no owner)
     """
-    table = {"pass": PASSES, "instrument": INSTRUMENTS, "format": FORMATS}.get(kind, {})
+    table = {"pass": PASSES, "instrument": INSTRUMENTS, "format": FORMATS, "executor": EXECUTORS}.get(kind, {})
     return table.get(name)
 
 

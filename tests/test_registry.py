@@ -497,7 +497,8 @@ def test_catalog_distributions_exist_as_first_party_plugins():
         assert name == dist, f"plugins/{dist}/pyproject.toml names the distribution {name!r}"
         assert len(eps) == 1, f"{dist} needs exactly one entry point in [project.entry-points.passhost]"
         assert "passhost-" + eps[0] == dist, f"{dist}: entry point {eps[0]!r} should be the kebab short name"
-    catalog = set(_catalog.PASSES.values()) | set(_catalog.INSTRUMENTS.values()) | set(_catalog.FORMATS.values())
+    catalog = set(_catalog.PASSES.values()) | set(_catalog.INSTRUMENTS.values()) | set(_catalog.FORMATS.values()) \
+        | set(_catalog.EXECUTORS.values())
     missing = sorted(catalog - set(dirs))
     assert not missing, f"_catalog.py names distributions with no plugins/<dist>/: {missing}"
     unlisted = sorted(set(dirs) - catalog)
@@ -515,6 +516,9 @@ def test_installed_first_party_names_match_the_catalog():
             assert _catalog.FORMATS[rec.name] == rec.distribution, rec.name
             for suffix in rec.suffixes:
                 assert _catalog.SUFFIXES[suffix] == rec.name, suffix
+    for rec in reg.executor_records():
+        if rec.source.distribution in first_party:
+            assert _catalog.EXECUTORS[rec.name] == rec.source.distribution, rec.name
 
 
 def test_every_first_party_plugin_has_a_readme_and_tests():

@@ -1,0 +1,344 @@
+"""The ``dask`` executor: the jobs of ``passhost run A B ... -o out/`` on a Dask cluster.
+
+::
+
+    passhost run models/*.onnx -O3 -o out/ --executor dask               # a LocalCluster of -j N workers
+    passhost run models/*.onnx -O3 -o out/ --executor dask://HOST:8786   # a running scheduler
+    DASK_SCHEDULER_ADDRESS=tcp://HOST:8786 passhost run ... --executor dask
+
+**Paths or bytes.** Before the first job, every worker is asked whether it sees each input
+(same path, same size) and a marker file written into the output directory. If all do,
+jobs send paths and the workers read and write the files themselves (``paths``);
+otherwise each model's bytes go to its worker and the output's bytes come back, to be
+written here (``bytes``). ``--transfer paths|bytes`` chooses; a note on stderr says which.
+In ``bytes`` mode a model whose weights live in side files (ONNX external data) cannot be
+read on the worker: use a shared file system there.
+
+**Workers that die.** At most one job per worker thread is in flight, so a worker that
+dies (out of memory, a crash in native code) takes at most the jobs it was running. The
+scheduler runs them again on another worker; the row says so. The LocalCluster started
+here allows one such retry per job (``distributed.scheduler.allowed-failures: 1``); a
+running scheduler applies its own setting (Dask's default is 3). A job that exhausts them
+is a failed row, and nothing is written for it. Outputs are written atomically: by the
+job's ``ir.save`` (paths), or here with :func:`passhost.io.write_bytes_atomic`, side files
+first and the model last (bytes).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import sys
+import warnings
+from collections import deque
+from typing import Any, Iterator, Optional
+
+from passhost.cli.batch import lost_row
+from passhost.errors import UsageError
+from passhost.io import write_bytes_atomic
+
+from . import remote
+
+__all__ = ["DaskExecutor", "SCHEDULER_ENV", "TRANSFERS"]
+
+#: the environment variable naming a running scheduler (Dask's own)
+SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
+TRANSFERS = ("auto", "paths", "bytes")
+#: how long to wait for a scheduler, and for its first worker (Dask's connect timeout)
+_CONNECT_KEY = "distributed.comm.timeouts.connect"
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+class _Job:
+    """A job held until ``as_completed`` sends it (at most one per worker thread)."""
+
+    __slots__ = ("fn", "job")
+
+    def __init__(self, fn: Any, job: Any) -> None:
+        self.fn, self.job = fn, job
+
+
+class DaskExecutor:
+    """Run a batch's jobs on a Dask distributed cluster.
+
+    :param address: ``HOST:PORT`` (or a full Dask address, ``tls://HOST:PORT``) of a
+        running scheduler; ``None``: the one ``DASK_SCHEDULER_ADDRESS`` names, else a
+        ``LocalCluster`` started for the batch (and stopped after it)
+    :param workers: ``-j``: the LocalCluster's worker processes (default: one per core);
+        with a running scheduler, at most this many jobs at once
+    :param transfer: ``auto``, ``paths`` or ``bytes`` (see the module's docs)
+    """
+
+    def __init__(self, address: Optional[str] = None, *, workers: Optional[int] = None,
+                 transfer: str = "auto") -> None:
+        if transfer not in TRANSFERS:
+            raise UsageError(f"--transfer {transfer!r}: choose from {', '.join(TRANSFERS)}")
+        self.origin = f"--executor dask://{address}" if address else None
+        if address is None and os.environ.get(SCHEDULER_ENV, "").strip():
+            address = os.environ[SCHEDULER_ENV].strip()
+            self.origin = SCHEDULER_ENV
+        if address is not None and "://" not in address:
+            address = "tcp://" + address
+        self.address = address
+        self.workers = workers
+        self.transfer = transfer
+        self.description = "a Dask cluster"
+        self.client: Any = None
+        self.cluster: Any = None
+        self._threads = 0
+
+    # -- starting and stopping ----------------------------------------------------------
+    def __enter__(self) -> "DaskExecutor":
+        try:
+            import dask
+            import distributed
+        except ImportError as err:
+            raise UsageError(f"the dask executor needs Dask distributed ({_one_line(err)}): "
+                             "pip install 'dask[distributed]'") from None
+        import cloudpickle
+
+        cloudpickle.register_pickle_by_value(remote)  # workers need passhost, not passhost-dask
+        timeout = dask.config.get(_CONNECT_KEY, "30s")
+        if self.address is None:
+            n = self.workers or os.cpu_count() or 1
+            if sys.stderr.isatty():
+                print(f"starting a Dask LocalCluster of {n} workers ...", file=sys.stderr, flush=True)
+            with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+                self.cluster = distributed.LocalCluster(
+                    n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                    dashboard_address=":0", silence_logs=logging.CRITICAL)
+            self.client = distributed.Client(self.cluster, set_as_default=False)
+            dashboard = "dashboard" in getattr(self.cluster.scheduler, "services", {})
+            self.description = (f"a Dask LocalCluster of {n} worker processes at {self.cluster.scheduler_address}"
+                                + (f" (dashboard {self.cluster.dashboard_link})" if dashboard else ""))
+            return self
+        try:
+            self.client = distributed.Client(self.address, timeout=timeout, set_as_default=False)
+        except (OSError, TimeoutError) as err:
+            raise UsageError(f"cannot reach the Dask scheduler at {self.address} (from {self.origin}): "
+                             f"{_one_line(err)}; is `dask scheduler` running there?") from None
+        try:
+            self.client.wait_for_workers(1, timeout=dask.utils.parse_timedelta(timeout))
+        except (OSError, TimeoutError):
+            self.close()
+            raise UsageError(f"the Dask scheduler at {self.address} has no workers (waited {timeout}); start "
+                             f"some with `dask worker {self.address}`") from None
+        workers = self.client.nthreads()
+        self.description = (f"the Dask scheduler at {self.address} (from {self.origin}): {len(workers)} workers, "
+                            f"{sum(workers.values())} threads")
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Disconnect, and stop the LocalCluster if this executor started it."""
+        client, cluster, self.client, self.cluster = self.client, self.cluster, None, None
+        for thing in (client, cluster):
+            if thing is not None:
+                try:
+                    thing.close()
+                except Exception:  # closing after a lost scheduler: nothing left to stop
+                    pass
+
+    # -- the submit/as-completed interface ---------------------------------------------
+    def submit(self, fn: Any, job: Any) -> _Job:
+        """Hold ``job``; :meth:`as_completed` sends it when a worker thread is free."""
+        return _Job(fn, job)
+
+    def as_completed(self, handles: Any) -> Iterator[tuple]:
+        """Send the jobs, one per worker thread at a time; yield ``(handle, row)`` as each ends."""
+        from distributed import as_completed
+
+        handles = list(handles)
+        self._choose_transfer([h.job for h in handles])
+        queue = deque(handles)
+        running: dict = {}
+        ready: deque = deque()
+        finished: Any = None
+
+        def top_up() -> None:
+            nonlocal finished
+            capacity = self._capacity() if queue else 0
+            while queue and len(running) < capacity:
+                handle = queue.popleft()
+                sent = self._send(handle)
+                if isinstance(sent, dict):  # the input could not be read here: its row
+                    ready.append((handle, sent))
+                    continue
+                running[sent] = handle
+                if finished is None:
+                    finished = as_completed([sent], loop=self.client.loop)  # not the default client
+                else:
+                    finished.add(sent)
+
+        top_up()
+        while running or ready:
+            if ready:
+                yield ready.popleft()
+                top_up()
+                continue
+            future = next(finished)
+            handle = running.pop(future)
+            top_up()  # keep the freed worker busy while this row is made
+            yield handle, self._row(handle, future)
+
+    # -- helpers ------------------------------------------------------------------------
+    def _capacity(self) -> int:
+        """The worker threads the scheduler has now (asked each time: after a worker died,
+        fewer, until it is back), capped by ``-j`` on a running scheduler."""
+        try:
+            count = self._threads = sum(self.client.nthreads().values())
+        except Exception:  # a lost scheduler: the futures will say so
+            count = self._threads
+        if self.cluster is None and self.workers:
+            count = min(count, self.workers)
+        return max(count, 1)
+
+    def _choose_transfer(self, jobs: list) -> None:
+        """Probe the workers; settle ``paths`` or ``bytes`` and say which on stderr."""
+        if self.cluster is not None and self.transfer in ("auto", "paths"):
+            self.transfer = "paths"
+            print("passhost: note: sending paths: the LocalCluster's workers read the inputs and write the "
+                  "outputs on this machine", file=sys.stderr)
+            return
+        outputs = sorted({os.path.dirname(os.path.abspath(j.output)) for j in jobs if j.output})
+        files = []
+        for j in jobs:
+            try:
+                files.append((os.path.abspath(j.input), os.path.getsize(j.input)))
+            except OSError:
+                pass  # its row will say it cannot be read
+        token = secrets.token_hex(8)
+        markers = []
+        try:
+            for directory in outputs:
+                marker = os.path.join(directory, f".passhost-dask-probe-{token}")
+                write_bytes_atomic(marker, token.encode(), fsync=False)
+                markers.append(marker)
+            report = {}
+            for marker in markers or [None]:
+                for address, facts in self.client.run(remote.probe, files, marker, token).items():
+                    if address not in report or facts["unseen"]:
+                        report[address] = facts
+        except (OSError, UsageError) as err:
+            raise UsageError(f"the Dask workers could not be asked what they see: {_one_line(err)}") from None
+        finally:
+            for marker in markers:
+                try:
+                    os.unlink(marker)
+                except OSError:
+                    pass
+        for address, facts in sorted(report.items()):
+            if facts["error"]:
+                raise UsageError(f"Dask worker {address} cannot import passhost ({facts['error']}): install "
+                                 "passhost and the plugins the pipeline uses on every worker")
+        import passhost
+
+        skew = sorted({f["passhost"] for f in report.values()} - {passhost.__version__})
+        if skew:
+            print(f"passhost: warning: Dask workers run passhost {', '.join(skew)}, this is "
+                  f"{passhost.__version__}: outputs may differ from a local run", file=sys.stderr)
+        unseen = next(((a, f["unseen"]) for a, f in sorted(report.items()) if f["unseen"]), None)
+        if self.transfer == "paths" and unseen is not None:
+            raise UsageError(f"--transfer paths: Dask worker {unseen[0]} does not see {unseen[1]!r} as this machine "
+                             "does; share the file system with the workers, or use --transfer bytes")
+        if self.transfer == "auto":
+            self.transfer = "bytes" if unseen is not None else "paths"
+        if self.transfer == "paths":
+            print("passhost: note: sending paths: every Dask worker sees the inputs and the output directory, "
+                  "and reads and writes them itself (--transfer bytes sends the models instead)", file=sys.stderr)
+        else:
+            why = (f"worker {unseen[0]} does not see {unseen[1]!r}" if unseen is not None else "--transfer bytes")
+            print(f"passhost: note: sending model bytes ({why}): each model goes to its worker and its output "
+                  "comes back to be written here", file=sys.stderr)
+
+    def _send(self, handle: _Job) -> Any:
+        """Submit one job: its future, or its row when the input cannot be read here."""
+        job = handle.job
+        key = f"passhost-{os.path.basename(job.input)}-{secrets.token_hex(6)}"
+        if self.transfer == "paths":
+            return self.client.submit(remote.run_paths, handle.fn, job, key=key, pure=False)
+        try:
+            with open(job.input, "rb") as f:
+                data = f.read()
+        except OSError as err:
+            row = lost_row(job, f"cannot read {job.input!r}: {err.strerror or err}")
+            row["exit"] = 2
+            return row
+        with warnings.catch_warnings():  # the model rides in the task: that is the point of bytes
+            warnings.filterwarnings("ignore", message="Sending large graph")
+            return self.client.submit(remote.run_bytes, handle.fn, job, data, key=key, pure=False)
+
+    def _retries(self, key: Any) -> int:
+        try:
+            return self.client.run_on_scheduler(remote.suspicious, key)
+        except Exception:  # a scheduler that runs no client code: the row just cannot say
+            return 0
+
+    def _row(self, handle: _Job, future: Any) -> dict:
+        """The row of a finished future; in ``bytes`` mode its files are written here first."""
+        from distributed import KilledWorker
+
+        job = handle.job
+        retries = self._retries(future.key)
+        try:
+            result = future.result()
+        except KilledWorker as err:
+            last = getattr(getattr(err, "last_worker", None), "address", None)
+            return lost_row(job, f"its Dask worker died each time it ran (last {last or 'unknown'}): out of memory, "
+                                 "or a crash in native code; nothing was written for it")
+        except Exception as err:  # a worker that cannot unpickle the job, a lost scheduler
+            return lost_row(job, f"the Dask cluster could not run it: {_one_line(err)}")
+        finally:
+            future.release()
+        if self.transfer == "bytes":
+            row, files = result
+            row = self._write_back(job, row, files)
+        else:
+            row = result
+        if retries:
+            row["note"] = "run again: its first Dask worker died"
+            if self.transfer == "paths" and job.output:
+                _sweep(job.output)
+        return row
+
+    @staticmethod
+    def _write_back(job: Any, row: dict, files: dict) -> dict:
+        """Write what the worker wrote, atomically: side files first, the model last."""
+        if not job.output or not files:
+            return row
+        directory, main = os.path.dirname(os.path.abspath(job.output)), os.path.basename(job.output)
+        try:
+            for name in sorted(files, key=lambda n: n == main):
+                write_bytes_atomic(os.path.join(directory, name), files[name])
+        except OSError as err:
+            row["error"] = f"cannot write {os.path.join(directory, name)!r}: {err.strerror or err}"
+            row["exit"] = 2
+        return row
+
+
+def _sweep(output: str) -> None:
+    """Remove what a killed worker's atomic write of ``output`` left behind: the hidden
+    ``.NAME.<random>.tmp`` file (or ``.NAME.<random>`` directory) beside it."""
+    import shutil
+
+    directory, name = os.path.dirname(os.path.abspath(output)), os.path.basename(output)
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.startswith(f".{name}.") and entry != name:
+            path = os.path.join(directory, entry)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass

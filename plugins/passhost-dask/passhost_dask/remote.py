@@ -1,0 +1,107 @@
+"""What runs on the Dask workers (and, for the retry count, on the scheduler).
+
+The executor pickles this module *by value* (``cloudpickle.register_pickle_by_value``), so a
+worker needs passhost and the plugins the pipeline uses, but not passhost-dask. Keep it
+free of imports from ``passhost_dask``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import tempfile
+from typing import Any, Callable, Optional
+
+
+def worker_address() -> Optional[str]:
+    """The address of the Dask worker running this, or ``None`` outside one."""
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except (ImportError, ValueError):
+        return None
+
+
+def probe(files: list, marker: Optional[str], token: str) -> dict:
+    """What one worker has: its passhost, and whether it sees the client's files.
+
+    :param files: ``(path, size)`` of every input, as the client sees them
+    :param marker: a file the client wrote into the output directory (``None``: no output)
+    :param token: what ``marker`` holds
+    :returns: ``{"passhost": version or None, "error": why passhost does not import,
+        "unseen": the first path this worker does not see as the client does, or None}``
+    """
+    out: dict = {"passhost": None, "error": None, "unseen": None}
+    try:
+        import passhost
+        import passhost.cli.batch  # noqa: F401  (what the jobs call)
+
+        out["passhost"] = passhost.__version__
+    except Exception as err:  # reported by the client as one line
+        out["error"] = f"{type(err).__name__}: {' '.join(str(err).split())}"
+    for path, size in files:
+        try:
+            if os.path.getsize(path) == size:
+                continue
+        except OSError:
+            pass
+        out["unseen"] = path
+        return out
+    if marker is not None:
+        try:
+            with open(marker, encoding="utf-8") as f:
+                if f.read() == token:
+                    return out
+        except OSError:
+            pass
+        out["unseen"] = os.path.dirname(marker) + os.sep
+    return out
+
+
+def run_paths(fn: Callable, job: Any) -> dict:
+    """Run ``fn(job)`` where the paths are: the worker reads and writes the shared files."""
+    row = fn(job)
+    row["worker"] = worker_address()
+    return row
+
+
+def run_bytes(fn: Callable, job: Any, data: bytes) -> tuple:
+    """Run ``fn`` on a copy of the input in a temporary directory of the worker.
+
+    :returns: ``(row, files)``: the row with the client's paths in it, and every file the
+        job wrote beside its output (``name -> bytes``; the output itself and its side
+        files such as ``OUT.data``), for the client to write
+    """
+    tmp = tempfile.mkdtemp(prefix="passhost-job-")
+    try:
+        src_dir, out_dir = os.path.join(tmp, "in"), os.path.join(tmp, "out")
+        os.mkdir(src_dir)
+        os.mkdir(out_dir)
+        src = os.path.join(src_dir, os.path.basename(job.input))
+        with open(src, "wb") as f:
+            f.write(data)
+        dst = os.path.join(out_dir, os.path.basename(job.output)) if job.output else None
+        row = fn(dataclasses.replace(job, input=src, output=dst))
+        files = {}
+        for name in sorted(os.listdir(out_dir)):
+            path = os.path.join(out_dir, name)
+            if not name.startswith(".") and os.path.isfile(path):  # never a temporary of an atomic write
+                with open(path, "rb") as f:
+                    files[name] = f.read()
+        row["model"], row["output"] = job.input, job.output
+        if row.get("error"):  # the client's paths, not the worker's temporary ones
+            row["error"] = row["error"].replace(src, job.input)
+            if dst is not None:
+                row["error"] = row["error"].replace(dst, job.output)
+        row["worker"] = worker_address()
+        return row, files
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def suspicious(key: Any, dask_scheduler: Any = None) -> int:
+    """On the scheduler: how many workers died while running (or holding) task ``key``."""
+    ts = dask_scheduler.tasks.get(key) if dask_scheduler is not None else None
+    return int(getattr(ts, "suspicious", 0) or 0)
+
