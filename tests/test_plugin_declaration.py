@@ -260,3 +260,26 @@ def test_a_pass_made_of_rules_keeps_its_rules():
     reg = _registry(plugin(lambda: pattern_pass("Neg", rules)))
     with use_registry(reg):
         assert [r.name for r in passhost.passes.rules("Neg")] == ["double"]
+
+
+def test_an_installed_declared_plugin_lists_runs_and_uninstalls_like_any(tmp_path):
+    """Entry point, distribution==version, the default pipeline, removal: through pip."""
+    import json
+    import shutil
+
+    from passhost.testing import make_dist, pip_install, run_passhost
+
+    dist = make_dist(tmp_path, "passhost-zz-declared", "zz-declared", MODULE.replace('"Scale"', '"ZzScale"'),
+                     version="0.3.0")
+    site = pip_install(tmp_path / "site", dist)
+    listed = json.loads(run_passhost(site, "list", "--json").stdout)
+    [entry] = [p for p in listed["passes"] if p["name"] == "ZzScale"]
+    assert (entry["requirement"], entry["opt_level"], entry["default"]) == ("passhost-zz-declared==0.3.0", 1, True)
+    pipeline = run_passhost(site, "run", "--example", "tutorial", "--print-pipeline", "-O3")
+    assert "ZzScale" in pipeline.stdout.strip().split(",")
+    for path in site.glob("passhost_zz_declared*"):  # what pip uninstall removes
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    listed = json.loads(run_passhost(site, "list", "--json").stdout)
+    assert "ZzScale" not in [p["name"] for p in listed["passes"]]
+    gone = run_passhost(site, "run", "--example", "tutorial", "-p", "ZzScale")
+    assert gone.returncode == 2 and "unknown pass 'ZzScale'" in gone.stderr
