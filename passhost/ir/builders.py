@@ -35,7 +35,7 @@ __all__ = [
     "strided_slice", "take", "gather", "broadcast_to", "tile", "repeat",
     "full", "zeros", "ones", "full_like", "zeros_like", "ones_like",
     "sum", "mean", "max", "min", "prod", "variance", "argmax", "argmin",
-    "layout_transform", "shape_of", "stop_fusion", "shape_value",
+    "layout_transform", "shape_of", "stop_fusion", "shape_value", "trilu",
     "slice_like", "reverse_reshape",
 ]
 
@@ -291,6 +291,13 @@ def _dims(value: Any, what: str) -> tuple:
         else:
             raise IRError(f"{what} must be a sequence of dimensions, got {value!r}")
     return tuple(out)
+
+
+def trilu(data: Expr, k: Any = 0, upper: bool = True) -> Call:
+    """``trilu``: the upper (``upper``) or lower triangle of the last two axes of ``data``,
+    ``k`` diagonals over (an int or a scalar int64 expression); zeros elsewhere."""
+    k = k if isinstance(k, Expr) else Constant(np.asarray(int(k), dtype="int64"))
+    return Call(_op("trilu"), (data, k), {"upper": bool(upper)})
 
 
 def shape_value(values: Any, dtype: str = "int64") -> Call:

@@ -350,6 +350,11 @@ def _arange(em, call, args):
     return em.one("Range", [_scalar_of(em, start, dtype), _scalar_of(em, stop, dtype), _scalar_of(em, a.step, dtype)])
 
 
+@emitter("trilu")
+def _trilu(em, call, args):
+    return em.one("Trilu", list(args), upper=int(bool(call.attrs.upper)))
+
+
 @emitter("shape_value")
 def _shape_value(em, call, args):
     """Dimensions as a tensor: an initializer where they are ints, else computed from the

@@ -165,3 +165,12 @@ def test_the_save_says_which_shape_nodes_stay_and_what_they_feed(tmp_path):
     assert notes[1].strip() == "Shape(x) -> Reshape target x1"
     static = ir.parse('#[version = "0.0.5"]\ndef @main(%x: Tensor[(2, 3), float32]) { reshape(%x, newshape=[3, 2]) }')
     assert ir.save(static, str(tmp_path / "s.onnx")) == []
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bool"])
+def test_trilu_is_written_as_one_trilu(tmp_path, ort_run, dtype):
+    mod, path, model = _export(f"""def @main(%x: Tensor[(s, s), {dtype}]) {{ trilu(%x, 1i64) }}""", tmp_path)
+    assert [n.op_type for n in model.graph.node] == ["Trilu"]
+    for n in (3, 6):
+        a = np.ones((n, n), dtype) if dtype == "bool" else RNG.standard_normal((n, n)).astype(dtype)
+        np.testing.assert_array_equal(ort_run(path, {"x": a})[0], ir.evaluate(mod, a))
