@@ -11,7 +11,7 @@ import numpy as np
 
 from passhost import ir
 
-from .build import call, const, positions, static
+from .build import call, const, positions, reshape, static
 from .table import converter
 
 
@@ -33,14 +33,16 @@ def _mod(node):
 @converter("Trilu", 14)
 def _trilu(node):
     shape = node.shape(0)
-    k = int(node.need_const(1, "k").reshape(-1)[0]) if node.input(1) is not None else 0
     rows, cols = shape[-2], shape[-1]
     upper = int(node.attr("upper", 1)) != 0
-    if not static((rows, cols)):  # the mask from the row and column indices: col - row >= k (upper)
-        nd = len(shape)
-        diff = call("subtract", positions(node.inputs[0], shape, nd - 1), positions(node.inputs[0], shape, nd - 2))
-        mask = call("greater_equal" if upper else "less_equal", diff, const(k, "int64"))
-        return call("where", mask, node.inputs[0], _c(node, 0))
+    if not static((rows, cols)):  # a matrix of run-time size: the host's trilu (k may be computed too)
+        k = node.input(1)
+        if k is None:
+            k = const(0, "int64")
+        elif node.shape(1) != ():
+            k = reshape(k, ())
+        return call("trilu", node.inputs[0], k, upper=upper)
+    k = int(node.need_const(1, "k").reshape(-1)[0]) if node.input(1) is not None else 0
     tri = np.triu if upper else np.tril
     mask = tri(np.ones((rows, cols), dtype=bool), k)
     return call("where", ir.Constant(mask), node.inputs[0], _c(node, 0))
