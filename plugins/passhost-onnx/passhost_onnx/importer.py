@@ -295,7 +295,8 @@ def _check_attribute_types(n: onnx.NodeProto, opset: int) -> None:
 
 def _opaque_types(model: onnx.ModelProto, nodes: list) -> dict:
     """name -> ValueInfoProto for outputs of custom-domain nodes (value_info, else shape inference)."""
-    known = {vi.name: vi for vi in (*model.graph.value_info, *model.graph.output)}
+    known = {vi.name: vi for vi in (*model.graph.value_info, *model.graph.output)
+             if vi.type.tensor_type.HasField("shape")}
     wanted = [o for n in nodes for o in n.output if o]
     if all(o in known for o in wanted):
         return known
@@ -303,15 +304,19 @@ def _opaque_types(model: onnx.ModelProto, nodes: list) -> dict:
         inferred = onnx.shape_inference.infer_shapes(model)
     except Exception:  # onnx cannot type it either: the error below names the tensor
         return known
-    known.update({vi.name: vi for vi in (*inferred.graph.value_info, *inferred.graph.output)})
+    known.update({vi.name: vi for vi in (*inferred.graph.value_info, *inferred.graph.output)
+                  if vi.type.tensor_type.HasField("shape")})
     return known
 
 
-def _opaque(n: onnx.NodeProto, inputs: list, types: dict) -> Any:
+def _opaque(n: onnx.NodeProto, inputs: list, types: dict, names: Optional["DimNames"] = None,
+            opset: int = 0) -> Any:
     """The opaque call standing for node ``n`` (kept as it is), and its outputs, one per
     output of ``n`` (``None`` for an unused one, named ``""``). The stored node keeps the
     positions of its inputs and outputs (``""`` for an absent one, ``"?"`` for one the call
-    passes on), so an optional input or output in the middle stays where it was."""
+    passes on), so an optional input or output in the middle stays where it was. An
+    output's ``dim_param`` is the model's size variable (``names``), an unnamed dynamic
+    dimension ``?``."""
     shapes, dtypes = [], []
     label = f"{n.domain}.{n.op_type}" if n.domain else n.op_type
     for o in n.output:
@@ -319,12 +324,12 @@ def _opaque(n: onnx.NodeProto, inputs: list, types: dict) -> Any:
             continue
         vi = types.get(o)
         dims = _tensor_shape(vi) if vi is not None else None
-        if dims is None or not all(isinstance(d, int) and d > 0 or d == 0 for d in dims) or \
-                any(isinstance(d, str) for d in dims):
+        if dims is None or (names is None and not all(isinstance(d, int) and d >= 0 for d in dims)):
             raise FormatError(f"{'custom ' if n.domain else 'kept '}operator {label} (node {n.name or o!r}): the "
                               f"type of its output {o!r} is unknown; add it to the model's value_info or register "
                               "a converter")
-        shapes.append(tuple(int(d) for d in dims))
+        shapes.append(tuple(d if isinstance(d, int) and d > 0 or d == 0 else
+                            names.param(d) if isinstance(d, str) and d != "?" else ir.ANY for d in dims))
         dtypes.append(to_dtype(vi.type.tensor_type.elem_type, f"output {o!r}"))
     if not shapes:
         raise FormatError(f"operator {label} (node {n.name!r}): none of its outputs is used")
@@ -351,6 +356,21 @@ MAX_IMPORT_FOLD_BYTES = 1 << 28
 #: ``qnn.*`` alone (``fold_qnn=False``), a quantized weight stays an int8 constant behind
 #: its ``qnn.dequantize``, and the export writes it back as a ``DequantizeLinear``
 _KEEP = frozenset(ir.Op.get(n) for n in ("qnn.quantize", "qnn.dequantize", "qnn.conv2d", "qnn.requantize"))
+
+
+#: recurrent operators kept as they are when their sequence is dynamic (see _dynamic_recurrence)
+RECURRENT = frozenset({"LSTM", "GRU", "RNN"})
+
+
+def _dynamic_recurrence(n: onnx.NodeProto, inputs: list) -> bool:
+    """An ``LSTM``/``GRU``/``RNN`` over a sequence of run-time length: kept as it is (as
+    ``--keep-op`` keeps it), since unrolling needs the length and runtimes have one kernel
+    for it; its outputs are typed by ONNX's shape inference with the model's size variables."""
+    if n.op_type not in RECURRENT or not inputs or inputs[0] is None:
+        return False
+    t = inputs[0].checked_type
+    layout = next((a.i for a in n.attribute if a.name == "layout"), 0)
+    return isinstance(t, ir.TensorType) and len(t.shape) == 3 and type(t.shape[1 if layout else 0]) is not int
 
 
 #: ``_bind_outputs``'s ``foldable`` for nodes whose inputs are shape arithmetic
@@ -491,7 +511,8 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
     :param keep_ops: standard operators (``op_type`` names, e.g. ``{"LSTM", "GRU"}``) to keep
         as they are, as a custom-domain operator is kept: an opaque call typed by ONNX's
         shape inference, left alone by the passes and written back unchanged (instead of,
-        say, an LSTM unrolled into its per-step arithmetic); the interpreter cannot run it
+        say, an LSTM unrolled into its per-step arithmetic); the interpreter runs it with
+        ``onnx.reference``. An LSTM, GRU or RNN over a dynamic sequence is kept without asking
     :raises FormatError: unsupported operators (all of them, with counts), bad shapes, ...
     """
     graph = model.graph
@@ -532,9 +553,11 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
         else:
             env[name] = ir.infer_type(ir.Constant(data))  # (kept as it is when read-only and contiguous)
     weight_vars = [env[n] for n in weights]
+    dynamic = any(not p.checked_type.is_static for p in params)
     customs = [n for n in graph.node if (_domain(n.domain)
                and lookup(table, _domain(n.domain), n.op_type, opsets.get(_domain(n.domain), 1)) is None
-               and (n.domain, n.op_type) not in functions.local) or (not _domain(n.domain) and n.op_type in keep)]
+               and (n.domain, n.op_type) not in functions.local) or (not _domain(n.domain) and n.op_type in keep)
+               or (dynamic and not _domain(n.domain) and n.op_type in RECURRENT)]
     types = _opaque_types(full_model(model, arrays), customs) if customs else {}
     # a stack of (node, its opsets, the model's node it was expanded from, depth): function
     # bodies are pushed in place of their node
@@ -565,8 +588,9 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
                               "earlier node, input or initializer defines (is the graph topologically sorted?)") \
                 from None
         fn = lookup(table, domain, n.op_type, node_opsets.get(domain, 1))
-        if keep and not domain and outer is None and n.op_type in keep:
-            _bind_outputs(n, _opaque(n, inputs, types), inputs, False, env, source, outer)
+        if not domain and outer is None and (n.op_type in keep or _dynamic_recurrence(n, inputs)):
+            _bind_outputs(n, _opaque(n, inputs, types, dim_names, node_opsets.get("", 1)), inputs, False, env,
+                          source, outer)
             continue
         if fn is None and not domain and n.op_type == "If":
             if depth >= MAX_DEPTH:
@@ -593,7 +617,7 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
             raise FormatError(f"{_label(outer)}: its function body uses {n.op_type} (opset "
                               f"{node_opsets.get('', '?')}), which passhost has no converter for")
         if fn is None:
-            outs = _opaque(n, inputs, types)
+            outs = _opaque(n, inputs, types, dim_names, node_opsets.get(domain, 1))
         else:
             node = Node(n.op_type, domain, n.name, inputs, {a.name: _attr_value(a) for a in n.attribute},
                         list(n.output), node_opsets.get(domain, 1))

@@ -174,3 +174,29 @@ def test_trilu_is_written_as_one_trilu(tmp_path, ort_run, dtype):
     for n in (3, 6):
         a = np.ones((n, n), dtype) if dtype == "bool" else RNG.standard_normal((n, n)).astype(dtype)
         np.testing.assert_array_equal(ort_run(path, {"x": a})[0], ir.evaluate(mod, a))
+
+
+def test_an_lstm_over_a_dynamic_sequence_stays_one_lstm_and_the_interpreter_runs_it(tmp_path, ort_run):
+    """Unrolling needs the sequence length: over a dynamic one the LSTM is kept as it is (as
+    --keep-op keeps it), typed by ONNX's shape inference with the model's size variables,
+    run by passhost's interpreter through onnx.reference and written back as one LSTM."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(1)
+    w = [numpy_helper.from_array(rng.standard_normal(s).astype("float32") * 0.3, n)
+         for n, s in (("w", (1, 16, 3)), ("r", (1, 16, 4)), ("b", (1, 32)))]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["seq", "batch", 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    src = str(tmp_path / "lstm.onnx")
+    onnx.save(helper.make_model(helper.make_graph([helper.make_node("LSTM", ["x", "w", "r", "b"], ["y"], hidden_size=4)],
+                                                  "g", [x], [y], w), opset_imports=[helper.make_opsetid("", 17)]), src)
+    mod = ir.load(src)
+    assert str(mod["main"].body.checked_type) == "Tensor[(seq, 1, batch, 4), float32]"
+    out = str(tmp_path / "out.onnx")
+    ir.save(mod, out)
+    assert [n.op_type for n in onnx.load(out).graph.node] == ["LSTM"]
+    for shape in ((5, 2, 3), (7, 3, 3)):
+        a = rng.standard_normal(shape).astype("float32")
+        want = ort_run(src, {"x": a})[0]
+        np.testing.assert_allclose(ort_run(out, {"x": a})[0], want, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(ir.evaluate(mod, a), want, rtol=1e-4, atol=1e-5)
