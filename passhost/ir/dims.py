@@ -853,8 +853,11 @@ def value_has_dims(value: Any) -> bool:
 
 def substitute_value(value: Any, values: Mapping[str, int]) -> Any:
     """An attribute value with every :class:`Dim` evaluated under ``values`` (tuples stay
-    tuples); raises :class:`SymbolicDimError` for a variable without a value."""
-    if type(value) is Dim or value is ANY:
+    tuples; a ``?`` stays, for the kernel to refuse if it needs it); raises
+    :class:`SymbolicDimError` for a variable without a value."""
+    if value is ANY:
+        return value
+    if type(value) is Dim:
         return evaluate_dim(value, values)
     if type(value) is tuple or type(value) is list:
         return tuple(substitute_value(v, values) for v in value)

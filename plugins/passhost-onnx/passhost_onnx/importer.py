@@ -363,14 +363,15 @@ RECURRENT = frozenset({"LSTM", "GRU", "RNN"})
 
 
 def _dynamic_recurrence(n: onnx.NodeProto, inputs: list) -> bool:
-    """An ``LSTM``/``GRU``/``RNN`` over a sequence of run-time length: kept as it is (as
-    ``--keep-op`` keeps it), since unrolling needs the length and runtimes have one kernel
-    for it; its outputs are typed by ONNX's shape inference with the model's size variables."""
+    """An ``LSTM``/``GRU``/``RNN`` whose input has a dynamic axis: kept as it is (as
+    ``--keep-op`` keeps it). Over a sequence of run-time length it cannot be unrolled, and
+    over a dynamic batch its unrolled form is dozens of nodes per step where runtimes have
+    one kernel; its outputs are typed by ONNX's shape inference with the model's size
+    variables."""
     if n.op_type not in RECURRENT or not inputs or inputs[0] is None:
         return False
     t = inputs[0].checked_type
-    layout = next((a.i for a in n.attribute if a.name == "layout"), 0)
-    return isinstance(t, ir.TensorType) and len(t.shape) == 3 and type(t.shape[1 if layout else 0]) is not int
+    return isinstance(t, ir.TensorType) and not t.is_static
 
 
 #: ``_bind_outputs``'s ``foldable`` for nodes whose inputs are shape arithmetic
@@ -512,7 +513,7 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
         as they are, as a custom-domain operator is kept: an opaque call typed by ONNX's
         shape inference, left alone by the passes and written back unchanged (instead of,
         say, an LSTM unrolled into its per-step arithmetic); the interpreter runs it with
-        ``onnx.reference``. An LSTM, GRU or RNN over a dynamic sequence is kept without asking
+        ``onnx.reference``. An LSTM, GRU or RNN over dynamic axes is kept without asking
     :raises FormatError: unsupported operators (all of them, with counts), bad shapes, ...
     """
     graph = model.graph
