@@ -186,7 +186,7 @@ class TupleType(Type):
             return True
         if type(other) is not TupleType:
             return NotImplemented
-        return self._hash == other._hash and self.fields == other.fields  # type: ignore[attr-defined]
+        return self._hash == other._hash and _equal_nested(self, other)  # type: ignore[attr-defined]
 
     def __ne__(self, other: object) -> bool:
         r = self.__eq__(other)
@@ -225,8 +225,7 @@ class FuncType(Type):
             return True
         if type(other) is not FuncType:
             return NotImplemented
-        return (self._hash == other._hash and self.arg_types == other.arg_types  # type: ignore[attr-defined]
-                and self.ret_type == other.ret_type)  # type: ignore[attr-defined]
+        return self._hash == other._hash and _equal_nested(self, other)  # type: ignore[attr-defined]
 
     def __ne__(self, other: object) -> bool:
         r = self.__eq__(other)
@@ -274,6 +273,32 @@ def has_incomplete(t: Type) -> bool:
             stack.extend(x.arg_types)
             stack.append(x.ret_type)
     return False
+
+
+def _equal_nested(a: Type, b: Type) -> bool:
+    """``a == b`` for tuple and function types, with an explicit stack: two equal tuple
+    types 100,000 levels deep compare at the default recursion limit (tensor types and
+    other leaves compare with their own ``==``)."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        tx = type(x)
+        if tx is not type(y):
+            return False
+        if tx is TupleType:
+            if x._hash != y._hash or len(x.fields) != len(y.fields):
+                return False
+            stack.extend(zip(x.fields, y.fields))
+        elif tx is FuncType:
+            if x._hash != y._hash or len(x.arg_types) != len(y.arg_types):
+                return False
+            stack.append((x.ret_type, y.ret_type))
+            stack.extend(zip(x.arg_types, y.arg_types))
+        elif not x == y:
+            return False
+    return True
 
 
 def _render_nested(t: Type) -> str:
