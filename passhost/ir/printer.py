@@ -61,7 +61,7 @@ from .dims import ANY, Dim
 from .expr import USES_OF, Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
 from .op import Op
-from .types import Type
+from .types import FuncType, TupleType, Type
 
 __all__ = [
     "pretty_print",
@@ -73,6 +73,8 @@ __all__ = [
     "METADATA_HEADER",
     "METADATA_OMITTED",
     "MAX_INDENT",
+    "MAX_TYPE_DEPTH",
+    "MAX_TYPE_PARTS",
 ]
 
 VERSION = "0.0.5"
@@ -89,6 +91,14 @@ METADATA_OMITTED = (
 #: nesting depth beyond which scopes are indented no further (keeps the text linear in
 #: the program's size; the parser does not read indentation)
 MAX_INDENT = 32
+#: an inferred type -- a ``/* ty=... */`` comment, a typed function's ``-> T``, a typed
+#: ``let`` variable's ``: T`` -- is written out only when it nests at most this deep and
+#: has at most :data:`MAX_TYPE_PARTS` parts (tensors, tuples, functions); inference gives
+#: the others back when the text is read, and the text stays linear in the program's size
+#: (a 100,000-deep nested tuple has 100,000 ever deeper types: written out at every level
+#: they would take 5 * 10**9 parts)
+MAX_TYPE_DEPTH = 64
+MAX_TYPE_PARTS = 4096
 
 _FLOAT_TYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
 _FLOAT_SUFFIX = {"float16": "f16", "float32": "f", "float64": "f64"}
@@ -228,6 +238,8 @@ class _Printer:
         self.const_text: dict = {}   # Constant -> text (with its annotation)
         self.meta: list = []         # Constants in metadata order
         self.ty_text: dict = {}      # id(type) -> " /* ty=... */"
+        self.small_types: dict = {}  # id(type) -> whether it is written out
+        self.type_sizes: dict = {}   # id(type) -> (depth, parts), saturated
         self.attr_text: dict = {}    # id(attrs) -> ", k=v, ..."
         self.uses: dict = {}
         self.scopes: list = []       # the scopes being printed, innermost last
@@ -276,14 +288,22 @@ class _Printer:
         return scoped
 
     def annot(self, node: Expr) -> str:
-        """`` /* ty=T */`` for a typed node (TVM never annotates ``if`` and ``let``)."""
+        """`` /* ty=T */`` for a typed node (TVM never annotates ``if`` and ``let``), when
+        ``T`` is small enough to write (:func:`_small_type`)."""
         t = node._checked_type
         if t is None or type(node) is If or type(node) is Let:
             return ""
         s = self.ty_text.get(id(t))
         if s is None:
-            s = self.ty_text[id(t)] = f" /* ty={t} */"
+            s = self.ty_text[id(t)] = f" /* ty={t} */" if self.small(t) else ""
         return s
+
+    def small(self, t: Type) -> bool:
+        """Whether the inferred type ``t`` is written out (see :data:`MAX_TYPE_DEPTH`)."""
+        r = self.small_types.get(id(t))
+        if r is None:
+            r = self.small_types[id(t)] = _small_type(t, self.type_sizes)
+        return r
 
     def unique_name(self, prefix: str) -> str:
         table = self.name_alloc
@@ -300,15 +320,17 @@ class _Printer:
         table[name] = 0
         return name
 
-    def var_def(self, var: Var) -> str:
-        """Allocate a unique name for ``var``; return its definition text."""
+    def var_def(self, var: Var, inferred: bool = False) -> str:
+        """Allocate a unique name for ``var``; return its definition text. ``inferred``:
+        ``var`` is bound by a ``let``, so inference gives a typed one its annotation back
+        from the value; a large one is not written out then."""
         hint = _BAD_NAME_CHARS.sub("_", var.name_hint)
         if not hint or not ("a" <= hint[0] <= "z" or "A" <= hint[0] <= "Z"):
             hint = "v" + hint
         name = "%" + self.unique_name(hint)
         self.varname[var] = name
         ann = var.type_annotation
-        if ann is not None:
+        if ann is not None and not (inferred and var._checked_type is not None and not self.small(ann)):
             name = f"{name}: {ann}"
         return name + self.annot(var)
 
@@ -398,8 +420,9 @@ class _Printer:
     def fn_head(self, keyword: str, fn: Function, params: list) -> str:
         parts = params + [f"{k}={format_attr_value(v)}" for k, v in fn.attrs.items()]
         head = f"{keyword}(" + ", ".join(parts) + ")"
-        if fn.ret_type is not None:
-            head += f" -> {fn.ret_type}"
+        ret = fn.ret_type
+        if ret is not None and (fn._checked_type is None or self.small(ret)):  # (inference gives it back)
+            head += f" -> {ret}"
         return head + " {"
 
     @staticmethod
@@ -488,7 +511,7 @@ class _Printer:
                     # a let in operand position: its own parenthesised scope
                     self.enter(inner[node])
                     push((_PAREN_END, node))
-                    push((_LET_VALUE, node, self.var_def(node.var)))
+                    push((_LET_VALUE, node, self.var_def(node.var, True)))
                     push((_VISIT, node.value))
                 # Constant, Op, GlobalVar: nothing to do
             elif code == _POST:
@@ -510,7 +533,7 @@ class _Printer:
                     pending[node] = f"{ref(node.tuple_value)}.{node.index}"
             elif code == _TAIL:
                 if type(node) is Let and node not in memo and node not in pending and node not in inner:
-                    push((_LET_VALUE, node, self.var_def(node.var)))
+                    push((_LET_VALUE, node, self.var_def(node.var, True)))
                     push((_VISIT, node.value))
                 else:
                     push((_RESULT, node))
@@ -563,6 +586,39 @@ class _Printer:
 
 _ATOMIC = frozenset([Var, Constant, Op, GlobalVar])
 _SCOPING = frozenset([Function, If, Let])
+
+
+def _small_type(t: Type, sizes: dict) -> bool:
+    """Whether ``t`` nests at most :data:`MAX_TYPE_DEPTH` deep and has at most
+    :data:`MAX_TYPE_PARTS` parts; ``sizes`` remembers ``id -> (depth, parts)`` (both
+    saturated) across calls, so a chain of types nesting one another is measured in one
+    step per type."""
+    stack = [t]
+    while stack:
+        x = stack[-1]
+        if id(x) in sizes:
+            stack.pop()
+            continue
+        kids = _TYPE_KIDS.get(type(x), _no_kids)(x)
+        todo = [k for k in kids if id(k) not in sizes]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        depth, parts = 0, 1
+        for k in kids:
+            d, n = sizes[id(k)]
+            depth, parts = max(depth, d), parts + n
+        sizes[id(x)] = (min(depth + 1, MAX_TYPE_DEPTH + 1), min(parts, MAX_TYPE_PARTS + 1))
+    depth, parts = sizes[id(t)]
+    return depth <= MAX_TYPE_DEPTH and parts <= MAX_TYPE_PARTS
+
+
+def _no_kids(t: Type) -> tuple:
+    return ()
+
+
+_TYPE_KIDS = {TupleType: lambda t: t.fields, FuncType: lambda t: t.arg_types + (t.ret_type,)}
 
 
 def _print(obj: Any) -> tuple:
