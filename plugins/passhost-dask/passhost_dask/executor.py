@@ -25,10 +25,12 @@ first and the model last (bytes).
 """
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import secrets
 import sys
+import threading
 import warnings
 from collections import deque
 from typing import Any, Iterator, Optional
@@ -89,7 +91,12 @@ class DaskExecutor:
         self.description = "a Dask cluster"
         self.client: Any = None
         self.cluster: Any = None
-        self._threads = 0
+        #: worker address -> threads, kept current by the scheduler's add/remove-worker events
+        self._workers: dict = {}
+        self._recount = False
+        #: task key -> the worker whose unexpected death made it run again
+        self._rerun: dict = {}
+        self._lock = threading.Lock()
 
     # -- starting and stopping ----------------------------------------------------------
     def __enter__(self) -> "DaskExecutor":
@@ -112,7 +119,7 @@ class DaskExecutor:
                     n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                     dashboard_address=":0", silence_logs=logging.CRITICAL)
             self.client = distributed.Client(self.cluster, set_as_default=False)
-            dashboard = "dashboard" in getattr(self.cluster.scheduler, "services", {})
+            dashboard = importlib.util.find_spec("bokeh") is not None  # the status page needs bokeh
             self.description = (f"a Dask LocalCluster of {n} worker processes at {self.cluster.scheduler_address}"
                                 + (f" (dashboard {self.cluster.dashboard_link})" if dashboard else ""))
             return self
@@ -156,13 +163,16 @@ class DaskExecutor:
 
         handles = list(handles)
         self._choose_transfer([h.job for h in handles])
+        # which tasks a dying worker takes down: the scheduler says so as it happens (no
+        # question per job), and says when workers come and go (the number in flight)
+        self.client.subscribe_topic("all", self._on_event)
+        self._count_workers()
         queue = deque(handles)
         running: dict = {}
         ready: deque = deque()
-        finished: Any = None
+        finished = as_completed(loop=self.client.loop, with_results=True, raise_errors=False)
 
         def top_up() -> None:
-            nonlocal finished
             capacity = self._capacity() if queue else 0
             while queue and len(running) < capacity:
                 handle = queue.popleft()
@@ -171,10 +181,7 @@ class DaskExecutor:
                     ready.append((handle, sent))
                     continue
                 running[sent] = handle
-                if finished is None:
-                    finished = as_completed([sent], loop=self.client.loop)  # not the default client
-                else:
-                    finished.add(sent)
+                finished.add(sent)
 
         top_up()
         while running or ready:
@@ -182,19 +189,42 @@ class DaskExecutor:
                 yield ready.popleft()
                 top_up()
                 continue
-            future = next(finished)
+            future, result = next(finished)
             handle = running.pop(future)
             top_up()  # keep the freed worker busy while this row is made
-            yield handle, self._row(handle, future)
+            yield handle, self._row(handle, future, result)
 
     # -- helpers ------------------------------------------------------------------------
-    def _capacity(self) -> int:
-        """The worker threads the scheduler has now (asked each time: after a worker died,
-        fewer, until it is back), capped by ``-j`` on a running scheduler."""
+    def _on_event(self, event: Any) -> None:
+        """A scheduler event (on the client's event-loop thread)."""
+        msg = event[1] if isinstance(event, tuple) and len(event) == 2 else None
+        if not isinstance(msg, dict):
+            return
+        with self._lock:
+            if msg.get("action") == "remove-worker":
+                worker = msg.get("worker")
+                self._workers.pop(worker, None)
+                if not msg.get("expected"):
+                    for key in (*msg.get("processing-tasks", ()), *msg.get("lost-computed-tasks", ())):
+                        self._rerun.setdefault(key, worker)
+            elif msg.get("action") == "add-worker":
+                self._recount = True
+
+    def _count_workers(self) -> None:
         try:
-            count = self._threads = sum(self.client.nthreads().values())
+            workers = dict(self.client.nthreads())
         except Exception:  # a lost scheduler: the futures will say so
-            count = self._threads
+            return
+        with self._lock:
+            self._workers, self._recount = workers, False
+
+    def _capacity(self) -> int:
+        """The worker threads the scheduler has now (fewer after a worker died, until it is
+        back), capped by ``-j`` on a running scheduler."""
+        if self._recount:
+            self._count_workers()
+        with self._lock:
+            count = sum(self._workers.values())
         if self.cluster is None and self.workers:
             count = min(count, self.workers)
         return max(count, 1)
@@ -274,34 +304,29 @@ class DaskExecutor:
             warnings.filterwarnings("ignore", message="Sending large graph")
             return self.client.submit(remote.run_bytes, handle.fn, job, data, key=key, pure=False)
 
-    def _retries(self, key: Any) -> int:
-        try:
-            return self.client.run_on_scheduler(remote.suspicious, key)
-        except Exception:  # a scheduler that runs no client code: the row just cannot say
-            return 0
-
-    def _row(self, handle: _Job, future: Any) -> dict:
+    def _row(self, handle: _Job, future: Any, result: Any) -> dict:
         """The row of a finished future; in ``bytes`` mode its files are written here first."""
         from distributed import KilledWorker
 
         job = handle.job
-        retries = self._retries(future.key)
-        try:
-            result = future.result()
-        except KilledWorker as err:
-            last = getattr(getattr(err, "last_worker", None), "address", None)
-            return lost_row(job, f"its Dask worker died each time it ran (last {last or 'unknown'}): out of memory, "
-                                 "or a crash in native code; nothing was written for it")
-        except Exception as err:  # a worker that cannot unpickle the job, a lost scheduler
-            return lost_row(job, f"the Dask cluster could not run it: {_one_line(err)}")
-        finally:
-            future.release()
+        status = future.status
+        future.release()
+        with self._lock:
+            died = self._rerun.pop(future.key, None)
+        if status != "finished":
+            err = result[1] if status == "error" and isinstance(result, tuple) and len(result) == 3 else result
+            if isinstance(err, KilledWorker):
+                last = getattr(getattr(err, "last_worker", None), "address", None) or died or "unknown"
+                return lost_row(job, f"its Dask worker died each time it ran (last {last}): out of memory, "
+                                     "or a crash in native code; nothing was written for it")
+            what = _one_line(err) if isinstance(err, BaseException) else f"the task ended as {status!r}"
+            return lost_row(job, f"the Dask cluster could not run it: {what}")
         if self.transfer == "bytes":
             row, files = result
             row = self._write_back(job, row, files)
         else:
             row = result
-        if retries:
+        if died is not None:
             row["note"] = "run again: its first Dask worker died"
             if self.transfer == "paths" and job.output:
                 _sweep(job.output)

@@ -1,4 +1,4 @@
-"""What runs on the Dask workers (and, for the retry count, on the scheduler).
+"""What runs on the Dask workers.
 
 The executor pickles this module *by value* (``cloudpickle.register_pickle_by_value``), so a
 worker needs passhost and the plugins the pipeline uses, but not passhost-dask. Keep it
@@ -98,10 +98,4 @@ def run_bytes(fn: Callable, job: Any, data: bytes) -> tuple:
         return row, files
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def suspicious(key: Any, dask_scheduler: Any = None) -> int:
-    """On the scheduler: how many workers died while running (or holding) task ``key``."""
-    ts = dask_scheduler.tasks.get(key) if dask_scheduler is not None else None
-    return int(getattr(ts, "suspicious", 0) or 0)
 

@@ -234,6 +234,21 @@ def test_an_unreachable_scheduler_is_one_line_exit_2(models, tmp_path, capsys):
     assert not os.listdir(tmp_path / "out")
 
 
+def test_a_scheduler_without_workers_is_one_line_exit_2(models, tmp_path, capsys):
+    c = distributed.LocalCluster(n_workers=0, processes=True, host="127.0.0.1", dashboard_address=":0",
+                                 silence_logs=logging.CRITICAL)
+    try:
+        address = c.scheduler_address.split("://")[1]
+        with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+            code, _, err = _run(capsys, "run", *_inputs(models), "-o", f"{tmp_path}/out/",
+                                "--executor", f"dask://{address}")
+    finally:
+        c.close()
+    assert code == ExitCode.USAGE_ERROR
+    assert err == (f"passhost: error: the Dask scheduler at tcp://{address} has no workers (waited 1s); start some "
+                   f"with `dask worker tcp://{address}`\n")
+
+
 # -- choosing paths or bytes (the probe's answers stubbed) ----------------------------------------
 class _Client:
     def __init__(self, answers):
