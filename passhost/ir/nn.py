@@ -19,6 +19,7 @@ __all__ = [
     "hard_sigmoid", "hard_swish", "matmul", "batch_matmul", "conv2d_transpose", "log_softmax", "gelu",
     "conv3d", "conv3d_transpose", "max_pool3d", "avg_pool3d", "deformable_conv2d", "modulated_deformable_conv2d",
     "max_pool2d_with_argmax", "max_unpool2d", "l2_normalize", "upsampling", "upsampling3d",
+    "rms_norm", "rotary_embedding", "attention",
 ]
 
 
@@ -388,3 +389,28 @@ def upsampling3d(data: Expr, scale_d: float, scale_h: float, scale_w: float, lay
     return _call("nn.upsampling3d", (data,), {
         "scale_d": float(scale_d), "scale_h": float(scale_h), "scale_w": float(scale_w), "layout": layout,
         "method": method, "coordinate_transformation_mode": coordinate_transformation_mode})
+
+
+def rms_norm(data: Expr, gamma: Expr, axis: int = -1, epsilon: float = 1e-5) -> Call:
+    """``nn.rms_norm``: ``data / sqrt(mean(data * data) + epsilon) * gamma`` over the axes from
+    ``axis`` to the last (ONNX ``RMSNormalization``)."""
+    return _call("nn.rms_norm", (data, gamma), {"axis": int(axis), "epsilon": float(epsilon)})
+
+
+def rotary_embedding(data: Expr, cos: Expr, sin: Expr, interleaved: bool = False, rotary_dim: int = 0) -> Call:
+    """``nn.rotary_embedding``: the first ``rotary_dim`` values (all when 0) of each head of
+    ``data`` (batch, heads, seq, head) turned by ``cos``/``sin`` (batch, seq, rotary_dim / 2)
+    (ONNX ``RotaryEmbedding``)."""
+    return _call("nn.rotary_embedding", (data, cos, sin),
+                 {"interleaved": bool(interleaved), "rotary_dim": int(rotary_dim)})
+
+
+def attention(query: Expr, key: Expr, value: Expr, mask: Optional[Expr] = None,
+              scale: Optional[float] = None) -> Call:
+    """``nn.attention``: ``softmax((q * sqrt(scale)) @ (k * sqrt(scale))^T + mask) @ v`` over
+    (batch, heads, seq, head) tensors, key-value heads shared by groups of query heads (ONNX
+    ``Attention``); ``mask`` None is a scalar float32 zero, ``scale`` None ``1 / sqrt(head)``."""
+    from .builders import const
+
+    return _call("nn.attention", (query, key, value, const(0.0, "float32") if mask is None else mask),
+                 {"scale": None if scale is None else float(scale)})

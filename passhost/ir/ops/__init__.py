@@ -35,7 +35,7 @@ Keys of :attr:`OpDef.extra <passhost.ir.OpDef>` set by core ops (read them with
 """
 from __future__ import annotations
 
-from . import conv3d_transpose, conv_transpose, deformable, einsum, elemwise, grid_sample, image, indexing, init, l2_normalize, layout, matmul, nn, pad, pool, qnn, reduce, reverse_reshape, scatter, sequence, shape, signal, slice_like, transform, trilu, unpool, upsampling, vision, volume  # noqa: F401,E501  (registration)
+from . import attention, conv3d_transpose, conv_transpose, deformable, einsum, elemwise, grid_sample, image, indexing, init, l2_normalize, layout, matmul, nn, pad, pool, qnn, reduce, reverse_reshape, rms_norm, rotary, scatter, sequence, shape, signal, slice_like, transform, trilu, unpool, upsampling, vision, volume  # noqa: F401,E501  (registration)
 from .layout import layout_axes, parse_layout
 
 __all__ = ["layout_axes", "parse_layout"]
