@@ -78,7 +78,6 @@ PUBLIC_MODULES = (
 )
 
 
-
 def _record_hooks() -> dict:
     """Record type -> the hook that yields it, in the registry's order (one table, the registry's)."""
     from .registry import _RECORD_TYPES

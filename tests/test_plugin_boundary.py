@@ -28,6 +28,15 @@ SOURCES = sorted(p for pattern in ("plugins/*/passhost_*/**/*.py", "examples/*/p
                  for p in ROOT.glob(pattern) if "build" not in p.parts)
 #: modules whose attributes are what plugins registered (``passhost.passes.FoldConstant``)
 DYNAMIC = {"passhost.passes", "passhost.instruments"}
+#: what a plugin still takes from outside the list, until the host has a public form for it:
+#: (file, what it takes) -> why. Only shrinks: an entry nothing matches fails the test.
+PENDING = {
+    ("plugins/passhost-dask/passhost_dask/executor.py", "passhost.cli.batch"):
+        "lost_row(job, message), the row of a job a dying worker took down: needs a public home "
+        "beside ExecutorEntry (the executor protocol), then the plugin imports it from there",
+    ("plugins/passhost-dask/passhost_dask/remote.py", "passhost.cli.batch"):
+        "a worker imports the module whose functions the jobs call: the same public home",
+}
 
 
 def _public_names(module: str) -> set:
@@ -175,10 +184,16 @@ def test_the_checker_refuses_what_slipped_through_the_underscore_rule():
 
 
 def test_plugins_use_only_the_public_modules_and_names():
-    found = []
+    found, used = [], set()
     for path in SOURCES:
-        found += _check_source(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+        where = str(path.relative_to(ROOT))
+        for problem in _check_source(path.read_text(encoding="utf-8"), where):
+            pending = [key for key in PENDING if key[0] == where and f" {key[1]}," in problem]
+            used.update(pending)
+            if not pending:
+                found.append(problem)
     assert found == []
+    assert set(PENDING) <= used, f"remove from PENDING what no plugin takes any more: {set(PENDING) - used}"
 
 
 def test_no_plugin_touches_private_state():
