@@ -35,7 +35,6 @@ import warnings
 from collections import deque
 from typing import Any, Iterator, Optional
 
-from passhost.cli.batch import lost_row
 from passhost.errors import UsageError
 from passhost.io import write_bytes_atomic
 
@@ -48,6 +47,13 @@ SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
 TRANSFERS = ("auto", "paths", "bytes")
 #: how long to wait for a scheduler, and for its first worker (Dask's connect timeout)
 _CONNECT_KEY = "distributed.comm.timeouts.connect"
+
+
+def lost_row(job: Any, message: str) -> dict:
+    """:func:`passhost.cli.batch.lost_row` (imported when needed: loading the plugin stays light)."""
+    from passhost.cli.batch import lost_row as row
+
+    return row(job, message)
 
 
 def _one_line(err: BaseException) -> str:
@@ -97,6 +103,7 @@ class DaskExecutor:
         #: task key -> the worker whose unexpected death made it run again
         self._rerun: dict = {}
         self._lock = threading.Lock()
+        self._subscribed = False
 
     # -- starting and stopping ----------------------------------------------------------
     def __enter__(self) -> "DaskExecutor":
@@ -119,6 +126,7 @@ class DaskExecutor:
                     n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                     dashboard_address=":0", silence_logs=logging.CRITICAL)
             self.client = distributed.Client(self.cluster, set_as_default=False)
+            self.client.register_plugin(remote.fast_exit_plugin())  # closing then takes 0.1 s, not 1 s
             dashboard = importlib.util.find_spec("bokeh") is not None  # the status page needs bokeh
             self.description = (f"a Dask LocalCluster of {n} worker processes at {self.cluster.scheduler_address}"
                                 + (f" (dashboard {self.cluster.dashboard_link})" if dashboard else ""))
@@ -145,6 +153,11 @@ class DaskExecutor:
     def close(self) -> None:
         """Disconnect, and stop the LocalCluster if this executor started it."""
         client, cluster, self.client, self.cluster = self.client, self.cluster, None, None
+        if client is not None and self._subscribed:
+            try:  # first, or the scheduler logs a failed send of our own leaving to us
+                client.unsubscribe_topic("all")
+            except Exception:
+                pass
         for thing in (client, cluster):
             if thing is not None:
                 try:
@@ -166,6 +179,7 @@ class DaskExecutor:
         # which tasks a dying worker takes down: the scheduler says so as it happens (no
         # question per job), and says when workers come and go (the number in flight)
         self.client.subscribe_topic("all", self._on_event)
+        self._subscribed = True
         self._count_workers()
         queue = deque(handles)
         running: dict = {}
