@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 from ..errors import PasshostError
 from ..io import output_stream, plugin_output_to_stderr
 from . import bisect, check_rules, completion, explain, listing, run
-from .common import ArgumentParser, CommandError, ExitCode, one_line, printable, shorten
+from .common import ArgumentParser, CommandError, ExitCode, one_line, out_of_memory, printable, shorten
 
 __all__ = ["build_parser", "main"]
 
@@ -152,6 +152,11 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         # standard output is a full or broken device (`passhost run m.txt > /dev/full`)
         print(f"passhost: error: cannot write output: {err.strerror or err}", file=sys.stderr)
         return ExitCode.PASS_FAILED
+    except MemoryError as err:  # reading or writing a module of a size no machine holds
+        if traceback:
+            raise
+        print(f"passhost: error: {out_of_memory(err)}", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
     except Exception as err:  # a bug in passhost or a plugin outside any pass
         if traceback:
             raise

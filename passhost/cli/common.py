@@ -17,7 +17,8 @@ from ..io import output_stream, write_text_atomic
 
 __all__ = ["EXAMPLES", "ExitCode", "CommandError", "ArgumentParser", "registry", "one_line", "dash",
            "example", "load_input", "load_options", "parse_input_shapes", "parse_bind_dims", "bind_params", "parse_config", "write_atomic",
-           "pass_names", "printable", "print_table", "shorten", "stdout", "MAX_MESSAGE", "opt_level", "OPT_LEVELS"]
+           "pass_names", "printable", "print_table", "shorten", "stdout", "MAX_MESSAGE", "opt_level", "OPT_LEVELS",
+           "out_of_memory"]
 
 #: the longest one-line message printed whole; longer ones (echoing a huge ``-p`` text,
 #: say) keep their start and end, and say how much was cut
@@ -117,6 +118,35 @@ def one_line(err: BaseException) -> str:
     else:
         text = " ".join(str(err).split())
     return shorten(printable(text)) if text else type(err).__name__
+
+
+def out_of_memory(err: MemoryError, where: str = "") -> str:
+    """The message for a :class:`MemoryError` the input caused (exit 2: a shape, an attribute
+    or a constant of the input asks for more memory than there is), naming the size asked
+    for when numpy says it::
+
+        out of memory in pass 'FuseLayerNorm': the input asks for an array of shape
+        (2000000000,) and dtype float32 (7.45 GiB), more than this machine can allocate; ...
+    """
+    shape, dtype, size = getattr(err, "shape", None), getattr(err, "dtype", None), getattr(err, "_total_size", None)
+    if shape is not None and dtype is not None:
+        asked = f"an array of shape {tuple(shape)} and dtype {dtype}"
+        if isinstance(size, int):
+            asked += f" ({_byte_size(size)})"
+    elif str(err):
+        asked = f"more memory than there is ({one_line(err)})"
+    else:
+        asked = "more memory than there is (the size asked for was not reported)"
+    return (f"out of memory{where}: the input asks for {asked}, more than this machine can allocate; "
+            "check the shapes, attributes and constants of the input")
+
+
+def _byte_size(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n} bytes" if unit == "bytes" else f"{n:.3g} {unit}"
+        n /= 1024
+    return f"{n} bytes"  # pragma: no cover
 
 
 def print_table(rows: list) -> None:

@@ -16,7 +16,7 @@ from . import reproduce
 from .progress import Progress
 from .summary import Summary, count_module_ops
 from .common import EXAMPLES, CommandError, ExitCode, bind_params, example, load_input, load_options, one_line, \
-    parse_config, stdout, opt_level, parse_input_shapes, pass_names, registry, write_atomic
+    out_of_memory, parse_config, stdout, opt_level, parse_input_shapes, pass_names, registry, write_atomic
 
 __all__ = ["add_parser", "cmd_run", "run_failure"]
 
@@ -122,6 +122,8 @@ def run_failure(err: BaseException) -> tuple:
         around = name or getattr(err, "passhost_hook_pass", None)
         during = f" during pass {around!r}" if around else ""
         return ExitCode.PASS_FAILED, f"{instrument} failed in {hook}{during}: {detail}"
+    if isinstance(err, MemoryError):  # a size in the input no machine can hold: bad input, exit 2
+        return ExitCode.USAGE_ERROR, out_of_memory(err, f" in pass {name!r}" + _provenance(name) if name else "")
     if isinstance(err, PassNotFound):  # a required pass is not installed: fix the environment
         return ExitCode.USAGE_ERROR, one_line(err) + (f" (required by pass {name!r})" if name else "")
     if name is not None:

@@ -232,9 +232,12 @@ def _infer_module(mod: IRModule) -> None:
             body_type = fn.body._checked_type
             _forget_incomplete(fn)
         if body_type is None or has_incomplete(body_type):
-            raise TypeInferenceError(
+            err = TypeInferenceError(
                 f"@{own.name_hint} calls itself on every path, so no branch gives its return type: "
                 "annotate its return type")
+            err.node = fn  # located at its definition
+            _name_span(err, fn)
+            raise err
         return FuncType(ptypes, body_type)
 
     for gv, fn in items:
