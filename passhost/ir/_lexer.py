@@ -16,6 +16,7 @@ import json
 import re
 from typing import Any, Optional
 
+import ml_dtypes
 import numpy as np
 
 from ..errors import ParseError, TypeInferenceError
@@ -30,7 +31,7 @@ _KEYWORDS = frozenset(["let", "fn", "def", "if", "else", "free_var", "meta", "ty
 _END = ""  # the token returned past the end of the input
 #: tokens that continue a dimension expression after an operand
 _DIM_INFIX = frozenset({"+", "-", "*"})
-_FLOAT_WORD = re.compile(r"(?:inf|nan)(?:f(?:16|32|64)?)?")
+_FLOAT_WORD = re.compile(r"(?:inf|nan)(?:bf16|f(?:16|32|64)?)?")
 _DIM_FUNCS = {"floordiv": floordiv, "floormod": floormod, "min": dmin, "max": dmax}
 #: type names TVM's parser reads as a dtype
 _TYPE_ALIASES = {"int": "int32"}
@@ -38,9 +39,10 @@ _TYPE_ALIASES = {"int": "int32"}
 _NUMBER_RE = re.compile(r"(-?)([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|inf|nan)([A-Za-z][A-Za-z0-9]*)?$")
 _INT_SUFFIX = {"": "int32", "i": "int32", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
                "u8": "uint8"}
-_FLOAT_SUFFIX = {"f": "float32", "f16": "float16", "f32": "float32", "f64": "float64"}
-#: largest finite value per float dtype (``np.finfo`` per literal is slow)
-_FLOAT_MAX = {d: float(np.finfo(d).max) for d in set(_FLOAT_SUFFIX.values())}
+_FLOAT_SUFFIX = {"f": "float32", "f16": "float16", "f32": "float32", "f64": "float64", "bf16": "bfloat16"}
+#: largest finite value per float dtype (``np.finfo`` per literal is slow; ml_dtypes' finfo
+#: knows bfloat16 as well)
+_FLOAT_MAX = {d: float(ml_dtypes.finfo(d).max) for d in set(_FLOAT_SUFFIX.values())}
 _INT_RANGE = {"int8": (-2**7, 2**7 - 1), "int16": (-2**15, 2**15 - 1), "int32": (-2**31, 2**31 - 1),
               "int64": (-2**63, 2**63 - 1), "uint8": (0, 255)}
 
@@ -54,7 +56,7 @@ _TOKEN = (
     r"#\[[^\]\n]*\]"                                     # #[version = "0.0.5"], #[metadata]
     r"|%[A-Za-z0-9_]+(?:/[A-Za-z0-9_]+|\.[A-Za-z_][A-Za-z0-9_]*)*"  # %x, %0, %base/conv1.weight (%0.1: a projection)
     r"|@[A-Za-z_][A-Za-z0-9_.]*"                         # @main
-    r"|-?(?:inf|nan)f(?:16|32|64)?(?![A-Za-z0-9_])"      # inff, -inff16, nanf
+    r"|-?(?:inf|nan)(?:bf16|f(?:16|32|64)?)(?![A-Za-z0-9_])"  # inff, -inff16, nanf, infbf16
     r"|-?[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?(?:[A-Za-z][A-Za-z0-9]*)?"  # 1, 1.5f, 1e-05f, 3i64
     r"|[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"   # identifiers, dotted op names
     r'|"(?:[^"\\\n]|\\.)*"'                             # strings
@@ -154,7 +156,7 @@ def tokenize(src: Source) -> list:
 
 def literal(tok: str, as_attr: bool = False):
     """The value of a numeric token: a rank-0 numpy array of the literal's dtype
-    (``1f`` float32, ``3f16``, ``3f64``, ``42`` int32 — int64 when it does not fit —,
+    (``1f`` float32, ``3f16``, ``3bf16``, ``3f64``, ``42`` int32 — int64 when it does not fit —,
     ``42i16``, ``42i64``), or a plain ``int``/``float`` when ``as_attr``.
 
     :raises ValueError: with the message to report (missing ``f`` suffix, out of range, ...)
@@ -173,7 +175,7 @@ def literal(tok: str, as_attr: bool = False):
         return np.array(value, dtype=dtype)
     if suffix not in _INT_SUFFIX:
         raise ValueError(
-            f"unknown literal suffix `{suffix}` in `{tok}`: use f, f16, f64 for floats or i16, i64 for integers")
+            f"unknown literal suffix `{suffix}` in `{tok}`: use f, f16, bf16, f64 for floats or i16, i64 for integers")
     if not digits[0].isdigit() or "." in digits or "e" in digits or "E" in digits:
         raise ValueError(f"float literals need an `f` suffix: write `{sign}{digits}f`")
     value = int(sign + digits)

@@ -195,9 +195,12 @@ def where(condition: Any, x: Any, y: Any) -> Call:
     return _call("where", (condition, x, y))
 
 
-def cast(data: Expr, dtype: str) -> Call:
-    """Convert ``data`` to ``dtype``."""
-    return _call("cast", (data,), {"dtype": check_dtype(dtype)})
+def cast(data: Expr, dtype: str, saturate: bool = True) -> Call:
+    """Convert ``data`` to ``dtype`` (to a float8 dtype, out-of-range values become the
+    type's largest finite value, or, with ``saturate=False``, NaN or an infinity)."""
+    if saturate:
+        return _call("cast", (data,), {"dtype": check_dtype(dtype)})
+    return _call("cast", (data,), {"dtype": check_dtype(dtype), "saturate": False})
 
 
 def clip(a: Expr, a_min: float, a_max: float) -> Call:

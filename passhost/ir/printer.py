@@ -28,8 +28,8 @@ Layout rules (TVM-NOTES §5):
 * ``/* ty=... */`` follows a node that has a checked type, once per node where it is
   bound (or printed inline as a scope result); inline constants repeat it at every
   occurrence; variable references, ``if`` and ``let`` never carry it.
-* Rank-0 int16/int32/int64/float16/float32/float64/bool constants print as literals
-  (``42i16``, ``42``, ``42i64``, ``3f16``, ``2f``, ``3f64``, ``True``); floats use C's
+* Rank-0 int16/int32/int64/float16/bfloat16/float32/float64/bool constants print as literals
+  (``42i16``, ``42``, ``42i64``, ``3f16``, ``3bf16``, ``2f``, ``3f64``, ``True``); floats use C's
   ``%g``. **Deviation from TVM:** when ``%g`` would lose digits, the shortest exact form is
   printed instead (``0.1f`` but ``3.1415927f``), so printing and parsing is lossless.
   Every other constant prints as ``meta[relay.Constant][i]``.
@@ -100,8 +100,9 @@ MAX_INDENT = 32
 MAX_TYPE_DEPTH = 64
 MAX_TYPE_PARTS = 4096
 
-_FLOAT_TYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
-_FLOAT_SUFFIX = {"float16": "f16", "float32": "f", "float64": "f64"}
+_FLOAT_TYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64,
+                "bfloat16": np.dtype("bfloat16").type}
+_FLOAT_SUFFIX = {"float16": "f16", "float32": "f", "float64": "f64", "bfloat16": "bf16"}
 _INT_SUFFIX = {"int16": "i16", "int32": "", "int64": "i64"}
 #: characters a printed variable name cannot hold: ``/`` between name characters and ``.``
 #: before a letter can (exporters name tensors ``encoder/layer_0/query.weight``, and such

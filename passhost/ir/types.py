@@ -13,15 +13,46 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+import ml_dtypes  # noqa: F401  (registers bfloat16, float8_*, int4 and uint4 with numpy)
+import numpy as np
+
 from ..errors import IRError
 from .dims import ANY, Dim, parse_dim
 
-__all__ = ["Type", "TensorType", "TupleType", "FuncType", "DTYPES", "check_dtype"]
+__all__ = ["Type", "TensorType", "TupleType", "FuncType", "DTYPES", "FLOAT_DTYPES", "LOW_PRECISION_DTYPES",
+           "check_dtype", "is_float"]
+
+#: the low-precision dtypes numpy has only through ``ml_dtypes`` (their names are
+#: ml_dtypes'; the ONNX plugin maps them to BFLOAT16, FLOAT8E4M3FN, ..., INT4, UINT4).
+#: ``np.dtype(name)`` knows them once ``ml_dtypes`` is imported, which this module does.
+LOW_PRECISION_DTYPES = frozenset(
+    ["bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "int4", "uint4"]
+)
 
 #: dtypes the IR knows, with their numpy names
 DTYPES = frozenset(
     ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"]
+) | LOW_PRECISION_DTYPES
+
+#: the floating-point dtypes (numpy calls most of ml_dtypes' kind ``V``, not ``f``:
+#: test a dtype with :func:`is_float`, never with ``np.dtype(d).kind == "f"``)
+FLOAT_DTYPES = frozenset(
+    ["float16", "float32", "float64", "bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+     "float8_e5m2fnuz"]
 )
+
+
+def is_float(dtype: object) -> bool:
+    """Whether ``dtype`` (a name, numpy dtype or array) is a floating-point dtype,
+    ml_dtypes' ``bfloat16`` and ``float8_*`` included."""
+    if isinstance(dtype, str):
+        return dtype in FLOAT_DTYPES
+    if isinstance(dtype, np.ndarray):
+        dtype = dtype.dtype
+    try:
+        return np.dtype(dtype).name in FLOAT_DTYPES
+    except TypeError:
+        return False
 
 _set = object.__setattr__
 

@@ -17,11 +17,13 @@ import numpy as np
 from ...errors import IRError, TypeInferenceError
 from ..op import OpDef, OpPattern, register_op
 from ..dims import broadcast_dim
-from ..types import TensorType
+from ..types import FLOAT_DTYPES, TensorType
 
 __all__ = [
     "reg",
     "kernel",
+    "in_float32",
+    "FLOAT32_FOR_HALF",
     "quiet_kernels",
     "tensor_arg",
     "norm_axis",
@@ -39,10 +41,116 @@ __all__ = [
 def reg(name: str, num_inputs: int, type_rel: Callable, compute: Optional[Callable] = None, *,
         attrs: tuple = (), pattern: int = OpPattern.OPAQUE, stateful: bool = False,
         summary: str = "", attr_check: Optional[Callable] = None, extra: Optional[dict] = None):
-    """Register one core operator (a thin wrapper over :func:`register_op`)."""
+    """Register one core operator (a thin wrapper over :func:`register_op`). An operator
+    named in :data:`FLOAT32_FOR_HALF` gets its kernel wrapped by :func:`in_float32` and
+    ``extra["half_in_float32"] = True``."""
+    extra = dict(extra or {})
+    if name in FLOAT32_FOR_HALF and compute is not None:
+        compute = in_float32(compute)
+        extra["half_in_float32"] = True
     return register_op(OpDef(name=name, num_inputs=num_inputs, type_rel=type_rel, compute=compute,
                              attrs=attrs, pattern=pattern, stateful=stateful, summary=summary,
-                             attr_check=attr_check, extra=dict(extra or {})))
+                             attr_check=attr_check, extra=extra))
+
+
+#: the core operators whose kernels compute float16, bfloat16 and float8 tensors in float32
+#: and round their results once to the tensor's dtype (:func:`in_float32`): those numpy
+#: cannot run on ml_dtypes' arrays at all (``einsum``, the convolutions), those that
+#: accumulate (numpy sums a bfloat16 array in bfloat16: 4096 x 0.1 gives 32), and those
+#: built of several numpy operations (each would round). onnxruntime's kernels do the same:
+#: they accumulate in float32 and store the half type. Every other operator runs on the
+#: half-precision arrays as they are: it moves or compares elements, or is one numpy ufunc,
+#: which ml_dtypes (and numpy, for float16) computes in float32 and rounds once -- the same
+#: result. docs/ir.md lists these names.
+FLOAT32_FOR_HALF = frozenset([
+    # element-wise kernels made of several numpy operations
+    "sigmoid", "rsqrt", "erf", "nn.gelu", "nn.leaky_relu", "nn.prelu", "power", "mod", "floor_mod",
+    # products
+    "nn.conv2d", "nn.conv3d", "nn.conv2d_transpose", "nn.conv3d_transpose", "nn.deformable_conv2d",
+    "nn.modulated_deformable_conv2d", "nn.dense", "nn.matmul", "nn.batch_matmul", "einsum",
+    # reductions and scans
+    "sum", "mean", "prod", "variance", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "topk",
+    # normalisations, attention
+    "nn.batch_norm", "nn.layer_norm", "nn.instance_norm", "nn.l2_normalize", "nn.lrn", "nn.softmax",
+    "nn.log_softmax", "nn.rms_norm", "nn.rotary_embedding", "nn.attention",
+    # pooling
+    "nn.avg_pool2d", "nn.avg_pool3d", "nn.global_avg_pool2d", "nn.adaptive_avg_pool2d", "nn.max_pool2d",
+    "nn.max_pool3d", "nn.global_max_pool2d", "nn.adaptive_max_pool2d", "nn.max_pool2d_with_argmax",
+    "nn.max_unpool2d",
+    # resampling, gathering with interpolation, scattering with a reduction, transforms
+    "image.resize2d", "image.grid_sample", "nn.upsampling", "nn.upsampling3d", "vision.roi_align",
+    "vision.roi_pool", "scatter_nd", "scatter_elements", "dft",
+])
+
+#: the dtypes :func:`in_float32` widens (numpy scalar types: ``arr.dtype.type`` is cheap)
+_HALF_TYPES = frozenset(np.dtype(d).type for d in (
+    "float16", "bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"))
+_WIDE_TYPES = frozenset([np.float32, np.float64])
+_FLOAT_NAMES = FLOAT_DTYPES
+
+
+def _half_of(value: Any) -> Any:
+    """The first half-precision dtype among ``value``'s arrays (a tuple's too), or None;
+    and whether it holds a float32/float64 array."""
+    half, wide = None, False
+    for a in (value if isinstance(value, (tuple, list)) else (value,)):
+        t = getattr(getattr(a, "dtype", None), "type", None)
+        if t in _HALF_TYPES:
+            half = half or a.dtype
+        elif t in _WIDE_TYPES:
+            wide = True
+    return half, wide
+
+
+def _widen(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return type(value)(_widen(v) for v in value)
+    if getattr(getattr(value, "dtype", None), "type", None) in _HALF_TYPES:
+        return value.astype(np.float32)
+    return value
+
+
+def _narrow(value: Any, dtype: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return tuple(_narrow(v, dtype) for v in value)
+    arr = np.asarray(value)
+    return arr.astype(dtype) if arr.dtype == np.float32 else arr
+
+
+def in_float32(fn: Callable) -> Callable:
+    """Wrap kernel ``fn``: called with float16, bfloat16 or float8 arrays, it runs on float32
+    copies and its float32 results are rounded once to that dtype (to the ``out_dtype`` or
+    ``dtype`` attribute's float dtype when set; kept float32 when a float32 argument came in
+    too). Other calls go straight to ``fn``."""
+
+    @functools.wraps(fn)
+    def run(args: list, attrs: Any) -> Any:
+        half = None
+        wide = False
+        for a in args:
+            h, w = _half_of(a)
+            half = half or h
+            wide = wide or w
+        if half is None:
+            return fn(args, attrs)
+        if _QUIET.get():
+            return _finish(fn([_widen(a) for a in args], attrs), attrs, half, wide)
+        with np.errstate(all="ignore"):  # (ml_dtypes warns converting some NaNs)
+            return _finish(fn([_widen(a) for a in args], attrs), attrs, half, wide)
+
+    run.half_in_float32 = True  # type: ignore[attr-defined]
+    return run
+
+
+def _finish(out: Any, attrs: Any, half: Any, wide: bool) -> Any:
+    """:func:`in_float32`'s float32 results rounded to the dtype they have."""
+    want = None
+    if attrs:  # (an integer dtype attribute is that of integer results, such as topk's indices)
+        want = attrs.get("out_dtype") or attrs.get("dtype")
+        want = np.dtype(str(want)) if want and str(want) in _FLOAT_NAMES else None
+    if want is not None:
+        return _narrow(out, want) if want.type in _HALF_TYPES else out
+    return out if wide else _narrow(out, half)
 
 
 def _as_array(value: Any) -> Any:

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
 
 from ...errors import EvaluationError, IRError, TypeInferenceError
 from ..op import OpPattern
-from ..types import TensorType, check_dtype
+from ..types import TensorType, check_dtype, is_float
 from ._util import broadcast_shape, kernel, reg, tensor_arg
 
 E, B, OPAQUE = OpPattern.ELEMWISE, OpPattern.BROADCAST, OpPattern.OPAQUE
@@ -165,9 +166,26 @@ def _cast_rel(types: list, attrs) -> TensorType:
     return TensorType(t.shape, attrs.dtype)
 
 
+#: the largest finite value of each float8 dtype (a saturating cast clips to it)
+_FLOAT8_MAX = {d: float(ml_dtypes.finfo(d).max)
+               for d in ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")}
+
+
 @kernel
 def _cast(args: list, attrs) -> np.ndarray:
-    return args[0].astype(attrs.dtype, copy=False)
+    """numpy's (and ml_dtypes') conversion, which rounds to nearest even. To a float8 dtype
+    with ``saturate`` (the default, as ONNX's ``Cast``), a value beyond the type's range,
+    infinities included, becomes its largest finite value of that sign, and NaN stays NaN;
+    without, it becomes NaN (``e4m3fn``, the ``fnuz`` types) or an infinity (``e5m2``)."""
+    x = args[0]
+    top = _FLOAT8_MAX.get(attrs.dtype) if attrs.saturate else None
+    if top is not None:
+        if x.dtype.name in _FLOAT8_MAX:  # (float8 to float8: clipped in float32, exact)
+            x = x.astype(np.float32)
+        elif not is_float(x.dtype):
+            x = x.astype(np.float64)
+        x = np.clip(x, -top, top)  # (exact: every float8 maximum is a float16, bfloat16 and float32)
+    return x.astype(attrs.dtype, copy=False)
 
 
 def _check_dtype_attr(op: str):
@@ -180,8 +198,10 @@ def _check_dtype_attr(op: str):
     return check
 
 
-reg("cast", 1, _cast_rel, _cast, attrs=(("dtype", None),), pattern=E, attr_check=_check_dtype_attr("cast"),
-    summary="Convert to another dtype.", extra={"layout_agnostic": True})
+reg("cast", 1, _cast_rel, _cast, attrs=(("dtype", None), ("saturate", True)), pattern=E,
+    attr_check=_check_dtype_attr("cast"),
+    summary="Convert to another dtype (to float8: out-of-range values saturate unless saturate=False).",
+    extra={"layout_agnostic": True})
 
 
 @kernel

@@ -45,7 +45,7 @@ import numpy as np
 
 from ...errors import TypeInferenceError
 from ..op import OpPattern
-from ..types import TensorType
+from ..types import TensorType, is_float
 from .layout import layout_index
 from .nn import _check_conv2d, _conv2d, _conv2d_rel, differ, static_of
 from ._util import kernel, norm_axis, reg, tensor_arg
@@ -67,7 +67,7 @@ def _integer(op: str, types: list, i: int, what: str) -> TensorType:
 def _vector(op: str, types: list, i: int, what: str, size: int, floating: bool, per: str) -> TensorType:
     """A floating-point (or integer) scalar, or a 1-D tensor of 1 or ``size`` values."""
     t = tensor_arg(op, types, i, what)
-    if floating != t.dtype.startswith("float"):
+    if floating != is_float(t.dtype):
         kind = "a floating-point" if floating else "an integer"
         raise TypeInferenceError(f"{op}: {what} must be {kind} tensor, got {t}")
     if t.ndim > 1 or (t.ndim == 1 and differ(t.shape[0], 1) and differ(t.shape[0], size)):
@@ -130,7 +130,7 @@ def _scale_and_zero(op: str, types: list, data: TensorType, axis: int, first: in
     point, each one value or one per slice of ``axis`` of ``data``."""
     scale = tensor_arg(op, types, first, which + "scale")
     zero = tensor_arg(op, types, first + 1, which + "zero point")
-    if not scale.dtype.startswith("float"):
+    if not is_float(scale.dtype):
         raise TypeInferenceError(f"{op}: {which}scale must be a floating-point tensor, got {scale}")
     if zero.dtype not in INTEGER:
         raise TypeInferenceError(f"{op}: {which}zero point must be an integer tensor, got {zero}")
@@ -194,7 +194,7 @@ reg(_REQ, 5, _requantize_rel, _requantize,
 
 def _quantize_rel(types: list, attrs) -> TensorType:
     data = tensor_arg("qnn.quantize", types, 0, "the data")
-    if not data.dtype.startswith("float"):
+    if not is_float(data.dtype):
         raise TypeInferenceError(f"qnn.quantize: the data must be a floating-point tensor, got {data}")
     _scale_and_zero("qnn.quantize", types, data, norm_axis("qnn.quantize", attrs.axis, max(data.ndim, 1)))
     if attrs.out_dtype not in INTEGER:
@@ -217,7 +217,7 @@ def _dequantize_rel(types: list, attrs) -> TensorType:
     if data.dtype not in INTEGER:
         raise TypeInferenceError(f"qnn.dequantize: the data must be an integer tensor, got {data}")
     _scale_and_zero("qnn.dequantize", types, data, norm_axis("qnn.dequantize", attrs.axis, max(data.ndim, 1)))
-    if not str(attrs.out_dtype).startswith("float"):
+    if not is_float(str(attrs.out_dtype)):
         raise TypeInferenceError(f"qnn.dequantize: out_dtype must be a floating-point dtype, got {attrs.out_dtype!r}")
     return TensorType(data.shape, attrs.out_dtype)
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...errors import TypeInferenceError
 from ..op import OpPattern
-from ..types import TensorType, TupleType
+from ..types import TensorType, TupleType, is_float
 from ._util import dims_differ, kernel, reg, tensor_arg, unify_dim
 
 _OP = "dft"
@@ -26,7 +26,7 @@ def _rel(types: list, attrs) -> TupleType:
         if re.dtype != im.dtype or re.ndim != im.ndim or any(map(dims_differ, re.shape, im.shape)):
             raise TypeInferenceError(f"{_OP}: the real part {re} and the imaginary part {im} differ")
         re = TensorType(tuple(map(unify_dim, re.shape, im.shape)), re.dtype)  # equal: the static ones
-    if re.dtype not in ("float16", "float32", "float64"):
+    if not is_float(re.dtype):
         raise TypeInferenceError(f"{_OP}: the data must be floating point, got {re}")
     if re.ndim < 1:
         raise TypeInferenceError(f"{_OP}: the data needs an axis to transform, got {re}")
