@@ -123,13 +123,26 @@ class EliminateIdentity(DFPatternCallback):
         return x
 
 
+_FLOAT8 = {"float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"}
+#: dtype -> the dtypes that hold every one of its values exactly. bfloat16 and float16
+#: hold each other's values only in part (bfloat16 has the range, float16 the digits), so
+#: float32 -> bfloat16 -> float32 or float16 -> bfloat16 is a rounding, never folded away.
+#: Every float8 value is a float16 and a bfloat16 value (NaN included); a uint4 value is a
+#: float8 e4m3 value, not always an e5m2 one (9 is not).
 _WIDENS = {
-    "bool": {"int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64"},
-    "int8": {"int16", "int32", "int64", "float16", "float32", "float64"},
-    "uint8": {"int16", "int32", "int64", "uint16", "uint32", "uint64", "float16", "float32", "float64"},
+    "bool": {"int4", "uint4", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32",
+             "float64"} | _FLOAT8,
+    "int4": {"int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"} | _FLOAT8,
+    "uint4": {"int8", "uint8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64",
+              "float8_e4m3fn", "float8_e4m3fnuz"},
+    "int8": {"int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"},
+    "uint8": {"int16", "int32", "int64", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32",
+              "float64"},
     "int16": {"int32", "int64", "float32", "float64"},
     "int32": {"int64", "float64"},
+    **dict.fromkeys(sorted(_FLOAT8), {"float16", "bfloat16", "float32", "float64"}),
     "float16": {"float32", "float64"},
+    "bfloat16": {"float32", "float64"},
     "float32": {"float64"},
 }
 
@@ -149,7 +162,9 @@ class CastOfCast(DFPatternCallback):
         mid = node_map[self.inner][0].attrs.dtype
         if t is None or not (mid == t.dtype or mid in _WIDENS.get(t.dtype, ())):
             return None
-        return x if post.attrs.dtype == t.dtype else ir.cast(x, post.attrs.dtype)
+        if post.attrs.dtype == t.dtype:
+            return x
+        return ir.cast(x, post.attrs.dtype, saturate=post.attrs.saturate)  # (the outer cast's saturation)
 
 
 class NoOpCast(DFPatternCallback):
