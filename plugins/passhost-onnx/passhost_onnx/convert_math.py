@@ -111,7 +111,10 @@ def _where(node):
 def _cast(node):
     from .dtypes import to_dtype
 
-    return call("cast", node.inputs[0], dtype=to_dtype(int(node.attr("to")), repr(node)))
+    dtype = to_dtype(int(node.attr("to")), repr(node))
+    if dtype.startswith("float8") and not int(node.attr("saturate", 1)):
+        return call("cast", node.inputs[0], dtype=dtype, saturate=False)
+    return call("cast", node.inputs[0], dtype=dtype)
 
 
 _REDUCE = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min", "ReduceProd": "prod",

@@ -186,4 +186,6 @@ def _isinf(node):
 
 @converter("CastLike", 15)
 def _cast_like(node):
+    if node.dtype(1).startswith("float8") and not int(node.attr("saturate", 1)):
+        return call("cast", node.inputs[0], dtype=node.dtype(1), saturate=False)
     return call("cast", node.inputs[0], dtype=node.dtype(1))

@@ -174,6 +174,8 @@ def _rsqrt(em, call, args):
 
 @emitter("cast")
 def _cast(em, call, args):
+    if not call.attrs.saturate and call.attrs.dtype.startswith("float8"):  # (ONNX's default saturates)
+        return em.one("Cast", list(args), to=to_onnx_type(call.attrs.dtype), saturate=0)
     return em.one("Cast", list(args), to=to_onnx_type(call.attrs.dtype))
 
 

@@ -27,7 +27,7 @@ from . import emit_ops  # noqa: F401  (registers its emitters)
 from .emit_qnn import join_qlinear_conv
 from .control import all_nodes
 from .dim_values import DimValues, dim_sources, onnx_dims
-from .dtypes import to_onnx_type
+from .dtypes import raw_bytes, to_onnx_type
 from .emit import EMITTERS
 from .opaque import OPAQUE
 
@@ -293,7 +293,7 @@ def to_onnx(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passhost",
 
 def _full_tensor(name: str, arr: np.ndarray) -> onnx.TensorProto:
     t = tensor_head(name, arr)
-    t.raw_data = little_endian(arr).tobytes()
+    t.raw_data = raw_bytes(little_endian(arr)).tobytes()
     return t
 
 

@@ -22,7 +22,17 @@ _SEQ_INPUT = ("a sequence-typed graph input: its length is not static, and passh
 _SEQ_OUTPUT = ("a sequence-typed graph output: passhost imports sequences inside a graph only (as tuples); the "
                "sequence operators themselves pass in passhost_onnx's own tests against onnxruntime")
 
+_BF16_OPSET = ("bfloat16 {op}: ONNX's {op} takes bfloat16 from opset 28 on, and passhost exports opsets up to 23, "
+               "where the exported model is invalid (onnxruntime refuses it); passhost's interpreter passes")
+_BF16_CELU = ("bfloat16 Celu: passhost imports Celu as its definition's operators, each rounding to bfloat16 (as a "
+              "runtime running them would); one element (-0.5) comes out one bfloat16 step (0.002) from ONNX's "
+              "expected output, which rounds once, beyond the case's tolerance (rtol 1e-3; bfloat16's step is 2^-8)")
+
 EXPECTED_FAILURES: dict = {
+    **dict.fromkeys(["test_einsum_batch_matmul_bfloat16", "test_einsum_sum_bfloat16", "test_einsum_transpose_bfloat16"],
+                    _BF16_OPSET.format(op="Einsum")),
+    "test_reversesequence_bfloat16": _BF16_OPSET.format(op="ReverseSequence"),
+    "test_celu_bfloat16": _BF16_CELU,
     "test_scan_sum": "Scan of opset 8 (a batch axis and sequence_lens); passhost unrolls the Scan of opset 9 on",
     **dict.fromkeys([f"test_sequence_map_{k}" for k in (
         "add_1_sequence_1_tensor", "add_2_sequences", "extract_shapes", "identity_1_sequence",

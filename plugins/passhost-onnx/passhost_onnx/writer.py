@@ -22,7 +22,7 @@ import onnx
 
 from passhost.io import write_buffers
 
-from .dtypes import to_onnx_type
+from .dtypes import raw_bytes, to_onnx_type
 from .exporter import little_endian, tensor_head
 
 __all__ = ["write_model", "encoded_size", "encode", "write_chunks", "chunks_size"]
@@ -66,9 +66,10 @@ def _tensor_parts(name: str, arr: np.ndarray) -> list:
         size = len(body[0])
     else:
         data = little_endian(arr)
-        head = b"".join((_head(name, data), _RAW_DATA_TAG, _varint(data.nbytes)))
-        body = [head, data]
-        size = len(head) + data.nbytes
+        raw = raw_bytes(data)  # (int4 and uint4 packed two a byte)
+        head = b"".join((_head(name, data), _RAW_DATA_TAG, _varint(raw.nbytes)))
+        body = [head, raw]
+        size = len(head) + raw.nbytes
     return [_INITIALIZER_TAG + _varint(size), *body]
 
 
