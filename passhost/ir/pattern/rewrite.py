@@ -6,7 +6,7 @@ import weakref
 from typing import Any, Callable, Optional
 
 from ...errors import IRError
-from ..expr import Call, Expr, Function, TupleGetItem
+from ..expr import Call, Expr, Function, TupleGetItem, set_span
 from ..facts import CALLED_OPS
 from ..op import Op
 from ..visitor import post_order
@@ -184,6 +184,8 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
                 counts[name]["matched"] += 1
             out = cb.callback(pre, post, {p: [e] for p, e in bound.items()})
             if out is not None and out is not post:
+                if type(out) is Call and out.span is None and post.span is not None:
+                    set_span(out, post.span)  # the model's name of the node goes with its rewrite
                 if counts is not None:
                     counts[name]["rewritten"] += 1
                 if not once:  # (one sweep only: nothing to report or to sweep again for)

@@ -36,7 +36,7 @@ from passhost.ir import (
     is_primitive,
     keep_checked_type,
 )
-from passhost.ir import set_checked_type, type_of
+from passhost.ir import Span, set_checked_type, set_span, type_of
 
 from ._eval import (
     _EVALUATE,
@@ -202,8 +202,11 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
                         new = _as_expr(_compute(op, cargs, attrs), ty)
                         # a tensor result is kept as the read-only array the Constant holds
                         cache[key] = (new.data if type(new) is _Constant else new, attrs)
+                        if type(new) is _Constant:
+                            _derived_name(new, cargs, op)
                     elif type(hit[0]) is _ndarray:  # another Constant on the same array
                         new = _Constant(hit[0])
+                        _derived_name(new, cargs, op)
                         if type(ty) is _TensorType and ty.shape == hit[0].shape:
                             set_checked_type(new, ty)
                     else:  # a tuple: fresh Tuple and Constant nodes, shared arrays
@@ -233,6 +236,25 @@ def _fold(expr: Expr, fold_qnn: bool) -> Expr:
 
 
 _SHAPE_VALUE = Op.get("shape_value")
+
+
+#: operators that only move a weight's numbers: the moved weight keeps its name
+_MOVES = frozenset({"transpose", "reshape", "expand_dims", "squeeze", "layout_transform"})
+
+
+def _derived_name(const: Constant, args: tuple, op: Op) -> None:
+    """A folded weight is named after the first named constant it was computed from, plus
+    ``_folded`` (the model's name of a weight is metadata: a span), so the export writes
+    ``conv1.weight_folded`` for ``conv1.weight`` with a batch norm folded in; a weight only
+    moved (transposed, reshaped) keeps its name."""
+    for a in args:
+        span = getattr(a, "span", None)
+        if span is not None and span.name:
+            name = span.name
+            if op.name not in _MOVES and not name.endswith("_folded"):
+                name += "_folded"
+            set_span(const, Span(span.source, name=name))
+            return
 
 
 def _symbolic(node: Call, args: tuple, svals: set) -> Expr:

@@ -234,7 +234,7 @@ def _bias_add(em, call, args):
     if tail:
         value = em.values.get(bias)
         if value is not None:
-            bias = em.const(value.reshape((-1,) + (1,) * tail))
+            bias = em.const(value.reshape((-1,) + (1,) * tail), source=bias)
         else:
             bias = em.one("Reshape", [bias, em.ints([-1] + [1] * tail)])
     return em.one("Add", [args[0], bias])
@@ -295,7 +295,8 @@ def _dense(em, call, args):
     if len(x.shape) == 2 and x.dtype.startswith("float"):  # (onnxruntime has no integer Gemm)
         return em.one("Gemm", list(args), transB=1)
     w = em.values.get(args[1])
-    wt = em.const(np.ascontiguousarray(w.T)) if w is not None else em.one("Transpose", [args[1]], perm=[1, 0])
+    wt = (em.const(np.ascontiguousarray(w.T), source=args[1]) if w is not None
+          else em.one("Transpose", [args[1]], perm=[1, 0]))
     return em.one("MatMul", [args[0], wt])
 
 

@@ -27,14 +27,17 @@ from . import emit_ops  # noqa: F401  (registers its emitters)
 from .emit_qnn import join_qlinear_conv
 from .control import all_nodes
 from .dim_values import DimValues, dim_sources, onnx_dims
+from .model_fields import keep_model_fields
 from .dtypes import raw_bytes, to_onnx_type
 from .emit import EMITTERS
 from .opaque import OPAQUE
 
-__all__ = ["to_onnx", "MIN_OPSET", "MAX_OPSET"]
+__all__ = ["to_onnx", "MIN_OPSET", "MAX_OPSET", "TARGETS"]
 
 MIN_OPSET = 13
-MAX_OPSET = 21
+MAX_OPSET = 23
+#: what ``target=`` takes: standard ONNX, or onnxruntime's contrib operators where they do more
+TARGETS = ("", "onnx", "onnxruntime")
 
 
 _A = onnx.AttributeProto
@@ -63,8 +66,10 @@ def attribute(name: str, value: Any) -> onnx.AttributeProto:
 class Emitter:
     """Collects the nodes and initializers of one graph; emitters call :meth:`node`."""
 
-    def __init__(self, opset: int) -> None:
+    def __init__(self, opset: int, target: str = "") -> None:
         self.opset = opset
+        #: "" (standard ONNX) or "onnxruntime" (its com.microsoft operators where they do more)
+        self.target = target
         self.nodes: list = []
         self.inits: list = []
         self._const_names: dict = {}
@@ -83,10 +88,27 @@ class Emitter:
         self.quantized: dict = {}
         #: run-time values of symbolic dimensions (see :mod:`.dim_values`)
         self.dim_values = DimValues(self, {})
+        #: every name the graph uses so far (the model's own names kept, fresh ones around them)
+        self.taken: set = set()
+        #: node names given so far
+        self.node_names: set = set()
+        #: initializer -> the initializer it is a reshaped copy of
+        self.copies: dict = {}
 
     def fresh(self, hint: str = "t") -> str:
-        self._count += 1
-        return f"{hint}{self._count}"
+        while True:
+            self._count += 1
+            name = f"{hint}{self._count}"
+            if name not in self.taken:
+                return name
+
+    def claim(self, name: str) -> Optional[str]:
+        """``name`` for a new value if no value has it yet (the model's own name of a weight
+        or a node), else ``None``."""
+        if not name or name in self.taken:
+            return None
+        self.taken.add(name)
+        return name
 
     def node(self, op_type: str, inputs: list, n_out: int = 1, domain: str = "", **attrs: Any) -> list:
         """Add an ONNX node; returns its output names. (``helper.make_node``'s node, built
@@ -103,12 +125,18 @@ class Emitter:
     def one(self, op_type: str, inputs: list, **attrs: Any) -> str:
         return self.node(op_type, inputs, 1, **attrs)[0]
 
-    def const(self, value: Any, dtype: Optional[str] = None, key: Any = None) -> str:
-        """An initializer holding ``value`` (one per distinct ``key``, e.g. a Constant node)."""
+    def const(self, value: Any, dtype: Optional[str] = None, key: Any = None, name: str = "",
+              source: str = "") -> str:
+        """An initializer holding ``value`` (one per distinct ``key``, e.g. a Constant node),
+        named ``name`` (the model's own name of the weight) where that name is free. An
+        emitter's reshaped copy of initializer ``source`` takes the source's name at the end
+        of the export if the source is then unread (:func:`_names_of_copies`)."""
         if key is not None and key in self._const_names:
             return self._const_names[key]
         arr = np.asarray(value, dtype=dtype)
-        name = self.fresh("const")
+        name = self.claim(name) or self.fresh("const")
+        if source:
+            self.copies[name] = source
         self.inits.append((name, arr))
         self.values[name] = arr
         if key is not None:
@@ -153,7 +181,7 @@ def _emit_body(em: Emitter, mod: ir.IRModule, body: ir.Expr, env: dict) -> Any:
         if t is ir.Var:
             raise FormatError(f"variable %{e.name_hint} is free in @main; bind it or make it a parameter")
         if t is ir.Constant:
-            vals[e] = em.const(e.data, key=e)
+            vals[e] = em.const(e.data, key=e, name=_span_name(e))
         elif t is ir.Tuple:
             vals[e] = tuple(vals[f] for f in e.fields)
         elif t is ir.TupleGetItem:
@@ -184,6 +212,31 @@ def _emit_body(em: Emitter, mod: ir.IRModule, body: ir.Expr, env: dict) -> Any:
         else:
             raise FormatError(f"{t.__name__} cannot be exported to ONNX; run ToGraphNormalForm first")
     return vals[body]
+
+
+def _span_name(e: ir.Expr) -> str:
+    """The model's own name of a node (its span's), or ``""``."""
+    span = e.span
+    return span.name if span is not None and span.name else ""
+
+
+def _name_nodes(em: Emitter, call: ir.Call, start: int) -> None:
+    """The ONNX nodes written for ``call`` (from ``start``) get the name of the model's node
+    it came from: one node its name, several ``name/1``, ``name/2``, ... (names stay unique)."""
+    name = _span_name(call)
+    new = em.nodes[start:]
+    if not name or not new:
+        return
+    if len(new) == 1:
+        if name not in em.node_names:
+            new[0].name = name
+            em.node_names.add(name)
+        return
+    for k, n in enumerate(new, 1):
+        label = f"{name}/{k}"
+        if label not in em.node_names and not n.name:
+            n.name = label
+            em.node_names.add(label)
 
 
 def _single_call(fn: ir.Function) -> Optional[ir.Call]:
@@ -244,7 +297,10 @@ def _emit_call(em: Emitter, call: ir.Call, args: list) -> Any:
     fn = EMITTERS.get(name)
     if fn is None:
         raise FormatError(f"operator {name} has no ONNX export; supported: {', '.join(sorted(EMITTERS))}")
+    start = len(em.nodes)
     out = fn(em, call, args)
+    if call.span is not None:
+        _name_nodes(em, call, start)
     if isinstance(out, str) and isinstance(call.checked_type, ir.TensorType):
         shape = tuple(call.checked_type.shape)
         em.shapes[out] = shape
@@ -282,9 +338,11 @@ def _flat(val: Any) -> list:
 
 
 def to_onnx(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passhost",
-            custom_opsets: Optional[dict] = None) -> onnx.ModelProto:
-    """Export ``mod``'s ``@main`` to an ONNX model at ``opset`` (13 to 21)."""
-    model, weights = export_parts(mod, opset=opset, graph_name=graph_name, custom_opsets=custom_opsets)
+            custom_opsets: Optional[dict] = None, target: str = "") -> onnx.ModelProto:
+    """Export ``mod``'s ``@main`` to an ONNX model at ``opset`` (13 to 23); ``target="onnxruntime"``
+    writes onnxruntime's ``com.microsoft`` operators where they do more (:mod:`.emit_llm`)."""
+    model, weights = export_parts(mod, opset=opset, graph_name=graph_name, custom_opsets=custom_opsets,
+                                  target=target)
     graph = model.graph
     for name, arr in weights:
         graph.initializer.append(tensor_head(name, arr) if arr.dtype == np.bool_ else _full_tensor(name, arr))
@@ -317,23 +375,30 @@ def tensor_head(name: str, arr: np.ndarray) -> onnx.TensorProto:
 
 
 def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passhost",
-                 custom_opsets: Optional[dict] = None) -> tuple:
+                 custom_opsets: Optional[dict] = None, target: str = "") -> tuple:
     """``(model without initializers, [(name, array)])``: what :func:`to_onnx` assembles
     and :mod:`.writer` streams to a file without copying the weights into protobuf."""
     if isinstance(opset, bool) or not isinstance(opset, int) or not MIN_OPSET <= opset <= MAX_OPSET:
         raise FormatError(f"opset {opset!r}: passhost exports ONNX opsets {MIN_OPSET} to {MAX_OPSET}")
+    if target not in TARGETS:
+        raise FormatError(f"target {target!r}: passhost exports for the targets {', '.join(map(repr, TARGETS))} "
+                          "('' is standard ONNX)")
     if "main" not in {gv.name_hint for gv in mod.functions}:
         raise FormatError("the module has no @main to export")
     mod = ir.infer_type(mod)
     main = mod["main"]
-    em = Emitter(opset)
+    em = Emitter(opset, target)
     em.dim_values = DimValues(em, dim_sources(main))
     env = {p: p.name_hint for p in main.params}
+    em.taken.update(env.values())
+    em.taken.update(mod.attrs.get("onnx.outputs", ()))
     if len(set(env.values())) != len(env):
         raise FormatError("@main has two parameters with one name; ONNX input names must be unique")
     for p in main.params:
-        if isinstance(p.checked_type, ir.TensorType) and not p.checked_type.is_static:
-            em.dim_values.seen(p.name_hint, tuple(p.checked_type.shape))
+        if isinstance(p.checked_type, ir.TensorType):
+            em.shapes[p.name_hint] = tuple(p.checked_type.shape)  # (emitters' peepholes read them too)
+            if not p.checked_type.is_static:
+                em.dim_values.seen(p.name_hint, tuple(p.checked_type.shape))
     result = _emit_body(em, mod, main.body, env)
     em.dim_values.tensors.clear()  # (the peepholes' targets must not read a later tensor's shape)
     out_types = _flat_types(main.body.checked_type)
@@ -382,14 +447,38 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
                               [_value_info(p.name_hint, p.checked_type, original) for p in main.params],
                               [_value_info(n, t, original, w) for n, t, w in zip(names, out_types, written)])
     opsets = [helper.make_opsetid("", opset)]
+    original_opsets = dict(mod.attrs.get("onnx.opset_imports", ()))
     for domain, version in sorted({**em.domains, **(custom_opsets or {})}.items()):
-        opsets.append(helper.make_opsetid(domain, version))
+        opsets.append(helper.make_opsetid(domain, original_opsets.get(domain, version)))
     model = helper.make_model(graph, opset_imports=opsets, producer_name="passhost")
     model.ir_version = min(model.ir_version, _ir_version_for(opset))
+    keep_model_fields(model, mod.attrs)
     # an initializer nothing reads (a peephole's leftover, or one an emitter wrote a reshaped
     # copy of) is left out
     live = {x for n in em.nodes for x in n.input} | em.captured | set(names)
-    return model, [(name, arr) for name, arr in em.inits if name in live]
+    inits = [(name, arr) for name, arr in em.inits if name in live]
+    return model, _names_of_copies(em, model.graph, inits, live)
+
+
+def _names_of_copies(em: Emitter, graph: Any, inits: list, live: set) -> list:
+    """A reshaped copy of a weight takes the weight's name when the weight itself is not
+    written (a bias the export reshaped to ``(C, 1, 1)`` and back keeps its name)."""
+    if not em.copies:
+        return inits
+    rename: dict = {}
+    for name, source in em.copies.items():
+        root = source
+        while root in em.copies:
+            root = em.copies[root]
+        if name in live and root not in live and root not in rename.values() and not root.startswith("const"):
+            rename[name] = root
+    if not rename:
+        return inits
+    for n in graph.node:
+        for i, x in enumerate(n.input):
+            if x in rename:
+                n.input[i] = rename[x]
+    return [(rename.get(name, name), arr) for name, arr in inits]
 
 
 #: initializers of at most this many bytes are compared by value when duplicates merge
@@ -1167,7 +1256,7 @@ def _conv_bias(em: Emitter, n: Any, inits: dict, uses: dict, producer: dict, dro
             shapes = ((c,) + spatial, (1, c) + spatial)
         if b.shape not in shapes:
             continue
-        conv.input.append(em.const(b.reshape(-1)))
+        conv.input.append(em.const(b.reshape(-1), source=bias))
         conv.output[0] = n.output[0]
         drop.add(id(n))
         uses[bias] -= 1

@@ -13,6 +13,7 @@ from passhost.io import atomic_writer
 
 from .dtypes import to_onnx_type
 from .exporter import MAX_OPSET, MIN_OPSET, export_parts, to_onnx
+from .emit_llm import fused_opset
 from .importer import from_onnx
 from .shape_report import shape_notes
 from .reader import read_model
@@ -35,8 +36,9 @@ def load(path: str, *, input_shapes: Optional[Mapping] = None, keep_params: bool
     """Read ``path`` (external data next to it is loaded too) and import it (``keep_ops``:
     standard operators kept as they are; ``bind_dims``: size variables specialised; see
     :func:`.importer.from_onnx`)."""
+    layout: dict = {}
     try:
-        model, arrays = read_model(path)
+        model, arrays = read_model(path, layout)
     except FileNotFoundError:
         raise UsageError(f"cannot read {path!r}: No such file or directory") from None
     except OSError as err:
@@ -47,37 +49,51 @@ def load(path: str, *, input_shapes: Optional[Mapping] = None, keep_params: bool
     if not model.graph.node and not model.graph.output:
         raise FormatError(f"cannot read {path!r}: it holds no ONNX graph (empty or not an ONNX model)")
     try:
-        return from_onnx(model, input_shapes=input_shapes, keep_params=keep_params,
-                         extra_converters=_extra_converters(), source=os.path.basename(path), arrays=arrays,
-                         keep_ops=keep_ops, bind_dims=bind_dims)
+        out = from_onnx(model, input_shapes=input_shapes, keep_params=keep_params,
+                        extra_converters=_extra_converters(), source=os.path.basename(path), arrays=arrays,
+                        keep_ops=keep_ops, bind_dims=bind_dims)
     except FormatError as err:
         raise FormatError(f"{path}: {err}") from None
+    if layout:  # the weights' files, so that the export writes them the same way
+        mod = out[0] if keep_params else out
+        mod.attrs["onnx.external_data"] = tuple(sorted(set(layout.values())))
+    return out
 
 
 def default_opset(mod: Any) -> int:
     """The opset a model is written at when none is asked for: the one it was imported
-    from (``mod.attrs["onnx.opset"]``) brought into 13..21, else 17."""
+    from (``mod.attrs["onnx.opset"]``) brought into 13..23, else 17."""
     source = getattr(mod, "attrs", {}).get("onnx.opset")
     if isinstance(source, int) and not isinstance(source, bool):
         return min(max(source, MIN_OPSET), MAX_OPSET)
     return 17
 
 
-def save(mod: Any, path: str, *, opset: Optional[int] = None, external_data: bool = False,
-         check: bool = True) -> list:
+def save(mod: Any, path: str, *, opset: Optional[int] = None, external_data: Optional[bool] = None,
+         check: bool = True, target: str = "") -> list:
     """Export ``mod`` and write it to ``path`` atomically; returns notes on the written graph
     (the ``Shape`` nodes that stay and why: :func:`.shape_report.shape_notes`).
 
-    :param opset: the ONNX opset (13 to 21); by default the opset the model was imported
-        from (raised to 13, lowered to 21), or 17 for a model that did not come from ONNX
+    :param opset: the ONNX opset (13 to 23); by default the opset the model was imported
+        from (raised to 13, lowered to 23), or 17 for a model that did not come from ONNX; 23
+        when the module calls an operator whose standard form needs it (``nn.rms_norm``,
+        ``nn.rotary_embedding``, ``nn.attention``: what the LLM fusions make)
     :param external_data: weights go to ``<path>.data`` beside the model; done anyway when
-        the model would pass protobuf's 2 GB limit
+        the model would pass protobuf's 2 GB limit. By default the input's layout is kept: a
+        model read with external data is written with external data (one file per tensor
+        if it had that), one read whole is written whole
     :param check: run ``onnx.checker.check_model`` before the model replaces ``path`` (while
         it is flushed to disk); a model it rejects replaces nothing
+    :param target: ``"onnxruntime"`` writes onnxruntime's ``com.microsoft`` operators where they
+        do more than the standard ones (:mod:`.emit_llm`); ``""`` standard ONNX only
     """
     if opset is None:
-        opset = default_opset(mod)
-    skeleton, weights = export_parts(mod, opset=opset)
+        opset = max(default_opset(mod), fused_opset(mod) or 0)
+    files = tuple(getattr(mod, "attrs", {}).get("onnx.external_data", ()))
+    per_tensor = len(files) > 1
+    if external_data is None:
+        external_data = bool(files)
+    skeleton, weights = export_parts(mod, opset=opset, target=target)
     chunks = None if external_data else encode(skeleton, weights)
     if chunks is not None and chunks_size(chunks) < TWO_GB:
         # the checker runs while the written model is flushed to disk; if it fails,
@@ -89,8 +105,8 @@ def save(mod: Any, path: str, *, opset: Optional[int] = None, external_data: boo
         except OSError as err:
             raise UsageError(f"cannot write {path!r}: {err.strerror or err}") from None
         return shape_notes(skeleton.graph)
-    model = to_onnx(mod, opset=opset)
-    _save_external(model, path, check)
+    model = to_onnx(mod, opset=opset, target=target)
+    _save_external(model, path, check, per_tensor)
     return shape_notes(model.graph)
 
 
@@ -122,10 +138,10 @@ def _check(model: Any, path: str) -> None:
         raise FormatError(f"the exported model for {path!r} fails onnx.checker: {first}") from None
 
 
-def _save_external(model: Any, path: str, check: bool) -> None:
-    """Model and ``<name>.data`` written in a temporary directory beside ``path``, checked
-    there, then moved into place (the data first: a reader never sees a model whose data is
-    missing)."""
+def _save_external(model: Any, path: str, check: bool, per_tensor: bool = False) -> None:
+    """Model and ``<name>.data`` (with ``per_tensor``: one file per weight, named for it)
+    written in a temporary directory beside ``path``, checked there, then moved into place
+    (the data first: a reader never sees a model whose data is missing)."""
     directory = os.path.dirname(os.path.abspath(path))
     base = os.path.basename(path)
     location = base + ".data"
@@ -135,7 +151,7 @@ def _save_external(model: Any, path: str, check: bool) -> None:
         raise UsageError(f"cannot write {path!r}: {err.strerror or err}") from None
     try:
         tmp_model = os.path.join(tmp, base)
-        onnx.save_model(model, tmp_model, save_as_external_data=True, all_tensors_to_one_file=True,
+        onnx.save_model(model, tmp_model, save_as_external_data=True, all_tensors_to_one_file=not per_tensor,
                         location=location, size_threshold=1024)
         if check:
             try:
@@ -143,8 +159,9 @@ def _save_external(model: Any, path: str, check: bool) -> None:
             except onnx.checker.ValidationError as err:
                 raise FormatError(f"the exported model for {path!r} fails onnx.checker: "
                                   f"{str(err).strip().splitlines()[0]}") from None
-        if os.path.exists(os.path.join(tmp, location)):
-            os.replace(os.path.join(tmp, location), os.path.join(directory, location))
+        for name in sorted(os.listdir(tmp)):  # the data first (one file, or one per weight)
+            if name != base:
+                os.replace(os.path.join(tmp, name), os.path.join(directory, name))
         os.replace(tmp_model, path)
     except OSError as err:
         raise UsageError(f"cannot write {path!r}: {err.strerror or err}") from None

@@ -32,8 +32,9 @@ from .control import SUBGRAPH_OPS, Join, all_nodes, branches, condition_value, d
 from .dtypes import tensor_array, to_dtype
 from .functions import MAX_DEPTH, Functions
 from .reader import full_model
+from .model_fields import record_model_fields
 from .node import Node
-from .opaque import OPAQUE
+from .opaque import OPAQUE, opaque
 from .table import lookup, merged
 from .unroll import MAX_UNROLLED_NODES, Unroll
 
@@ -337,7 +338,7 @@ def _opaque(n: onnx.NodeProto, inputs: list, types: dict, names: Optional["DimNa
     bare.CopyFrom(n)
     bare.input[:] = ["?" if x is not None else "" for x in inputs]
     bare.output[:] = ["?" if o else "" for o in n.output]
-    call = ir.Call(ir.Op.get(OPAQUE), [x for x in inputs if x is not None],
+    call = ir.Call(opaque(), [x for x in inputs if x is not None],
                    {"domain": n.domain, "op_type": n.op_type, "node": bare.SerializeToString().hex(),
                     "out_shapes": tuple(shapes), "out_dtypes": tuple(dtypes)})
     if len(shapes) == 1:
@@ -455,7 +456,8 @@ def _bind_outputs(n: onnx.NodeProto, outs: Any, inputs: list, foldable: bool, en
             raise FormatError(f"{_label(outer or n)}: output {name!r} of its {n.op_type} has no value (it "
                               "passes on an input the node does not have)")
         if expr.span is None and not any(expr is x for x in inputs):  # not an Identity's input
-            ir.set_span(expr, ir.Span(source, name=(outer.name or outer.output[0]) if outer else n.name or name))
+            _name_new_nodes(expr, inputs,
+                            ir.Span(source, name=(outer.name or outer.output[0]) if outer else n.name or name))
         try:
             ir.infer_type(expr)
         except PasshostError as err:
@@ -465,6 +467,20 @@ def _bind_outputs(n: onnx.NodeProto, outs: Any, inputs: list, foldable: bool, en
             env[name] = expr if folded is None else folded
         else:
             env[name] = _fold(expr) if foldable else expr
+
+
+def _name_new_nodes(expr: ir.Expr, inputs: list, span: ir.Span) -> None:
+    """``span`` (the ONNX node's name) on ``expr`` and on every node the converter built
+    for it that has none: a ``Conv`` with a bias imports as ``nn.bias_add(nn.conv2d(..))``,
+    and whichever the export writes (one ``Conv``) is named after the model's node."""
+    stop = {id(x) for x in inputs if x is not None}
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if id(e) in stop or e.span is not None or type(e) not in (ir.Call, ir.Tuple, ir.TupleGetItem):
+            continue
+        ir.set_span(e, span)
+        stack.extend(ir.children(e))
 
 
 def _expand_if(n: onnx.NodeProto, cond: Any, opsets: dict, outer: Any, depth: int, functions: Functions,
@@ -551,8 +567,8 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
             v = ir.infer_type(ir.var(name, shape=data.shape, dtype=str(data.dtype)))
             env[name] = v
             weights[name] = data
-        else:
-            env[name] = ir.infer_type(ir.Constant(data))  # (kept as it is when read-only and contiguous)
+        else:  # (kept as it is when read-only and contiguous); its name goes with it to the export
+            env[name] = ir.set_span(ir.infer_type(ir.Constant(data)), ir.Span(source, name=name))
     weight_vars = [env[n] for n in weights]
     dynamic = any(not p.checked_type.is_static for p in params)
     customs = [n for n in graph.node if (_domain(n.domain)
@@ -659,5 +675,6 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
     mod.attrs["onnx.output_dims"] = tuple(_tensor_shape(vi) if vi.type.HasField("tensor_type") else None
                                           for vi in graph.output)
     mod.attrs["onnx.opset"] = opsets[""]
+    record_model_fields(model, mod.attrs)
     mod = ir.infer_type(mod)
     return (mod, weights) if keep_params else mod

@@ -21,7 +21,7 @@ from passhost import ir
 from passhost.errors import EvaluationError, TypeInferenceError
 from passhost.hookspecs import OpEntry
 
-__all__ = ["OPAQUE", "opaque_op"]
+__all__ = ["OPAQUE", "opaque_op", "opaque"]
 
 OPAQUE = "onnx.opaque"
 
@@ -56,6 +56,15 @@ def _compute(args: list, attrs) -> tuple:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", int(attrs.opset) or 21)])
     results = ReferenceEvaluator(model).run(None, feeds)
     return results[0] if len(results) == 1 else tuple(results)
+
+
+def opaque() -> ir.Op:
+    """The operator, registered on first use when the registry has not loaded this plugin
+    yet (``from_onnx`` called directly); the registry accepts the same definition later."""
+    try:
+        return ir.Op.get(OPAQUE)
+    except ir.IRError:
+        return ir.register_op(_ENTRY)
 
 
 def opaque_op() -> OpEntry:

@@ -193,11 +193,12 @@ def _parse(data: bytes) -> onnx.ModelProto:
     return model
 
 
-def read_model(path: str) -> tuple:
+def read_model(path: str, layout: Optional[dict] = None) -> tuple:
     """``(model, arrays)``: the ONNX model in the file ``path`` (external data beside it
     loaded, as ``onnx.load`` does) and, for each initializer whose bytes were not copied,
     its value (``{name: read-only array}``); those initializers hold no ``raw_data`` in
-    ``model``. Raises what protobuf raises on a malformed file."""
+    ``model``. ``layout``, when given, receives ``{initializer name: external file}`` for
+    the weights kept outside the model. Raises what protobuf raises on a malformed file."""
     with open(path, "rb") as f:
         data = f.read()
     try:
@@ -216,6 +217,10 @@ def read_model(path: str) -> tuple:
         else:  # a type or size numpy cannot view: the tensor as protobuf would hold it
             tensor.raw_data = data[span[0]:span[1]]
     if small is None or _EXTERNAL_MARK in small:
+        if layout is not None:
+            from .model_fields import external_layout
+
+            layout.update(external_layout(model))
         onnx.load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
     return model, arrays
 
