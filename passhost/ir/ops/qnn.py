@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import TypeInferenceError
+from ...errors import IRError, TypeInferenceError
 from ..op import OpPattern
 from ..types import TensorType, is_float
 from .layout import layout_index
@@ -54,6 +54,17 @@ __all__: list = []
 
 #: integer dtypes a quantized tensor (and its zero point) may have
 INTEGER = frozenset({"int8", "uint8", "int16", "uint16", "int32"})
+#: those of ``qnn.quantize`` and ``qnn.dequantize``, which also take ONNX's 4-bit types
+QDQ_INTEGER = INTEGER | {"int4", "uint4"}
+_INT_RANGE = {"int4": (-8, 7), "uint4": (0, 15)}
+
+
+def _range(dtype: str) -> tuple:
+    """``(min, max)`` of an integer dtype (numpy's iinfo does not know ml_dtypes' 4-bit types)."""
+    if dtype in _INT_RANGE:
+        return _INT_RANGE[dtype]
+    info = np.iinfo(dtype)
+    return info.min, info.max
 _OP = "qnn.conv2d"
 
 
@@ -125,15 +136,36 @@ def _per_axis(op: str, t: TensorType, data: TensorType, axis: int, what: str) ->
                                  f"({data.shape[axis]}), got {t}")
 
 
-def _scale_and_zero(op: str, types: list, data: TensorType, axis: int, first: int = 1, which: str = "the ") -> None:
+def _per_block(op: str, t: TensorType, data: TensorType, axis: int, block: int, what: str) -> None:
+    """``t`` holds one value per block of ``block`` elements along ``axis`` of ``data``:
+    ``data``'s shape with ``ceil(n / block)`` for its ``n`` along ``axis`` (ONNX's blocked
+    quantisation, opset 21)."""
+    n = data.shape[axis]
+    ok = t.ndim == data.ndim and all(not differ(t.shape[a], d) for a, d in enumerate(data.shape) if a != axis)
+    if ok and type(n) is int and type(t.shape[axis]) is int:
+        ok = t.shape[axis] == -(-n // block)
+    if not ok:
+        want = tuple(str(-(-d // block) if a == axis and type(d) is int else d) for a, d in enumerate(data.shape))
+        raise TypeInferenceError(f"{op}: with block_size={block}, {what} must have one value per block of axis "
+                                 f"{axis} (shape ({', '.join(want)})), got {t}")
+
+
+def _scale_and_zero(op: str, types: list, data: TensorType, axis: int, first: int = 1, which: str = "the ",
+                    block: int = 0, integer: frozenset = INTEGER) -> None:
     """Arguments ``first`` and ``first + 1``: a floating-point scale and an integer zero
-    point, each one value or one per slice of ``axis`` of ``data``."""
+    point, each one value or one per slice of ``axis`` of ``data`` (with ``block``, one per
+    block of that many elements along ``axis``)."""
     scale = tensor_arg(op, types, first, which + "scale")
     zero = tensor_arg(op, types, first + 1, which + "zero point")
     if not is_float(scale.dtype):
         raise TypeInferenceError(f"{op}: {which}scale must be a floating-point tensor, got {scale}")
-    if zero.dtype not in INTEGER:
+    if zero.dtype not in integer:
         raise TypeInferenceError(f"{op}: {which}zero point must be an integer tensor, got {zero}")
+    if block:
+        _per_block(op, scale, data, axis, block, which + "scale")
+        if zero.ndim or zero.shape:  # (a scalar zero point is one for every block)
+            _per_block(op, zero, data, axis, block, which + "zero point")
+        return
     _per_axis(op, scale, data, axis, which + "scale")
     _per_axis(op, zero, data, axis, which + "zero point")
 
@@ -164,6 +196,23 @@ def _along(value: np.ndarray, ndim: int, axis: int) -> np.ndarray:
     return value.reshape(shape)
 
 
+def _spread(value: np.ndarray, x: np.ndarray, axis: int, block: int) -> np.ndarray:
+    """A scale or zero point laid over ``x``: per tensor or per slice of ``axis``
+    (:func:`_along`), or, with ``block``, each value repeated over its block of ``axis``."""
+    value = np.asarray(value)
+    if not block or value.ndim != x.ndim:
+        return _along(value, x.ndim, axis)
+    return np.repeat(value, block, axis=axis)[(slice(None),) * axis + (slice(0, x.shape[axis]),)]
+
+
+def _check_block(op: str):
+    def check(attrs) -> None:
+        b = attrs.block_size
+        if isinstance(b, bool) or not isinstance(b, int) or b < 0:
+            raise IRError(f"operator {op}: block_size must be a non-negative int (0: no blocks), got {b!r}")
+    return check
+
+
 @kernel
 def _requantize(args: list, attrs) -> np.ndarray:
     x, s_in, z_in, s_out, z_out = args
@@ -192,13 +241,20 @@ reg(_REQ, 5, _requantize_rel, _requantize,
 
 
 
+def _block_axis(op: str, data: TensorType, attrs) -> int:
+    if attrs.block_size and data.ndim == 0:
+        raise TypeInferenceError(f"{op}: block_size={attrs.block_size} needs data with an axis, got {data}")
+    return norm_axis(op, attrs.axis, max(data.ndim, 1))
+
+
 def _quantize_rel(types: list, attrs) -> TensorType:
     data = tensor_arg("qnn.quantize", types, 0, "the data")
     if not is_float(data.dtype):
         raise TypeInferenceError(f"qnn.quantize: the data must be a floating-point tensor, got {data}")
-    _scale_and_zero("qnn.quantize", types, data, norm_axis("qnn.quantize", attrs.axis, max(data.ndim, 1)))
-    if attrs.out_dtype not in INTEGER:
-        raise TypeInferenceError(f"qnn.quantize: out_dtype must be one of {', '.join(sorted(INTEGER))}, "
+    _scale_and_zero("qnn.quantize", types, data, _block_axis("qnn.quantize", data, attrs),
+                    block=attrs.block_size, integer=QDQ_INTEGER)
+    if attrs.out_dtype not in QDQ_INTEGER:
+        raise TypeInferenceError(f"qnn.quantize: out_dtype must be one of {', '.join(sorted(QDQ_INTEGER))}, "
                                  f"got {attrs.out_dtype!r}")
     return TensorType(data.shape, attrs.out_dtype)
 
@@ -207,16 +263,18 @@ def _quantize_rel(types: list, attrs) -> TensorType:
 def _quantize(args: list, attrs) -> np.ndarray:
     x, scale, zero = args
     axis = attrs.axis % max(x.ndim, 1)
-    v = np.rint(x.astype(np.float32) / _along(scale, x.ndim, axis).astype(np.float32))
-    info = np.iinfo(attrs.out_dtype)
-    return np.clip(v.astype(np.float64) + _along(zero, x.ndim, axis), info.min, info.max).astype(attrs.out_dtype)
+    v = np.rint(x.astype(np.float32) / _spread(scale, x, axis, attrs.block_size).astype(np.float32))
+    lo, hi = _range(attrs.out_dtype)
+    v = np.clip(v.astype(np.float64) + _spread(zero, x, axis, attrs.block_size).astype(np.float64), lo, hi)
+    return v.astype(attrs.out_dtype)
 
 
 def _dequantize_rel(types: list, attrs) -> TensorType:
     data = tensor_arg("qnn.dequantize", types, 0, "the data")
-    if data.dtype not in INTEGER:
+    if data.dtype not in QDQ_INTEGER:
         raise TypeInferenceError(f"qnn.dequantize: the data must be an integer tensor, got {data}")
-    _scale_and_zero("qnn.dequantize", types, data, norm_axis("qnn.dequantize", attrs.axis, max(data.ndim, 1)))
+    _scale_and_zero("qnn.dequantize", types, data, _block_axis("qnn.dequantize", data, attrs),
+                    block=attrs.block_size, integer=QDQ_INTEGER)
     if not is_float(str(attrs.out_dtype)):
         raise TypeInferenceError(f"qnn.dequantize: out_dtype must be a floating-point dtype, got {attrs.out_dtype!r}")
     return TensorType(data.shape, attrs.out_dtype)
@@ -226,15 +284,18 @@ def _dequantize_rel(types: list, attrs) -> TensorType:
 def _dequantize(args: list, attrs) -> np.ndarray:
     x, scale, zero = args
     axis = attrs.axis % max(x.ndim, 1)
-    shifted = (x.astype(np.int64) - _along(zero, x.ndim, axis).astype(np.int64)).astype(np.float32)
-    return (shifted * _along(scale, x.ndim, axis).astype(np.float32)).astype(attrs.out_dtype)
+    shifted = x.astype(np.int64) - _spread(zero, x, axis, attrs.block_size).astype(np.int64)
+    return (shifted.astype(np.float32) * _spread(scale, x, axis, attrs.block_size).astype(np.float32)) \
+        .astype(attrs.out_dtype)
 
 
-reg("qnn.quantize", 3, _quantize_rel, _quantize, attrs=(("axis", -1), ("out_dtype", "int8")),
-    pattern=OpPattern.BROADCAST,
+reg("qnn.quantize", 3, _quantize_rel, _quantize, attrs=(("axis", -1), ("out_dtype", "int8"), ("block_size", 0)),
+    pattern=OpPattern.BROADCAST, attr_check=_check_block("qnn.quantize"),
     summary="saturate(round(data / scale) + zero_point) to an integer type (ONNX QuantizeLinear).")
-reg("qnn.dequantize", 3, _dequantize_rel, _dequantize, attrs=(("axis", -1), ("out_dtype", "float32")),
-    pattern=OpPattern.BROADCAST, summary="(data - zero_point) * scale (ONNX DequantizeLinear).")
+reg("qnn.dequantize", 3, _dequantize_rel, _dequantize,
+    attrs=(("axis", -1), ("out_dtype", "float32"), ("block_size", 0)),
+    pattern=OpPattern.BROADCAST, attr_check=_check_block("qnn.dequantize"),
+    summary="(data - zero_point) * scale (ONNX DequantizeLinear).")
 
 
 # -- qnn.dense ------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ __all__ = [
     "CONVS",
     "DENSE",
     "FOLD_SOURCES",
+    "dequantized_weight",
 ]
 
 #: the operators both directions have rules for
@@ -55,6 +56,17 @@ FOLD_SOURCES = frozenset({CONV2D, CONV3D, DENSE})
 
 #: ``(axes, require_positive)``; ``None`` stands for TVM's null message
 Message = tuple
+
+_DEQUANTIZE = frozenset({Op.get("qnn.dequantize")})
+
+
+def dequantized_weight(weight: Expr) -> bool:
+    """Whether a convolution's or dense's ``weight`` is computed by ``qnn.dequantize`` (an
+    integer weight): a scale folded into it cannot reach the integer constant (FoldConstant
+    leaves ``qnn.*`` alone), so it would only multiply the dequantized weight at every run,
+    and hide the dequantize from runtimes that fuse it into their integer product. Neither
+    direction folds into such a weight."""
+    return ir.calls_any(weight, _DEQUANTIZE)
 
 _PEEL = frozenset(Op.get(n) for n in ("expand_dims", "reshape", "transpose", "squeeze"))
 _POSITIVE_DTYPES = frozenset({"float32", "float64", "int8", "int32", "uint8", "uint32"})

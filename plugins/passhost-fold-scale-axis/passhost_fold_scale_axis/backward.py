@@ -59,6 +59,7 @@ from ._common import (
     MULTIPLY,
     RELU_OPS,
     conv_axes,
+    dequantized_weight,
     is_all_positive_constant,
     match_broadcast_to_left_axes,
     reshape_or_expand_to_match_axis,
@@ -93,6 +94,8 @@ def _prep(call: Call, in_msgs: list) -> Optional[tuple]:
         if m0 is not None and m1 is not None and m0[0] == m1[0] and tuple(tl.shape) == tuple(tr.shape):
             return m0
         return None
+    if (op in CONVS or op is DENSE) and dequantized_weight(call.args[1]):
+        return None  # (a quantized weight: see dequantized_weight)
     if op in CONVS:
         found = conv_axes(call, "out_layout")
         return None if found is None else ((found[0],), False)

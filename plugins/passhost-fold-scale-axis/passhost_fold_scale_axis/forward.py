@@ -74,6 +74,7 @@ from ._common import (
     MULTIPLY,
     RELU_OPS,
     conv_axes,
+    dequantized_weight,
     intersect,
     is_all_positive_constant,
     match_broadcast_to_left_axes,
@@ -125,6 +126,8 @@ def _prep(call: Call, out: Optional[tuple]) -> Optional[list]:
             if match_broadcast_to_left_axes(tr, tl, out[0])[0]:
                 return [None, out]
         return [None, None]
+    if (op in CONVS or op is DENSE) and dequantized_weight(call.args[1]):
+        return [None, None]  # (a quantized weight: see dequantized_weight)
     if op in CONVS:
         found = conv_axes(call, "data_layout")
         return [None if found is None else ((found[0],), False), None]

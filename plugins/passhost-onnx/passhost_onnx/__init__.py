@@ -18,6 +18,7 @@ from .exporter import to_onnx
 from .files import load, save
 from .importer import ShapeWarning, from_onnx
 from .node import ConversionError, Node
+from .convert_qcontrib import matmul_nbits_op
 from .opaque import OPAQUE, opaque_op
 from .table import BUILTIN, known_ops
 
@@ -32,4 +33,4 @@ def supported_ops() -> list:
 
 plugin(FormatEntry("onnx", (".onnx",), load=load, save=save,
                    summary="ONNX models (opsets 7-21 in, 13-21 out), checked against onnxruntime"),
-       opaque_op(), api=">=1.0,<2")
+       opaque_op(), matmul_nbits_op(), api=">=1.0,<2")

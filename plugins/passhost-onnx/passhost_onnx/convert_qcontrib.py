@@ -13,11 +13,17 @@ standard operators: ``DequantizeLinear``, the float operator, ``QuantizeLinear``
 
 Covered: ``QLinearAdd``, ``QLinearMul``, ``QLinearConcat``, ``QLinearGlobalAveragePool``,
 ``QLinearAveragePool``, ``QLinearSigmoid``, ``QLinearLeakyRelu``, ``QLinearSoftmax`` and
-``QGemm``.
+``QGemm``; and ``MatMulNBits``, onnxruntime's weight-only 2-, 4- or 8-bit product, which
+is no quantize/dequantize pair: it imports as one operator, ``onnx.matmul_nbits``, that
+keeps the packed weight and exports as itself (see the end of this module).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from passhost import ir
+from passhost.errors import TypeInferenceError
+from passhost.hookspecs import OpEntry
 
 from .build import call, const
 from .convert_qlinear import _float, _integer_dense, _requantize, _zero_point
@@ -155,3 +161,111 @@ def _qgemm(node):
     if node.input(7) is None:
         return call("multiply", call("cast", acc, dtype="float32"), call("multiply", product_scale, alpha))
     return _requantize(node, acc, product_scale, alpha, 7, 8, axis=-1)
+
+
+# -- MatMulNBits: onnx.matmul_nbits ---------------------------------------------------------
+#
+# onnxruntime's weight-only quantized product (what its MatMulNBitsQuantizer and the
+# Hugging Face int4 exports write): ``Y = A @ dequantize(B).T (+ bias)`` with B the
+# ``(N, K)`` weight packed ``bits`` to the value (low bits first), one scale (and zero
+# point) per block of ``block_size`` values along K. It imports as one operator that keeps
+# the packed bytes as they are: FoldConstant never dequantizes the weight (it is not a
+# separate call), and the export writes the same MatMulNBits node back on the same
+# initializers. The kernel dequantizes to float32 and multiplies in float32, as
+# onnxruntime's does at accuracy_level 0 (the result rounded to A's dtype).
+
+MATMUL_NBITS = "onnx.matmul_nbits"
+#: MatMulNBits' optional inputs, by position
+_NBITS_OPTIONAL = ("zero_points", "g_idx", "bias")
+
+
+def _nbits_rel(types: list, attrs) -> ir.Type:
+    op = MATMUL_NBITS
+    present = tuple(attrs.present)
+    if len(types) != 3 + len(present):
+        raise TypeInferenceError(f"{op}: {len(types)} arguments for the inputs A, B, scales"
+                                 f"{''.join(', ' + p for p in present)}")
+    a, b, scales = types[:3]
+    for t, what in ((a, "A"), (b, "B"), (scales, "the scales")):
+        if not isinstance(t, ir.TensorType):
+            raise TypeInferenceError(f"{op}: {what} must be a tensor, got {t}")
+    if a.dtype not in ("float32", "float16", "bfloat16") or a.ndim < 1:
+        raise TypeInferenceError(f"{op}: A must be a float32, float16 or bfloat16 tensor of rank >= 1, got {a}")
+    k, n, bits, block = attrs.K, attrs.N, attrs.bits, attrs.block_size
+    if bits not in (2, 4, 8) or block < 1 or (block * bits) % 8:
+        raise TypeInferenceError(f"{op}: bits={bits} and block_size={block} are not a MatMulNBits layout "
+                                 "(bits 2, 4 or 8; blocks of whole bytes)")
+    blocks = -(-k // block)
+    if b.dtype not in ("uint8", "int32") or b.ndim != 3 or tuple(b.shape[:2]) != (n, blocks) or \
+            b.shape[2] * (4 if b.dtype == "int32" else 1) != block * bits // 8:
+        raise TypeInferenceError(f"{op}: B must be uint8 of shape ({n}, {blocks}, {block * bits // 8}) for K={k}, "
+                                 f"N={n}, bits={bits}, block_size={block}; got {b}")
+    if scales.dtype != a.dtype or tuple(scales.shape) not in ((n * blocks,), (n, blocks)):
+        raise TypeInferenceError(f"{op}: the scales must be {a.dtype} of shape ({n}, {blocks}) or ({n * blocks}), "
+                                 f"got {scales}")
+    if isinstance(a.shape[-1], int) and a.shape[-1] != k:
+        raise TypeInferenceError(f"{op}: A's last axis must be K={k}, got {a}")
+    return ir.TensorType(tuple(a.shape[:-1]) + (n,), a.dtype)
+
+
+def _unpack_bits(data: np.ndarray, bits: int, count: int) -> np.ndarray:
+    """The first ``count`` ``bits``-bit values of each row of the uint8 ``data`` (low bits
+    first), as uint8."""
+    per = 8 // bits
+    rows = data.reshape(data.shape[0], -1)
+    out = np.empty((rows.shape[0], rows.shape[1] * per), dtype=np.uint8)
+    for j in range(per):
+        out[:, j::per] = (rows >> (j * bits)) & ((1 << bits) - 1)
+    return out[:, :count]
+
+
+def nbits_weight(b: np.ndarray, scales: np.ndarray, zero_points, g_idx, attrs) -> np.ndarray:
+    """MatMulNBits' weight dequantized: float32 ``(N, K)``."""
+    k, n, bits, block = attrs.K, attrs.N, attrs.bits, attrs.block_size
+    blocks = -(-k // block)
+    q = _unpack_bits(np.ascontiguousarray(b).view(np.uint8).reshape(n, -1), bits, blocks * block).astype(np.float32)
+    index = (np.asarray(g_idx).astype(np.int64) if g_idx is not None else np.arange(k) // block)
+    s = np.asarray(scales).astype(np.float32).reshape(n, blocks)[:, index]
+    if zero_points is None:
+        zp = np.float32(1 << (bits - 1))
+    elif zero_points.dtype == np.uint8:
+        zp = _unpack_bits(zero_points.reshape(n, -1), bits, blocks).astype(np.float32)[:, index]
+    else:
+        zp = np.asarray(zero_points).astype(np.float32).reshape(n, blocks)[:, index]
+    return (q[:, :k] - zp) * s
+
+
+def _nbits_compute(args: list, attrs) -> np.ndarray:
+    a, b, scales = args[:3]
+    extra = dict(zip(attrs.present, args[3:]))
+    w = nbits_weight(b, scales, extra.get("zero_points"), extra.get("g_idx"), attrs)
+    y = np.matmul(a.astype(np.float32), w.T)
+    if "bias" in extra:
+        y = y + extra["bias"].astype(np.float32)
+    return y.astype(a.dtype)
+
+
+def matmul_nbits_op() -> OpEntry:
+    """The operator's definition (one object, so a reloaded registry sees the same op)."""
+    return _NBITS_ENTRY
+
+
+_NBITS_ENTRY = OpEntry(
+    name=MATMUL_NBITS, num_inputs=-1, type_rel=_nbits_rel, compute=_nbits_compute,
+    attrs=(("K", 0), ("N", 0), ("bits", 4), ("block_size", 0), ("accuracy_level", None), ("present", ())),
+    pattern=ir.OpPattern.OPAQUE,
+    summary="onnxruntime's MatMulNBits: A times a weight quantized to 2, 4 or 8 bits in blocks, kept packed")
+
+
+@converter("MatMulNBits", 1, domain=MS)
+def _matmul_nbits(node):
+    """``com.microsoft.MatMulNBits(A, B, scales, zero_points?, g_idx?, bias?)`` as one
+    ``onnx.matmul_nbits`` call on the same tensors and attributes."""
+    present = tuple(name for i, name in enumerate(_NBITS_OPTIONAL, 3) if node.input(i) is not None)
+    args = node.inputs[:3] + [node.inputs[i] for i, name in enumerate(_NBITS_OPTIONAL, 3) if node.input(i) is not None]
+    level = node.attr("accuracy_level", None)
+    attrs = {"K": _int_attr(node, "K"), "N": _int_attr(node, "N"), "bits": _int_attr(node, "bits", 4),
+             "block_size": _int_attr(node, "block_size"), "present": present}
+    if level is not None:
+        attrs["accuracy_level"] = _int_attr(node, "accuracy_level")
+    return call(MATMUL_NBITS, *args, **attrs)

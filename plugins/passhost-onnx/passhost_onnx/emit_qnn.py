@@ -28,7 +28,11 @@ from .emit import _check_layout, _pads, _tensor, emitter
 __all__ = ["join_qlinear_conv"]
 
 #: output dtypes QuantizeLinear writes, by the first opset it writes them at
-_QUANTIZE_SINCE = {"uint8": 10, "int8": 10, "uint16": 21, "int16": 21}
+_QUANTIZE_SINCE = {"uint8": 10, "int8": 10, "uint16": 21, "int16": 21, "uint4": 21, "int4": 21}
+#: the opset from which QuantizeLinear/DequantizeLinear take a float16 or bfloat16 scale
+_HALF_SCALE_SINCE = 19
+#: the opset from which they take blocked scales (``block_size``)
+_BLOCKED_SINCE = 21
 
 
 @emitter("qnn.conv2d")
@@ -189,18 +193,26 @@ def _scales_match(em, xs: str, ws: str, s_in: str, s_out: str, conv) -> bool:
 # -- qnn.quantize / qnn.dequantize: QuantizeLinear / DequantizeLinear ----------------------
 
 
-def _q_params(em, call, args, dtype: str):
-    """``(scale, zero point, {"axis": a} or {})`` for Q/DQ: a float32 scale and a zero point
-    of ``dtype``, both one value or one per slice of the axis (a scalar zero point beside a
-    per-axis scale is repeated: ONNX wants them of one shape)."""
+def _q_params(em, call, args, dtype: str, scale_dtype: str = "float32"):
+    """``(scale, zero point, attributes)`` for Q/DQ: a scale of ``scale_dtype`` and a zero
+    point of ``dtype``, both one value or one per slice of the axis (a scalar zero point
+    beside a per-axis scale is repeated: ONNX wants them of one shape), or one per block
+    (``{"axis": a, "block_size": b}``, opset 21)."""
     data = _tensor(call, 0)
     nd = len(data.shape)
     axis = call.attrs.axis % max(nd, 1)
     scale_t, zero_t = _tensor(call, 1), _tensor(call, 2)
+    block = int(call.attrs.block_size)
+    if block:
+        if em.opset < _BLOCKED_SINCE:
+            raise FormatError(f"{call.op.name} with block_size={block} (blocked quantisation) needs ONNX opset "
+                              f"{_BLOCKED_SINCE}; export with --opset {_BLOCKED_SINCE}")
+        return (_cast_to(em, args[1], scale_t, scale_dtype), _blocked_zero(em, args[2], zero_t, scale_t, dtype),
+                {"axis": axis, "block_size": block})
     per_axis = [t.ndim == 1 and t.shape[0] > 1 for t in (scale_t, zero_t)]
     count = data.shape[axis] if any(per_axis) else None
     names = []
-    for name, t, want in ((args[1], scale_t, "float32"), (args[2], zero_t, dtype)):
+    for name, t, want in ((args[1], scale_t, scale_dtype), (args[2], zero_t, dtype)):
         value = em.values.get(name)
         if value is not None:
             value = value.astype(want).reshape(-1 if value.size > 1 else ())
@@ -218,17 +230,55 @@ def _q_params(em, call, args, dtype: str):
     return names[0], names[1], ({"axis": axis} if count is not None else {})
 
 
+def _cast_to(em, name: str, t, dtype: str) -> str:
+    """``name`` (of type ``t``) as ``dtype``: a constant converted, else a ``Cast``."""
+    if t.dtype == dtype:
+        return name
+    value = em.values.get(name)
+    if value is not None:
+        return em.const(value.astype(dtype))
+    return em.one("Cast", [name], to=to_onnx_type(dtype))
+
+
+def _blocked_zero(em, name: str, zero_t, scale_t, dtype: str) -> str:
+    """A blocked zero point of ``dtype`` and of the scale's shape (a scalar one repeated)."""
+    name = _cast_to(em, name, zero_t, dtype)
+    if tuple(zero_t.shape) == tuple(scale_t.shape):
+        return name
+    value = em.values.get(name)
+    if value is not None:
+        return em.const(np.full(tuple(scale_t.shape), value.reshape(()), dtype=dtype))
+    return em.one("Expand", [name, em.ints(list(scale_t.shape))])
+
+
+def _scale_dtype(em, call, want: str) -> str:
+    """The scale dtype Q/DQ are written with: the call's own float16 or bfloat16 scale when
+    its tensor (``want``) has that dtype and the opset takes it; float32 otherwise."""
+    t = _tensor(call, 1).dtype
+    return t if t == want and t in ("float16", "bfloat16") and em.opset >= _HALF_SCALE_SINCE else "float32"
+
+
+def _four_bit(em, call, dtype: str) -> None:
+    if dtype in ("int4", "uint4") and em.opset < 21:
+        raise FormatError(f"{call.op.name} of {dtype} data needs ONNX opset 21 (the 4-bit types); "
+                          "export with --opset 21")
+
+
 @emitter("qnn.quantize")
 def _quantize(em, call, args):
     dtype = call.attrs.out_dtype
-    x = args[0] if _tensor(call, 0).dtype == "float32" else em.one("Cast", [args[0]], to=to_onnx_type("float32"))
-    scale, zero, axis = _q_params(em, call, args, dtype)
-    if em.opset >= _QUANTIZE_SINCE.get(dtype, 99):
-        return em.one("QuantizeLinear", [x, scale, zero], **axis)
+    _four_bit(em, call, dtype)
+    x_dtype = _tensor(call, 0).dtype
+    written = em.opset >= _QUANTIZE_SINCE.get(dtype, 99)
+    scale_dtype = _scale_dtype(em, call, x_dtype) if written else "float32"  # (the arithmetic: float32)
+    x = args[0] if x_dtype == scale_dtype else em.one("Cast", [args[0]], to=to_onnx_type(scale_dtype))
+    scale, zero, attrs = _q_params(em, call, args, dtype, scale_dtype)
+    if written:
+        return em.one("QuantizeLinear", [x, scale, zero], **attrs)
     # (a dtype QuantizeLinear writes only at a later opset: its arithmetic)
-    if axis:
+    if attrs:
         nd = len(_tensor(call, 0).shape)
-        scale, zero = _along(em, scale, nd, axis["axis"]), _along(em, zero, nd, axis["axis"])
+        scale, zero = _along(em, scale, nd, attrs["axis"]), _along(em, zero, nd, attrs["axis"])
     return _round_and_saturate(em, em.one("Div", [x, scale]), zero, dtype)
 
 
@@ -238,8 +288,30 @@ def _dequantize(em, call, args):
     if dtype in ("uint16", "int16") and em.opset < 21:
         raise FormatError(f"qnn.dequantize of {dtype} data needs ONNX opset 21 (DequantizeLinear of 16-bit "
                           f"integers); export with --opset 21")
-    scale, zero, axis = _q_params(em, call, args, dtype)
-    out = em.one("DequantizeLinear", [args[0], scale, zero], **axis)
-    if call.attrs.out_dtype != "float32":
-        out = em.one("Cast", [out], to=to_onnx_type(call.attrs.out_dtype))
+    _four_bit(em, call, dtype)
+    out_dtype = call.attrs.out_dtype
+    scale_dtype = _scale_dtype(em, call, out_dtype)
+    scale, zero, attrs = _q_params(em, call, args, dtype, scale_dtype)
+    out = em.one("DequantizeLinear", [args[0], scale, zero], **attrs)
+    if out_dtype != scale_dtype:
+        out = em.one("Cast", [out], to=to_onnx_type(out_dtype))
     return out
+
+
+# -- onnx.matmul_nbits: MatMulNBits, as it came -------------------------------------------
+
+
+@emitter("onnx.matmul_nbits")
+def _matmul_nbits(em, call, args):
+    """onnxruntime's ``com.microsoft.MatMulNBits`` on the same inputs (an absent optional
+    one as ``""``) and attributes: the packed weight is written back byte for byte."""
+    a = call.attrs
+    given = dict(zip(a.present, args[3:]))
+    inputs = list(args[:3]) + [given.get(name, "") for name in ("zero_points", "g_idx", "bias")]
+    while inputs[-1] == "":
+        inputs.pop()
+    attrs = {"K": int(a.K), "N": int(a.N), "bits": int(a.bits), "block_size": int(a.block_size)}
+    if a.accuracy_level is not None:
+        attrs["accuracy_level"] = int(a.accuracy_level)
+    em.domains.setdefault("com.microsoft", 1)
+    return em.node("MatMulNBits", inputs, 1, domain="com.microsoft", **attrs)[0]
