@@ -8,7 +8,6 @@ this graph does not reach).
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import passhost
 from passhost import ir

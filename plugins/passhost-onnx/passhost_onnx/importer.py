@@ -34,7 +34,7 @@ from .functions import MAX_DEPTH, Functions
 from .reader import full_model
 from .model_fields import record_model_fields
 from .node import Node
-from .opaque import OPAQUE, opaque
+from .opaque import opaque
 from .table import lookup, merged
 from .unroll import MAX_UNROLLED_NODES, Unroll
 

@@ -174,7 +174,6 @@ class Unroll:
     def _step_once(self, env: dict, prefix: str) -> Any:
         """A Scan over a dynamic axis: its body converted once, over a step counter and
         variables for the carried values (then :meth:`outputs` makes it a recursive function)."""
-        n = self.node
         if self.loop is not None:  # the body is converted: collect its outputs
             try:
                 self.per_step = [[env[x] for x in self.last]]
