@@ -16,6 +16,11 @@ small one::
 
     before:  add(%x, 3f)          rule: add(x, constant) -> x   (forgot to check for 0)
     counterexample: %x: Tensor[(1), float32] = [0.5]  ->  3.5 before, 0.5 after
+
+A rule whose pattern random instances cannot reach -- attributes that depend on the shapes,
+such as a slice at half the last axis or reshapes between ``(batch * heads, seq, head)`` and
+``(batch, heads, seq, head)`` -- may define ``examples(rng)``, returning graphs (functions of
+random sizes) it should fire on; they are judged the same way after the random instances.
 """
 from __future__ import annotations
 
@@ -319,37 +324,86 @@ def check_rule(rule: DFPatternCallback, *, min_fired: int = 25, max_trials: int 
                 break
             if new is None:
                 continue
-            before_text = str(fn.body).strip()
-            report.fired += 1
-            after_text = str(new.body).strip()
-            try:
-                new = infer_type(Function(list(new.params), new.body))
-            except PasshostError as err:
-                report.counterexample = Counterexample(before_text, after_text, {}, f"the rewrite does not type-check: {err}")
-                break
-            if new.body.checked_type != fn.body.checked_type:
-                report.counterexample = Counterexample(before_text, after_text, {},
-                                                       f"the type changes from {fn.body.checked_type} to {new.body.checked_type}")
-                break
-            for positive in (False, True):
-                feeds = _inputs(rng, fn.params, positive)
-                try:
-                    with np.errstate(all="ignore"):
-                        want = evaluate(IRModule.from_expr(fn), *feeds)
-                        got = evaluate(IRModule.from_expr(new), *feeds)
-                except PasshostError:
-                    continue
-                why = _close(want, got, rtol, atol)
-                if why:
-                    report.counterexample = Counterexample(
-                        before_text, after_text, {p.name_hint: f for p, f in zip(fn.params, feeds)}, why)
-                    break
-            if report.counterexample is not None:
+            if _judge(report, fn, new, rng, rtol, atol):
                 break
         if report.counterexample is not None or time.perf_counter() - start > max_seconds:
             break
+    examples = getattr(rule, "examples", None)
+    if callable(examples) and report.counterexample is None:
+        _check_examples(rule, examples, report, rng, rtol, atol, min_fired, max_trials,
+                        start + max_seconds)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _judge(report: RuleReport, fn: Function, new: Function, rng: np.random.RandomState, rtol: float,
+           atol: float) -> bool:
+    """Count a firing of the rule on ``fn`` (rewritten to ``new``) and compare the two on random
+    inputs; True when that gave a counterexample (recorded in ``report``)."""
+    from ..interpreter import evaluate
+    from ..module import IRModule
+    from ..type_infer import infer_type
+
+    before_text = str(fn.body).strip()
+    report.fired += 1
+    after_text = str(new.body).strip()
+    try:
+        new = infer_type(Function(list(new.params), new.body))
+    except PasshostError as err:
+        report.counterexample = Counterexample(before_text, after_text, {}, f"the rewrite does not type-check: {err}")
+        return True
+    if new.body.checked_type != fn.body.checked_type:
+        report.counterexample = Counterexample(before_text, after_text, {},
+                                               f"the type changes from {fn.body.checked_type} to {new.body.checked_type}")
+        return True
+    for positive in (False, True):
+        feeds = _inputs(rng, fn.params, positive)
+        try:
+            with np.errstate(all="ignore"):
+                want = evaluate(IRModule.from_expr(fn), *feeds)
+                got = evaluate(IRModule.from_expr(new), *feeds)
+        except PasshostError:
+            continue
+        why = _close(want, got, rtol, atol)
+        if why:
+            report.counterexample = Counterexample(
+                before_text, after_text, {p.name_hint: f for p, f in zip(fn.params, feeds)}, why)
+            return True
+    return False
+
+
+def _check_examples(rule: DFPatternCallback, examples: Any, report: RuleReport, rng: np.random.RandomState,
+                    rtol: float, atol: float, min_fired: int, max_trials: int, deadline: float) -> None:
+    """The graphs ``rule.examples(rng)`` gives, judged as the random instances are: for a rule
+    whose pattern random instances cannot reach (a slice at half the last axis, reshapes between
+    ``(batch * heads, seq, head)`` and ``(batch, heads, seq, head)``), a generator of graphs of
+    random sizes it should fire on. Each graph is a trial; one the rule declines is not a finding."""
+    from ..type_infer import infer_type
+    from .rewrite import rewrite
+
+    goal = report.fired + min_fired
+    trials = 0
+    while report.fired < goal and trials < max_trials and time.perf_counter() < deadline:
+        batch = list(examples(rng))
+        if not batch:
+            return
+        for fn in batch:
+            trials += 1
+            report.trials += 1
+            try:
+                fn = infer_type(fn)
+            except PasshostError as err:
+                report.counterexample = Counterexample(str(fn.body).strip(), "-", {},
+                                                       f"the rule's own example does not type-check: {err}")
+                return
+            try:
+                new = rewrite([rule], fn, max_iterations=8)
+            except Exception as err:  # noqa: BLE001 - a rule that crashes is a finding
+                report.counterexample = Counterexample(str(fn.body).strip(), "-", {},
+                                                       f"the rule raised {type(err).__name__}: {err}")
+                return
+            if new is not fn and _judge(report, fn, new, rng, rtol, atol):
+                return
 
 
 class _Crash(Exception):
