@@ -32,5 +32,5 @@ def supported_ops() -> list:
 
 
 plugin(FormatEntry("onnx", (".onnx",), load=load, save=save,
-                   summary="ONNX models (opsets 7-21 in, 13-21 out), checked against onnxruntime"),
+                   summary="ONNX models (opsets 7-21 in, 13-23 out), checked against onnxruntime"),
        opaque_op(), matmul_nbits_op(), api=">=1.0,<2")

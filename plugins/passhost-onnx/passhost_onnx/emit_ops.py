@@ -488,3 +488,6 @@ def _max_unpool(em, call, args):
     a = call.attrs
     return em.one("MaxUnpool", [args[0], args[1], em.ints(a.output_size)], kernel_shape=list(a.pool_size),
                   strides=list(a.strides), pads=_pads(a.padding))
+
+
+from . import emit_llm  # noqa: E402,F401  (the fused operators of language models: registers their emitters)

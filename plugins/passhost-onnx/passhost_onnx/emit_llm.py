@@ -1,0 +1,267 @@
+"""The ONNX forms of the fused operators of language models (``nn.rms_norm``,
+``nn.rotary_embedding``, ``nn.attention``), by opset and target.
+
+=====================  ==========================================  ==============================
+operator               opset 23 on                                 below opset 23 (decomposed)
+=====================  ==========================================  ==============================
+``nn.rms_norm``        ``RMSNormalization``                        ``Pow, ReduceMean, Add, Sqrt,
+                                                                   Div, Mul`` (the form
+                                                                   onnxruntime's own fusion reads)
+``nn.rotary_embedding``  ``RotaryEmbedding``                       two ``Slice``, four ``Mul``,
+                                                                   ``Sub``, ``Add``, ``Concat``
+``nn.attention``       ``Attention`` (the KV cache's ``Concat``     ``MatMul, Add, Softmax, IsNaN,
+                       taken in as ``past_key``/``past_value``)     Where, MatMul``; key-value
+                                                                   heads broadcast in 5-D, never
+                                                                   copied
+=====================  ==========================================  ==============================
+
+``target="onnxruntime"`` (``ir.save(..., target="onnxruntime")``, ``--target onnxruntime``)
+writes onnxruntime's ``com.microsoft`` operators where they do more than the standard ones: a
+residual ``Add`` feeding a normalisation becomes ``SkipSimplifiedLayerNormalization`` (RMS) or
+``SkipLayerNormalization``, whose fourth output is the sum.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from passhost import ir
+from passhost.errors import FormatError
+
+from .dtypes import to_onnx_type
+from .emit import EMITTERS, _reduce_node, _tensor, emitter
+
+__all__ = ["FUSED_OPS", "FUSED_OPSET", "fused_opset"]
+
+#: the operators whose standard ONNX form needs opset 23
+FUSED_OPS = ("nn.rms_norm", "nn.rotary_embedding", "nn.attention")
+FUSED_OPSET = 23
+MS = "com.microsoft"
+
+
+def fused_opset(mod: ir.IRModule) -> Optional[int]:
+    """:data:`FUSED_OPSET` when a function of ``mod`` calls one of :data:`FUSED_OPS`, else
+    ``None``: the opset a model is written at by default once a fusion has made one."""
+    found = []
+    wanted = {ir.Op.get(n) for n in FUSED_OPS}
+
+    def visit(e):
+        if not found and type(e) is ir.Call and e.op in wanted:
+            found.append(e)
+
+    for gv in mod.functions:
+        ir.post_order_visit(mod[gv.name_hint], visit)
+        if found:
+            return FUSED_OPSET
+    return None
+
+
+def _target(em) -> str:
+    return getattr(em, "target", "") or ""
+
+
+def _const(em, value, dtype) -> str:
+    return em.const(np.asarray(value, dtype=dtype))
+
+
+def _producer(em, name: str, op_type: str):
+    """The node ``op_type`` that wrote ``name``, if nothing written so far reads ``name`` and it
+    is not a graph output (a peephole may then take it in), else ``None``."""
+    for n in reversed(em.nodes):
+        if name in n.output:
+            if n.op_type != op_type or n.domain:
+                return None
+            break
+    else:
+        return None
+    if any(name in m.input for m in em.nodes) or name in em.captured:
+        return None
+    return n
+
+
+def _wide(em, x: str, dtype: str) -> tuple:
+    """``x`` in float32 when ``dtype`` is narrower (normalisations compute there), and the cast back."""
+    if np.dtype(dtype).itemsize >= 4:
+        return x, (lambda y: y), dtype
+    return (em.one("Cast", [x], to=to_onnx_type("float32")),
+            (lambda y: em.one("Cast", [y], to=to_onnx_type(dtype))), "float32")
+
+
+# -- RMS normalisation --------------------------------------------------------------------
+@emitter("nn.rms_norm")
+def _rms_norm(em, call, args):
+    a = call.attrs
+    x, gamma = args
+    nd = len(_tensor(call, 0).shape)
+    axis = int(a.axis) % nd
+    dt = call.checked_type.dtype
+    eps = float(a.epsilon)
+    if _target(em) == "onnxruntime" and axis == nd - 1 and nd in (2, 3) and len(_tensor(call, 1).shape) == 1:
+        add = _producer(em, x, "Add")
+        if add is not None and _same_shape(em, add.input[0], add.input[1], call):
+            return _skip_norm(em, "SkipSimplifiedLayerNormalization", add, [gamma], eps)
+    if em.opset >= FUSED_OPSET:
+        return em.one("RMSNormalization", [x, gamma], axis=axis, epsilon=eps)
+    xw, back, wt = _wide(em, x, dt)
+    square = em.one("Pow", [xw, _const(em, 2.0, wt)])
+    mean = _reduce_node(em, "ReduceMean", 18, square, list(range(axis, nd)), 1)
+    rms = em.one("Sqrt", [em.one("Add", [mean, _const(em, eps, wt)])])
+    g = gamma if wt == dt else em.one("Cast", [gamma], to=to_onnx_type(wt))
+    return back(em.one("Mul", [em.one("Div", [xw, rms]), g]))
+
+
+def _skip_norm(em, op_type: str, add, inputs: list, eps: float) -> str:
+    """``op_type`` (onnxruntime's Skip*Normalization) in place of the residual ``add`` before a
+    normalisation: its fourth output is the sum, under the add's own output name."""
+    em.nodes.remove(add)
+    em.domains.setdefault(MS, 1)
+    outs = em.node(op_type, [add.input[0], add.input[1]] + inputs, 4, domain=MS, epsilon=eps)
+    node = em.nodes[-1]
+    node.output[1] = node.output[2] = ""
+    node.output[3] = add.output[0]
+    return outs[0]
+
+
+def _same_shape(em, a: str, b: str, call) -> bool:
+    """Both summands of a residual add have the normalised data's shape (what onnxruntime's
+    Skip* kernels take)."""
+    want = tuple(_tensor(call, 0).shape)
+    return em.shapes.get(a) == want and em.shapes.get(b) == want
+
+
+_BASE_LAYER_NORM = EMITTERS["nn.layer_norm"]
+
+
+@emitter("nn.layer_norm")
+def _layer_norm(em, call, args):
+    """``nn.layer_norm`` as ``emit`` writes it; with ``target="onnxruntime"`` a residual ``Add``
+    before it joins it as ``SkipLayerNormalization`` (GPT-2's and BERT's blocks)."""
+    a = call.attrs
+    nd = len(_tensor(call, 0).shape)
+    if (_target(em) == "onnxruntime" and a.center and a.scale and int(a.axis) % nd == nd - 1 and nd in (2, 3)):
+        add = _producer(em, args[0], "Add")
+        if add is not None and _same_shape(em, add.input[0], add.input[1], call):
+            return _skip_norm(em, "SkipLayerNormalization", add, [args[1], args[2]], float(a.epsilon))
+    return _BASE_LAYER_NORM(em, call, args)
+
+
+# -- rotary embedding ---------------------------------------------------------------------
+@emitter("nn.rotary_embedding")
+def _rotary(em, call, args):
+    a = call.attrs
+    x, cos, sin = args
+    shape = tuple(_tensor(call, 0).shape)
+    head = shape[3]
+    rot = int(a.rotary_dim) or head
+    if _tensor(call, 1).shape[0] != shape[0]:  # one row for every batch entry: ONNX wants one each
+        target = em.ints([shape[0], 1, 1])
+        cos, sin = em.one("Expand", [cos, target]), em.one("Expand", [sin, target])
+    if em.opset >= FUSED_OPSET and type(rot) is int:
+        kw = {"rotary_embedding_dim": rot} if a.rotary_dim else {}
+        return em.one("RotaryEmbedding", [x, cos, sin], interleaved=int(bool(a.interleaved)), **kw)
+    axis1 = em.ints([1])
+    c, s = em.one("Unsqueeze", [cos, axis1]), em.one("Unsqueeze", [sin, axis1])
+    last = em.ints([-1])
+    if a.interleaved:  # pairs (x[2i], x[2i+1]): split the rotated part into (..., rot/2, 2)
+        part = x if rot == head else em.one("Slice", [x, em.ints([0]), em.ints([rot]), last])
+        pairs = em.one("Reshape", [part, em.ints([0, 0, 0, rot // 2, 2])])
+        x1, x2 = em.node("Split", [pairs, em.ints([1, 1])], 2, axis=-1)
+        x1, x2 = (em.one("Squeeze", [v, last]) for v in (x1, x2))
+    else:
+        x1 = em.one("Slice", [x, em.ints([0]), em.ints([rot // 2]), last])
+        x2 = em.one("Slice", [x, em.ints([rot // 2]), em.ints([rot]), last])
+    o1 = em.one("Sub", [em.one("Mul", [x1, c]), em.one("Mul", [x2, s])])
+    o2 = em.one("Add", [em.one("Mul", [x2, c]), em.one("Mul", [x1, s])])
+    if a.interleaved:
+        both = em.one("Concat", [em.one("Unsqueeze", [o, last]) for o in (o1, o2)], axis=-1)
+        turned = em.one("Reshape", [both, em.ints([0, 0, 0, rot])])
+    else:
+        turned = em.one("Concat", [o1, o2], axis=-1)
+    if rot == head:
+        return turned
+    rest = em.one("Slice", [x, em.ints([rot]), em.ints([head]), last])
+    return em.one("Concat", [turned, rest], axis=-1)
+
+
+# -- attention ----------------------------------------------------------------------------
+def _no_mask(call: ir.Call) -> bool:
+    m = call.args[3]
+    return isinstance(m, ir.Constant) and m.data.ndim == 0 and m.data.dtype != np.bool_ and float(m.data) == 0.0
+
+
+def _cache_concat(em, name: str):
+    """The ``Concat(past, new, axis=2)`` that wrote ``name``, ``past`` a graph input: what
+    ``Attention`` takes in as ``past_key``/``past_value`` and gives back as ``present``."""
+    n = _producer(em, name, "Concat")
+    if n is None or len(n.input) != 2:
+        return None
+    axis = next((att.i for att in n.attribute if att.name == "axis"), None)
+    return n if axis in (2, -2) else None
+
+
+@emitter("nn.attention")
+def _attention(em, call, args):
+    q, k, v, mask = args
+    qt = _tensor(call, 0)
+    dt = call.checked_type.dtype
+    head = qt.shape[3]
+    scale = call.attrs.scale
+    mask = "" if _no_mask(call) else mask
+    if em.opset >= FUSED_OPSET and (not mask or _tensor(call, 3).ndim >= 2):
+        kw = {} if scale is None else {"scale": float(scale)}
+        kc, vc = _cache_concat(em, k), _cache_concat(em, v)
+        if kc is not None and vc is not None:
+            em.nodes.remove(kc)
+            em.nodes.remove(vc)
+            outs = em.node("Attention", [q, kc.input[1], vc.input[1], mask, kc.input[0], vc.input[0]], 3, **kw)
+            em.nodes[-1].output[1], em.nodes[-1].output[2] = kc.output[0], vc.output[0]
+            return outs[0]
+        return em.one("Attention", [q, k, v, mask] if mask else [q, k, v], **kw)
+    return _decomposed_attention(em, call, q, k, v, mask, dt, head, scale)
+
+
+def _decomposed_attention(em, call, q, k, v, mask, dt, head, scale) -> str:
+    """``softmax(q s @ (k s)^T + mask) @ v`` with the NaN rows zeroed; grouped-query heads as a
+    5-D product ``(batch, kv_heads, group, seq, head)`` against the key-value heads unsqueezed,
+    so the keys and values are never repeated."""
+    s = _const(em, math.sqrt(1.0 / math.sqrt(head) if scale is None else float(scale)), dt)
+    q_heads, kv_heads = _tensor(call, 0).shape[1], _tensor(call, 1).shape[1]
+    grouped = q_heads != kv_heads
+    if grouped and not (type(q_heads) is int and type(kv_heads) is int):
+        raise FormatError(f"nn.attention with {q_heads} query and {kv_heads} key-value heads: below opset "
+                          f"{FUSED_OPSET} the grouped heads must be static; export at opset {FUSED_OPSET}")
+    k_t = em.one("Transpose", [em.one("Mul", [k, s])], perm=[0, 1, 3, 2])
+    qs = em.one("Mul", [q, s])
+    if grouped:
+        group = q_heads // kv_heads
+        qs = em.one("Reshape", [qs, em.ints([0, kv_heads, group, -1, head])])
+        k_t, v = (em.one("Unsqueeze", [t, em.ints([2])]) for t in (k_t, v))
+    scores = em.one("MatMul", [qs, k_t])
+    if mask:
+        mt = _tensor(call, 3)
+        if mt.dtype == "bool":
+            mask = em.one("Where", [mask, _const(em, 0.0, dt), _const(em, -np.inf, dt)])
+        if grouped:
+            mask = _grouped_mask(em, mask, tuple(mt.shape), q_heads, kv_heads)
+        scores = em.one("Add", [scores, mask])
+    p = em.one("Softmax", [scores], axis=-1)
+    p = em.one("Where", [em.one("IsNaN", [p]), _const(em, 0.0, dt), p])
+    out = em.one("MatMul", [p, v])
+    if grouped:
+        out = em.one("Reshape", [out, em.ints([0, q_heads, -1, call.checked_type.shape[3]])])
+    return out
+
+
+def _grouped_mask(em, mask: str, shape: tuple, q_heads: int, kv_heads: int) -> str:
+    """A mask broadcasting against ``(batch, q_heads, q_seq, kv_seq)`` made to broadcast against
+    the grouped scores ``(batch, kv_heads, group, q_seq, kv_seq)``."""
+    if len(shape) <= 2:
+        return mask
+    if len(shape) == 3:
+        mask = em.one("Unsqueeze", [mask, em.ints([0])])
+        shape = (1,) + shape
+    if shape[1] == 1:
+        return em.one("Unsqueeze", [mask, em.ints([2])])
+    return em.one("Reshape", [mask, em.ints([shape[0], kv_heads, q_heads // kv_heads, shape[2], shape[3]])])

@@ -1,0 +1,117 @@
+"""The fused operators of language models in ONNX: ``nn.rms_norm``, ``nn.rotary_embedding`` and
+``nn.attention`` are ``RMSNormalization``, ``RotaryEmbedding`` and ``Attention`` from opset 23
+(the KV cache's Concat taken into the Attention), their decomposed forms below it, and with
+``target="onnxruntime"`` a residual add joins its norm as ``SkipSimplifiedLayerNormalization``;
+onnxruntime gives passhost's numbers in every form."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+from passhost import ir
+from passhost.errors import FormatError
+
+RNG = np.random.default_rng(0)
+B, H, KV, L, P, D = 2, 4, 2, 3, 5, 16
+
+
+def _f32(*shape):
+    return RNG.standard_normal(shape).astype("float32")
+
+
+def _block():
+    """One decoder layer's fused operators over a cache: (attention, present k, present v, norm, sum)."""
+    x, r = ir.var("x", shape=("b", "s", 64)), ir.var("r", shape=("b", "s", 64))
+    q, kn, vn = (ir.var(n, shape=("b", h, "s", D)) for n, h in (("q", H), ("kn", KV), ("vn", KV)))
+    pk, pv = ir.var("pk", shape=("b", KV, "p", D)), ir.var("pv", shape=("b", KV, "p", D))
+    m = ir.var("m", shape=("b", 1, "s", "p + s"))
+    c, sn = ir.var("c", shape=("b", "s", D // 2)), ir.var("sn", shape=("b", "s", D // 2))
+    k = ir.concatenate([pk, ir.nn.rotary_embedding(kn, c, sn)], axis=2)
+    v = ir.concatenate([pv, vn], axis=2)
+    att = ir.nn.attention(ir.nn.rotary_embedding(q, c, sn), k, v, m, scale=0.25)
+    total = ir.add(x, r)
+    norm = ir.nn.rms_norm(total, ir.const(_f32(64)), epsilon=1e-6)
+    mod = ir.IRModule.from_expr(ir.Function([x, r, q, kn, vn, pk, pv, m, c, sn],
+                                            ir.Tuple([att, k, v, norm, total])))
+    mask = np.where(RNG.random((B, 1, L, P + L)) < 0.3, -np.inf, 0).astype("float32")
+    mask[0, 0, 1] = -np.inf  # a row masked whole: zeros, in every form
+    feeds = dict(x=_f32(B, L, 64), r=_f32(B, L, 64), q=_f32(B, H, L, D), kn=_f32(B, KV, L, D), vn=_f32(B, KV, L, D),
+                 pk=_f32(B, KV, P, D), pv=_f32(B, KV, P, D), m=mask, c=_f32(B, L, D // 2), sn=_f32(B, L, D // 2))
+    return ir.infer_type(mod), feeds
+
+
+@pytest.mark.parametrize("opset,target,ops", [
+    (23, "", {"RMSNormalization", "RotaryEmbedding", "Attention", "Add"}),
+    (23, "onnxruntime", {"SkipSimplifiedLayerNormalization", "RotaryEmbedding", "Attention"}),
+    (18, "", {"Pow", "ReduceMean", "Softmax", "IsNaN", "MatMul"}),
+    (18, "onnxruntime", {"SkipSimplifiedLayerNormalization", "Softmax", "MatMul"}),
+])
+def test_the_fused_operators_give_passhosts_numbers_in_onnxruntime(tmp_path, ort_run, opset, target, ops):
+    mod, feeds = _block()
+    path = tmp_path / "m.onnx"
+    ir.save(mod, str(path), opset=opset, target=target)
+    model = onnx.load(str(path))
+    kinds = {n.op_type for n in model.graph.node}
+    assert ops <= kinds, kinds
+    assert model.opset_import[0].version == opset
+    if opset >= 23:  # the cache's Concat is the Attention's past_key / past_value, present out
+        assert "Concat" not in kinds and "Attention" in kinds
+    want = ir.evaluate(mod, *feeds.values())
+    got = ort_run(str(path), feeds)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    assert np.all(got[0][0, :, 1] == 0)
+
+
+def test_a_module_with_fused_operators_is_written_at_opset_23_unless_asked(tmp_path):
+    mod, _ = _block()
+    ir.save(mod, str(tmp_path / "a.onnx"))
+    assert onnx.load(str(tmp_path / "a.onnx")).opset_import[0].version == 23
+    ir.save(mod, str(tmp_path / "b.onnx"), opset=18)
+    assert onnx.load(str(tmp_path / "b.onnx")).opset_import[0].version == 18
+    x = ir.var("x", shape=(2, 3))
+    plain = ir.IRModule.from_expr(ir.Function([x], ir.exp(x)))
+    ir.save(plain, str(tmp_path / "c.onnx"))
+    assert onnx.load(str(tmp_path / "c.onnx")).opset_import[0].version == 17
+    with pytest.raises(FormatError, match="target 'tvm'"):
+        ir.save(plain, str(tmp_path / "d.onnx"), target="tvm")
+
+
+@pytest.mark.parametrize("opset", [18, 23])
+@pytest.mark.parametrize("case", ["bool_mask", "no_mask", "head_mask", "half"])
+def test_attention_and_rotary_variants_export_exactly(tmp_path, ort_run, opset, case):
+    q, k, v = ir.var("q", shape=(1, 6, 3, 8)), ir.var("k", shape=(1, 2, 5, 8)), ir.var("v", shape=(1, 2, 5, 4))
+    feeds = {"q": _f32(1, 6, 3, 8), "k": _f32(1, 2, 5, 8), "v": _f32(1, 2, 5, 4)}
+    params = [q, k, v]
+    if case == "bool_mask":
+        m = ir.var("m", shape=(3, 5), dtype="bool")
+        params.append(m)
+        feeds["m"] = RNG.random((3, 5)) < 0.6
+        body = ir.nn.attention(q, k, v, m, scale=0.3)
+    elif case == "head_mask":
+        m = ir.var("m", shape=(1, 6, 3, 5))
+        params.append(m)
+        feeds["m"] = _f32(1, 6, 3, 5)
+        body = ir.nn.attention(q, k, v, m)
+    elif case == "half":  # a partial rotary over 4 of 8 values, interleaved, cos/sin of one batch row
+        c, s = ir.var("c", shape=(1, 3, 2)), ir.var("s", shape=(1, 3, 2))
+        params = [q, c, s]
+        feeds = {"q": feeds["q"], "c": _f32(1, 3, 2), "s": _f32(1, 3, 2)}
+        body = ir.nn.rotary_embedding(q, c, s, interleaved=True, rotary_dim=4)
+    else:
+        body = ir.nn.attention(q, k, v)
+    mod = ir.infer_type(ir.IRModule.from_expr(ir.Function(params, body)))
+    path = tmp_path / "m.onnx"
+    ir.save(mod, str(path), opset=opset)
+    np.testing.assert_allclose(ort_run(str(path), feeds)[0], ir.evaluate(mod, *feeds.values()), rtol=1e-5, atol=1e-5)
+
+
+def test_a_half_precision_rms_norm_below_opset_23_normalises_in_float32(tmp_path, ort_run):
+    x = ir.var("x", shape=(2, 64), dtype="float16")
+    mod = ir.infer_type(ir.IRModule.from_expr(ir.Function([x], ir.nn.rms_norm(x, ir.const(np.ones(64, "float16"))))))
+    a = (RNG.standard_normal((2, 64)) * 300).astype("float16")  # its squares overflow float16
+    for opset in (18, 23):
+        ir.save(mod, str(tmp_path / "m.onnx"), opset=opset)
+        got = ort_run(str(tmp_path / "m.onnx"), {"x": a})[0]
+        np.testing.assert_allclose(got.astype("float32"), ir.evaluate(mod, a).astype("float32"), rtol=2e-3, atol=2e-3)
