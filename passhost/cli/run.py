@@ -77,7 +77,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--keep-op", action="append", default=[], metavar="OP[,OP...]",
                    help="ONNX: keep these standard operators as they are (e.g. LSTM,GRU: not unrolled into "
                         "their arithmetic); the passes leave them alone and the export writes them back (repeatable)")
-    p.add_argument("--opset", type=int, metavar="N", help="ONNX opset of the written model (default: the input model's, within 13..21; else 17)")
+    p.add_argument("--opset", type=int, metavar="N", help="ONNX opset of the written model (default: the input model's, within 13..23, "
+                   "23 once a fusion made RMSNormalization/RotaryEmbedding/Attention; else 17)")
+    p.add_argument("--target", choices=("onnx", "onnxruntime"), default=None,
+                   help="ONNX output for a runtime: onnxruntime also writes its com.microsoft operators where they do "
+                        "more than the standard ones (SkipSimplifiedLayerNormalization, SkipLayerNormalization)")
     p.add_argument("--external-data", action="store_true",
                    help="write ONNX weights to a side file OUT.data (needed above 2 GB; automatic there)")
     p.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
@@ -182,12 +186,14 @@ def _render(insts: list) -> list:
 
 
 def save_options(args: argparse.Namespace, path: str) -> dict:
-    """The options ``ir.save`` gets for ``path`` from ``--no-meta-data``, ``--opset``, ``--external-data``."""
+    """The options ``ir.save`` gets for ``path`` from ``--no-meta-data``, ``--opset``, ``--external-data``,
+    ``--target``."""
     from ..formats import format_for
 
     fmt = format_for(path, args.to_format, "save").name
     if fmt == "text":
-        given = [o for o, v in (("--opset", args.opset), ("--external-data", args.external_data)) if v]
+        given = [o for o, v in (("--opset", args.opset), ("--external-data", args.external_data),
+                                ("--target", args.target)) if v]
         if given:
             raise CommandError(f"{', '.join(given)} apply to ONNX output; {path!r} is written as text")
         return {"show_meta_data": args.meta_data is not False}
@@ -196,6 +202,8 @@ def save_options(args: argparse.Namespace, path: str) -> dict:
         options["opset"] = args.opset
     if args.external_data:
         options["external_data"] = True
+    if args.target and args.target != "onnx":
+        options["target"] = args.target
     return options
 
 
