@@ -281,6 +281,12 @@ class DaskExecutor:
             if facts["error"]:
                 raise UsageError(f"Dask worker {address} cannot import passhost ({facts['error']}): install "
                                  "passhost and the plugins the pipeline uses on every worker")
+        needs = _needs(jobs)
+        for address, facts in sorted(report.items()):
+            lacks = [what for kind, name, what in needs if name not in facts.get(kind, ())]
+            if lacks:
+                raise UsageError(f"Dask worker {address} lacks what the batch needs: {', '.join(lacks)}; install "
+                                 "the same plugins on every worker as here")
         import passhost
 
         skew = sorted({f["passhost"] for f in report.values()} - {passhost.__version__})
@@ -359,6 +365,35 @@ class DaskExecutor:
             row["error"] = f"cannot write {os.path.join(directory, name)!r}: {err.strerror or err}"
             row["exit"] = 2
         return row
+
+
+def _needs(jobs: list) -> list:
+    """``(kind, name, description)`` of every pass and format the jobs use, as this
+    machine's registry sees them (the passes named in each pipeline and those they require)."""
+    import re
+
+    from passhost import passes
+    from passhost.formats import format_for
+
+    needs: dict = {}
+    installed = set(passes.names())
+    for job in jobs:
+        todo = [n for n in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", str(job.pipeline or "")) if n in installed]
+        while todo:
+            name = todo.pop()
+            if ("passes", name) not in needs:
+                info = passes.info(name)
+                needs["passes", name] = f"pass {name!r} ({info.source.distribution or 'in-process'})"
+                todo.extend(r for r in info.required if r in installed)
+        for path, fmt, mode in ((job.input, job.from_format, "load"), (job.output, job.to_format, "save")):
+            if path is None:
+                continue
+            try:
+                record = format_for(path, fmt, mode)
+            except Exception:  # the job's own row will say why
+                continue
+            needs["formats", record.name] = f"format {record.name!r} ({record.source.distribution})"
+    return [(kind, name, what) for (kind, name), what in sorted(needs.items())]
 
 
 def _sweep(output: str) -> None:

@@ -30,14 +30,19 @@ def probe(files: list, marker: Optional[str], token: str) -> dict:
     :param marker: a file the client wrote into the output directory (``None``: no output)
     :param token: what ``marker`` holds
     :returns: ``{"passhost": version or None, "error": why passhost does not import,
+        "passes": the installed pass names, "formats": the installed format names,
         "unseen": the first path this worker does not see as the client does, or None}``
+        (loading the plugins here also warms the worker up for its first job)
     """
-    out: dict = {"passhost": None, "error": None, "unseen": None}
+    out: dict = {"passhost": None, "error": None, "unseen": None, "passes": [], "formats": []}
     try:
         import passhost
         import passhost.cli.batch  # noqa: F401  (what the jobs call)
+        from passhost.registry import get_registry
 
         out["passhost"] = passhost.__version__
+        out["passes"] = get_registry().pass_names()
+        out["formats"] = [r.name for r in get_registry().format_records()]
     except Exception as err:  # reported by the client as one line
         out["error"] = f"{type(err).__name__}: {' '.join(str(err).split())}"
     for path, size in files:

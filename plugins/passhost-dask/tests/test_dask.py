@@ -259,8 +259,9 @@ class _Client:
 
 
 class _Job:
-    def __init__(self, path, output):
-        self.input, self.output = path, output
+    def __init__(self, path, output, pipeline=""):
+        self.input, self.output, self.pipeline = path, output, pipeline
+        self.from_format = self.to_format = None
 
 
 def _executor(transfer, answers):
@@ -269,10 +270,13 @@ def _executor(transfer, answers):
     return ex
 
 
-def _answer(unseen=None, error=None):
+def _answer(unseen=None, error=None, without=()):
     import passhost
+    from passhost.registry import get_registry
 
-    return {"passhost": passhost.__version__, "error": error, "unseen": unseen}
+    return {"passhost": passhost.__version__, "error": error, "unseen": unseen,
+            "passes": [n for n in get_registry().pass_names() if n not in without],
+            "formats": [r.name for r in get_registry().format_records()]}
 
 
 def test_auto_sends_bytes_when_a_worker_does_not_see_the_files(tmp_path, capsys):
@@ -297,6 +301,15 @@ def test_a_worker_without_passhost_is_refused_before_any_job(tmp_path):
     ex = _executor("auto", {"tcp://w1:1": _answer(error="ModuleNotFoundError: No module named 'passhost'")})
     with pytest.raises(UsageError, match="Dask worker tcp://w1:1 cannot import passhost .*install passhost"):
         ex._choose_transfer([_Job(str(tmp_path / "a.txt"), None)])
+
+
+def test_a_worker_without_a_pass_the_pipeline_runs_is_refused_naming_it(tmp_path):
+    (tmp_path / "a.txt").write_text(TEXT)
+    ex = _executor("auto", {"tcp://w1:1": _answer(), "tcp://w2:1": _answer(without=("FoldConstant",))})
+    with pytest.raises(UsageError) as info:
+        ex._choose_transfer([_Job(str(tmp_path / "a.txt"), str(tmp_path / "b.txt"), "InferType,FoldConstant")])
+    assert str(info.value) == ("Dask worker tcp://w2:1 lacks what the batch needs: pass 'FoldConstant' "
+                               "(passhost-fold-constant); install the same plugins on every worker as here")
 
 
 def test_address_and_transfer_are_checked_when_built(monkeypatch):
