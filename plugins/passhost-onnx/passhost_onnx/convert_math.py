@@ -1,9 +1,11 @@
 """Converters of element-wise and reduction operators."""
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from .build import call, const
+from .dtypes import FLOAT_DTYPES
 from .table import converter
 
 _BINARY = {"Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide", "Pow": "power",
@@ -69,7 +71,7 @@ def _clip_inputs(node):
     lo, hi = node.input(1), node.input(2)
     lo_v, hi_v = node.const(1), node.const(2)
     if (lo is None or lo_v is not None) and (hi is None or hi_v is not None):
-        info = np.finfo if node.dtype(0).startswith("float") else np.iinfo
+        info = ml_dtypes.finfo if node.dtype(0) in FLOAT_DTYPES else ml_dtypes.iinfo  # (bfloat16, int4 too)
         lim = info(node.dtype(0))
         return call("clip", x, a_min=float(lo_v) if lo is not None else float(lim.min),
                     a_max=float(hi_v) if hi is not None else float(lim.max))

@@ -9,6 +9,7 @@ import numpy as np
 from passhost import ir
 
 from .build import broadcast_shapes, call, const, expand_axes, flatten_2d, reshape, static
+from .dtypes import FLOAT_DTYPES
 from .node import Node
 from .table import converter
 
@@ -152,7 +153,7 @@ def _max_pool(node):
         raise node.error("storage_order=1 is not supported")
     op = "nn.max_pool3d" if len(kernel) == 3 else "nn.max_pool2d"
     if not static(node.shape(0)[2:]):
-        lowest = -np.inf if np.dtype(node.dtype(0)).kind == "f" else np.iinfo(node.dtype(0)).min
+        lowest = -np.inf if node.dtype(0) in FLOAT_DTYPES else np.iinfo(node.dtype(0)).min
         return _pool(node, op, lowest, kernel, strides, dilations, pads, ceil)
     return call(op, node.inputs[0], pool_size=kernel, strides=strides, dilation=dilations, padding=pads,
                 ceil_mode=ceil)

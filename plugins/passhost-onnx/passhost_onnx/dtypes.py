@@ -10,7 +10,7 @@ from onnx import TensorProto, numpy_helper
 
 from passhost.errors import FormatError
 
-__all__ = ["to_dtype", "to_onnx_type", "tensor_array", "raw_view", "raw_bytes", "pack4", "unpack4"]
+__all__ = ["to_dtype", "to_onnx_type", "tensor_array", "raw_view", "raw_bytes", "pack4", "unpack4", "FLOAT_DTYPES"]
 
 _TO_DTYPE = {
     TensorProto.FLOAT: "float32", TensorProto.DOUBLE: "float64", TensorProto.FLOAT16: "float16",
@@ -24,6 +24,9 @@ _TO_DTYPE = {
 }
 _TO_ONNX = {v: k for k, v in _TO_DTYPE.items()}
 _TO_ONNX.update({np.dtype(v): k for v, k in list(_TO_ONNX.items())})  # numpy dtypes too: no str() per tensor
+#: the floating-point dtypes (numpy calls most of ml_dtypes' kind "V", not "f": test with this)
+FLOAT_DTYPES = frozenset({"float16", "float32", "float64", "bfloat16", "float8_e4m3fn", "float8_e4m3fnuz",
+                          "float8_e5m2", "float8_e5m2fnuz"})
 #: the element types ONNX packs two to a byte (the first element in the low nibble)
 _PACKED = {TensorProto.INT4: np.dtype("int4"), TensorProto.UINT4: np.dtype("uint4")}
 

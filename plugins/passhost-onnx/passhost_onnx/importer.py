@@ -29,7 +29,7 @@ from . import convert_data_shaped, convert_quant, convert_rnn, convert_scatter, 
 from . import convert_contrib, convert_qcontrib, convert_qlinear, convert_signal, convert_unary  # noqa: F401
 from . import convert_lift  # noqa: F401,I001  (last: wraps the converters above for 1-D data)
 from .control import SUBGRAPH_OPS, Join, all_nodes, branches, condition_value, defined_names, rename_branch
-from .dtypes import tensor_array, to_dtype
+from .dtypes import FLOAT_DTYPES, tensor_array, to_dtype
 from .functions import MAX_DEPTH, Functions
 from .reader import full_model
 from .model_fields import record_model_fields
@@ -563,7 +563,7 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
     for name, tensor in inits.items():
         to_dtype(tensor.data_type, f"initializer {name!r}")
         data = arrays[name] if arrays and name in arrays else _initializer_array(name, tensor)
-        if keep_params and data.dtype.kind == "f":
+        if keep_params and data.dtype.name in FLOAT_DTYPES:  # (bfloat16 and float8 are numpy kind "V")
             v = ir.infer_type(ir.var(name, shape=data.shape, dtype=str(data.dtype)))
             env[name] = v
             weights[name] = data

@@ -128,3 +128,26 @@ def test_cast_to_float8_keeps_its_saturation(saturate):
     cast = [n for n in out.graph.node if n.op_type == "Cast"][0]
     written = {a.name: helper.get_attribute_value(a) for a in cast.attribute}
     assert written.get("saturate", 1) == (0 if saturate == 0 else 1)
+
+
+def test_bfloat16_converters_that_ask_for_a_types_range():
+    """Clip with one bound (the other is the type's limit), MaxPool over a dynamic axis (the
+    pad is the type's lowest value) and ``keep_params`` (bfloat16 weights are float weights)."""
+    w = numpy_helper.from_array(np.array([0.5, -1, 2], "bfloat16"), "w")
+    lo = numpy_helper.from_array(np.array(0, "bfloat16"), "lo")
+    ax = numpy_helper.from_array(np.array([1], np.int64), "ax")
+    nodes = [helper.make_node("Add", ["x", "w"], ["a"]), helper.make_node("Clip", ["a", "lo"], ["c"]),
+             helper.make_node("Unsqueeze", ["c", "ax"], ["c3"]),
+             helper.make_node("MaxPool", ["c3"], ["p"], kernel_shape=[2], pads=[1, 1])]
+    graph = helper.make_graph(nodes, "b", [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, ["n", 3])],
+                              [helper.make_tensor_value_info("p", TensorProto.BFLOAT16, ["n", 1, 4])], [w, lo, ax])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    x = np.array([[1, 2, -3], [-4, 0.25, 6]], "bfloat16")
+    c = np.maximum(x.astype("float32") + np.array([0.5, -1, 2], "float32"), 0)  # (exact in bfloat16 here)
+    padded = np.pad(c, ((0, 0), (1, 1)), constant_values=-np.inf)
+    want = np.maximum(padded[:, :-1], padded[:, 1:])[:, None, :]
+    got = ir.evaluate(from_onnx(model), x)
+    assert got.dtype.name == "bfloat16" and np.array_equal(got.astype("float32"), want.astype("float32"))
+    mod, params = from_onnx(model, keep_params=True)
+    assert {"w", "lo"} <= set(params) and params["w"].dtype.name == "bfloat16"
+
