@@ -17,6 +17,7 @@ import numpy as np
 
 from . import ir
 from .errors import IRError, PasshostError
+from .ir.types import is_float
 
 __all__ = ["random_inputs", "evaluable", "compare_outputs", "load_npz"]
 
@@ -69,7 +70,7 @@ def random_inputs(mod: Any, seed: int = 0, low: float = -1.0, high: float = 1.0,
             raise IRError(f"random_inputs: parameter %{p.name_hint} has no tensor type ({t}); "
                           "annotate it or run type inference first")
         shape = t.shape if t.is_static else concrete_shape(t.shape, bound)
-        if t.dtype.startswith("float"):
+        if is_float(t.dtype):  # (bfloat16 and the float8 types too)
             arr = rng.uniform(low, high, size=shape).astype(t.dtype)
         elif t.dtype == "bool":
             arr = rng.randint(0, 2, size=shape).astype("bool")
@@ -140,7 +141,9 @@ def compare_outputs(got: Any, want: Any, rtol: float, atol: float) -> Optional[t
         if g.shape != w.shape or g.dtype != w.dtype:
             return (_INF, _INF, f"{where} changed from {w.dtype}{list(w.shape)} to {g.dtype}{list(g.shape)}")
         with np.errstate(all="ignore"):
-            if w.dtype.kind in "fc":
+            if w.dtype.kind in "fc" or is_float(w.dtype):
+                if w.dtype.kind not in "fc":  # (ml_dtypes' floats: compare their values in float64)
+                    g, w = g.astype("float64"), w.astype("float64")
                 close = np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
             else:
                 close = g == w

@@ -243,3 +243,14 @@ def test_casts_to_and_from_int4_wrap_nothing():
     assert _cast(x, "float32").tolist() == [-8, -1, 0, 7]
     assert _cast(np.array([0, 15], "uint4"), "int8").tolist() == [0, 15]
     assert _cast(np.array([1.4, -2.6], "float32"), "int4").tolist() == [1, -2]  # (C's conversion, as ONNX's)
+
+
+def test_numerics_treats_the_low_precision_floats_as_floats():
+    from passhost import numerics
+
+    x = ir.var("x", shape=(64,), dtype="bfloat16")
+    (arr,) = numerics.random_inputs(ir.Function([x], ir.exp(x)))
+    assert arr.dtype.name == "bfloat16" and np.any(arr.astype("float32") % 1 != 0)  # not integers
+    a = np.array([1, np.nan, 3], "bfloat16")
+    assert numerics.compare_outputs(a, np.array([1.004, np.nan, 3], "bfloat16"), 1e-2, 1e-2) is None
+    assert numerics.compare_outputs(a, np.array([1.5, np.nan, 3], "bfloat16"), 1e-2, 1e-2)[0] == 0.5
