@@ -1,0 +1,266 @@
+"""FuseRMSNorm, FuseRotaryEmbedding and FuseAttention: the decomposed blocks of language models
+become nn.rms_norm, nn.rotary_embedding and nn.attention with the same numbers; close but
+different graphs stay; the soundness checker finds every rule sound and exercised; the LLM
+corpus fuses whole and onnxruntime gives the original's logits in every export form."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+import passhost
+from passhost import ir, transform
+from passhost.ir.pattern.soundness import check_rule
+
+RNG = np.random.default_rng(0)
+LLM = Path(__file__).resolve().parents[2] / "passhost-onnx" / "tests" / "data" / "llm"
+
+
+def _c(v, dtype="float32"):
+    return ir.const(np.asarray(v, dtype=dtype))
+
+
+def _run(pass_name, fn):
+    mod = ir.infer_type(ir.IRModule.from_expr(fn))
+    with transform.PassContext(opt_level=3):
+        return mod, passhost.passes.get(pass_name)(mod)
+
+
+def _ops(mod) -> list:
+    out = []
+    ir.post_order_visit(mod["main"], lambda e: out.append(e.op.name) if isinstance(e, ir.Call)
+                        and isinstance(e.op, ir.Op) else None)
+    return out
+
+
+def _same_numbers(before, after, *args, rtol=1e-5, atol=1e-6):
+    np.testing.assert_allclose(ir.evaluate(after, *args), ir.evaluate(before, *args), rtol=rtol, atol=atol)
+
+
+# -- RMSNorm ---------------------------------------------------------------------------------
+def _rms(x, *, square="power", norm="reciprocal", eps=1e-6, gamma=None, axis=-1, eps_inside=True):
+    sq = ir.power(x, _c(2.0)) if square == "power" else ir.multiply(x, x)
+    mean = ir.mean(sq, axis=[axis], keepdims=True)
+    shifted = ir.add(mean, _c(eps))
+    root = ir.sqrt(shifted) if eps_inside else ir.add(ir.sqrt(mean), _c(eps))
+    n = {"reciprocal": lambda: ir.multiply(x, ir.divide(_c(1.0), root)),
+         "rsqrt": lambda: ir.multiply(x, ir.rsqrt(shifted)),
+         "divide": lambda: ir.divide(x, root)}[norm]()
+    return n if gamma is None else ir.multiply(gamma, n)
+
+
+@pytest.mark.parametrize("square", ["power", "multiply"])
+@pytest.mark.parametrize("norm", ["reciprocal", "rsqrt", "divide"])
+@pytest.mark.parametrize("gamma", ["constant", "none"])
+def test_the_decomposed_rms_norm_becomes_one_operator(square, norm, gamma):
+    x = ir.var("x", shape=(2, 5, 16))
+    g = _c(RNG.standard_normal(16)) if gamma == "constant" else None
+    before, after = _run("FuseRMSNorm", ir.Function([x], _rms(x, square=square, norm=norm, gamma=g)))
+    assert _ops(after) == ["nn.rms_norm"], after
+    _same_numbers(before, after, RNG.standard_normal((2, 5, 16)).astype("float32"))
+
+
+def test_rms_norm_over_a_symbolic_sequence_keeps_its_dimensions():
+    x = ir.var("x", shape=("batch", "seq", 64))
+    _, after = _run("FuseRMSNorm", ir.Function([x], _rms(x, gamma=_c(np.ones(64)))))
+    assert _ops(after) == ["nn.rms_norm"]
+    assert str(after["main"].body.checked_type) == "Tensor[(batch, seq, 64), float32]"
+
+
+@pytest.mark.parametrize("variant", ["eps_outside", "cube", "other_x", "leading_axis"])
+def test_close_but_different_rms_norms_stay(variant):
+    x, y = ir.var("x", shape=(2, 16)), ir.var("y", shape=(2, 16))
+    if variant == "eps_outside":
+        body = _rms(x, eps_inside=False)
+    elif variant == "cube":
+        body = ir.multiply(x, ir.rsqrt(ir.add(ir.mean(ir.power(x, _c(3.0)), axis=[-1], keepdims=True), _c(1e-6))))
+    elif variant == "other_x":
+        body = ir.multiply(y, ir.rsqrt(ir.add(ir.mean(ir.multiply(x, x), axis=[-1], keepdims=True), _c(1e-6))))
+    else:
+        body = _rms(x, axis=0)
+    params = [x, y] if variant == "other_x" else [x]
+    _, after = _run("FuseRMSNorm", ir.Function(params, body))
+    assert "nn.rms_norm" not in _ops(after)
+
+
+# -- rotary ----------------------------------------------------------------------------------
+def _rotary(x, t, *, x1_begin=0, tables="repeated", unsqueeze="reshape"):
+    b, h, s, d = (int(v) for v in x.type_annotation.shape)
+    full = ir.concatenate([t, t], axis=-1) if tables == "repeated" else ir.concatenate([t, ir.negative(t)], axis=-1)
+
+    def table(fn):
+        out = fn(full)
+        return ir.reshape(out, (b, 1, s, d)) if unsqueeze == "reshape" else ir.expand_dims(out, axis=1)
+
+    c, sn = table(ir.cos), table(ir.sin)
+    x2 = ir.strided_slice(x, begin=[d // 2], end=[d], axes=[3])
+    x1 = ir.strided_slice(x, begin=[x1_begin], end=[x1_begin + d // 2], axes=[3])
+    return ir.add(ir.multiply(x, c), ir.multiply(ir.concatenate([ir.negative(x2), x1], axis=-1), sn))
+
+
+@pytest.mark.parametrize("unsqueeze", ["reshape", "expand_dims"])
+def test_the_rotate_half_rotary_becomes_one_operator_value_for_value(unsqueeze):
+    x, t = ir.var("x", shape=(2, 4, 5, 16)), ir.var("t", shape=(2, 5, 8))
+    before, after = _run("FuseRotaryEmbedding", ir.Function([x, t], _rotary(x, t, unsqueeze=unsqueeze)))
+    assert _ops(after) == ["cos", "sin", "nn.rotary_embedding"], after
+    a, ta = RNG.standard_normal((2, 4, 5, 16)).astype("float32"), RNG.standard_normal((2, 5, 8)).astype("float32")
+    np.testing.assert_array_equal(ir.evaluate(after, a, ta), ir.evaluate(before, a, ta))
+
+
+@pytest.mark.parametrize("variant", ["unequal_halves", "shifted_slice"])
+def test_a_rotation_that_is_not_rotate_half_stays(variant):
+    x, t = ir.var("x", shape=(1, 2, 3, 8)), ir.var("t", shape=(1, 3, 4))
+    body = (_rotary(x, t, tables="unequal") if variant == "unequal_halves" else _rotary(x, t, x1_begin=1))
+    _, after = _run("FuseRotaryEmbedding", ir.Function([x, t], body))
+    assert "nn.rotary_embedding" not in _ops(after)
+
+
+# -- attention -------------------------------------------------------------------------------
+def _sdpa(q, k, v, keep, *, guard=True, split_scale=True, prob_scale=None):
+    b, h, lq, d = (int(x) for x in q.type_annotation.shape)
+    kv, total = int(k.type_annotation.shape[1]), int(k.type_annotation.shape[2])
+    rep = h // kv
+
+    def repeat(t):
+        if rep == 1:
+            return t
+        five = ir.broadcast_to(ir.reshape(t, (b, kv, 1, total, d)), (b, kv, rep, total, d))
+        return ir.reshape(five, (b, h, total, d))
+
+    root = math.sqrt(1 / math.sqrt(d)) if split_scale else 1.0
+    q3 = ir.reshape(ir.multiply(q, _c(root)), (b * h, lq, d))
+    k3 = ir.reshape(ir.multiply(ir.transpose(repeat(k), (0, 1, 3, 2)), _c(root)), (b * h, d, total))
+    scores = ir.reshape(ir.nn.batch_matmul(q3, k3, transpose_b=False), (b, h, lq, total))
+    p = ir.nn.softmax(ir.add(scores, ir.where(keep, _c(0.0), _c(-np.inf))))
+    if guard:
+        p = ir.where(ir.not_equal(p, p), _c(0.0), p)
+    if prob_scale is not None:
+        p = ir.multiply(p, _c(prob_scale))
+    out = ir.nn.batch_matmul(ir.reshape(p, (b * h, lq, total)), ir.reshape(repeat(v), (b * h, total, d)),
+                             transpose_b=False)
+    return ir.reshape(out, (b, h, lq, d))
+
+
+def _attention_inputs(b, h, kv, lq, total, d):
+    keep = RNG.random((b, 1, lq, total)) < 0.7
+    keep[0, 0, 0] = False  # a row masked whole
+    return (RNG.standard_normal((b, h, lq, d)).astype("float32"), RNG.standard_normal((b, kv, total, d)).astype("float32"),
+            RNG.standard_normal((b, kv, total, d)).astype("float32"), keep)
+
+
+@pytest.mark.parametrize("kv", [4, 2, 1])
+def test_sdpa_with_grouped_query_heads_becomes_one_attention(kv):
+    b, h, lq, total, d = 2, 4, 3, 7, 8
+    q, k, v = ir.var("q", shape=(b, h, lq, d)), ir.var("k", shape=(b, kv, total, d)), ir.var("v", shape=(b, kv, total, d))
+    keep = ir.var("keep", shape=(b, 1, lq, total), dtype="bool")
+    before, after = _run("FuseAttention", ir.Function([q, k, v, keep], _sdpa(q, k, v, keep)))
+    assert _ops(after) == ["where", "nn.attention"], after
+    call = after["main"].body
+    assert [a.name_hint for a in call.args[:3]] == ["q", "k", "v"] and call.attrs.scale == pytest.approx(1 / math.sqrt(d))
+    _same_numbers(before, after, *_attention_inputs(b, h, kv, lq, total, d))
+
+
+def test_attention_whose_probabilities_are_scaled_stays():
+    q, k, v = ir.var("q", shape=(1, 2, 3, 4)), ir.var("k", shape=(1, 2, 5, 4)), ir.var("v", shape=(1, 2, 5, 4))
+    keep = ir.var("keep", shape=(1, 1, 3, 5), dtype="bool")
+    _, after = _run("FuseAttention", ir.Function([q, k, v, keep], _sdpa(q, k, v, keep, prob_scale=0.5)))
+    assert "nn.attention" not in _ops(after)
+
+
+def test_without_the_guard_only_rows_masked_whole_change_from_nan_to_zeros():
+    b, h, lq, total, d = 1, 2, 3, 5, 4
+    q, k, v = ir.var("q", shape=(b, h, lq, d)), ir.var("k", shape=(b, h, total, d)), ir.var("v", shape=(b, h, total, d))
+    keep = ir.var("keep", shape=(b, 1, lq, total), dtype="bool")
+    before, after = _run("FuseAttention", ir.Function([q, k, v, keep], _sdpa(q, k, v, keep, guard=False)))
+    assert "nn.attention" in _ops(after)
+    args = _attention_inputs(b, h, h, lq, total, d)
+    want, got = ir.evaluate(before, *args), ir.evaluate(after, *args)
+    assert np.isnan(want[0, :, 0]).all() and (got[0, :, 0] == 0).all()
+    np.testing.assert_allclose(got[:, :, 1:], want[:, :, 1:], rtol=1e-5, atol=1e-6)
+
+
+# -- soundness -------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["FuseRMSNorm", "FuseRotaryEmbedding", "FuseAttention"])
+def test_every_rule_is_sound_and_exercised(name):
+    for rule in passhost.passes.rules(name):
+        report = check_rule(rule, max_seconds=10)
+        assert report.counterexample is None, f"{rule.name}: {report.counterexample}"
+        assert report.fired >= 10, f"{rule.name} fired {report.fired} times in {report.trials} trials"
+
+
+# -- the LLM corpus --------------------------------------------------------------------------
+CORPUS = {  # file -> (nn.rms_norm, nn.rotary_embedding, nn.attention) after -O3
+    "gpt2/model.onnx": (0, 0, 2),
+    "llama/model.onnx": (5, 4, 2),
+    "qwen2/model.onnx": (5, 4, 2),
+    "t5/decoder_with_past_model.onnx": (7, 0, 4),
+    "t5/decoder_model.onnx": (7, 0, 4),
+    "t5/encoder_model.onnx": (5, 0, 2),
+}
+
+
+def _optimised(path: Path):
+    mod = ir.load(str(path))
+    with transform.PassContext(opt_level=3):
+        return passhost.default_pipeline(3)(mod)
+
+
+def _count(mod, name: str) -> int:
+    seen = []
+    for gv in mod.functions:
+        ir.post_order_visit(mod[gv.name_hint], lambda e: seen.append(e) if isinstance(e, ir.Call)
+                            and isinstance(e.op, ir.Op) and e.op.name == name else None)
+    return len(seen)
+
+
+@pytest.mark.parametrize("rel", sorted(CORPUS))
+def test_the_corpus_fuses_every_block(rel):
+    pytest.importorskip("passhost_onnx")
+    mod = _optimised(LLM / rel)
+    got = tuple(_count(mod, n) for n in ("nn.rms_norm", "nn.rotary_embedding", "nn.attention"))
+    assert got == CORPUS[rel]
+    assert _count(mod, "nn.softmax") == 0
+
+
+def _feeds(session, batch, new, past, vocab):
+    sizes = {"batch_size": batch, "sequence_length": new, "past_sequence_length": past}
+    out = {}
+    for a in session.get_inputs():
+        shape = [d if isinstance(d, int) else sum(sizes[t.strip()] for t in d.split("+")) for d in a.shape]
+        if a.name == "input_ids":
+            out[a.name] = RNG.integers(3, vocab, shape).astype(np.int64)
+        elif a.name == "attention_mask":
+            mask = np.ones(shape, np.int64)
+            mask[-1, :2] = 0  # the last row left-padded: its first positions are masked
+            out[a.name] = mask
+        elif a.name == "position_ids":
+            out[a.name] = np.broadcast_to(np.arange(past, past + new), shape).astype(np.int64)
+        else:
+            out[a.name] = RNG.standard_normal(shape).astype(np.float32)
+    return out
+
+
+@pytest.mark.parametrize("name", ["llama", "qwen2", "gpt2"])
+@pytest.mark.parametrize("form", [dict(opset=23), dict(opset=18), dict(opset=23, target="onnxruntime")])
+def test_onnxruntime_gives_the_originals_numbers_in_every_export_form(tmp_path, name, form):
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("passhost_onnx")
+    src = LLM / name / "model.onnx"
+    dst = tmp_path / "out.onnx"
+    ir.save(_optimised(src), str(dst), **form)
+    kinds = {n.op_type for n in onnx.load(str(dst)).graph.node}
+    assert ("Attention" in kinds) == (form["opset"] >= 23)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.intra_op_num_threads = 1
+    a, b = (ort.InferenceSession(str(p), so, providers=["CPUExecutionProvider"]) for p in (src, dst))
+    vocab = json.loads((LLM / name / "config.json").read_text())["vocab_size"]
+    for batch, new, past in ((2, 5, 0), (2, 1, 6), (1, 3, 4)):
+        feeds = _feeds(a, batch, new, past, vocab)
+        want, got = a.run(None, feeds), b.run(None, feeds)
+        for w, g in zip(want, got):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
