@@ -166,7 +166,7 @@ def test_a_damaged_or_unsupported_initializer_is_named_in_one_message(tmp_path):
     strings.graph.initializer[1].data_type = TensorProto.STRING
     for model, want in ((short, r"initializer 'w' \(float32\[3x4\]\): its data does not match its type and dims"),
                         (strings, r"initializer 'b': ONNX element type STRING has no passhost dtype "
-                                  r"\(supported: bool, float16, .*uint8\)")):
+                                  r"\(supported: bfloat16, bool, float16, .*uint4, uint64, uint8\)")):
         path = tmp_path / "m.onnx"
         onnx.save(model, str(path))
         with pytest.raises(FormatError, match=want):
