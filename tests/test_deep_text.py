@@ -128,3 +128,27 @@ def test_deep_inferred_types_are_left_to_inference_shallow_ones_are_written():
     assert f"/* ty={shallow} */" in text
     assert "(" * (MAX_TYPE_DEPTH + 1) + "float32" not in text  # neither as a comment nor as -> T
     assert ir.structural_equal(ir.parse(text), ir.parse(tuples(n)))
+
+
+def _optimise(text, level):
+    import passhost
+    from passhost import transform
+
+    mod = ir.parse(text)
+    with transform.PassContext(opt_level=level, config={"passhost.verify_each": True}):
+        out = _timed(f"-O{level}", passhost.default_pipeline(level), mod)
+    _timed("print", ir.astext, out)
+
+
+@pytest.mark.parametrize("family", [closures, calls, functions, let_chain, if_tuples], ids=lambda f: f.__name__)
+def test_20k_deep_through_the_O3_pipeline_in_linear_time(family):
+    # nested closures through FuseOps compared each rebuilt level's function type with the
+    # old one down to the bottom (type inference, then the verifier): minutes at 10,000
+    _optimise(family(20_000), 3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.__name__)
+def test_100k_deep_through_every_O_level_within_the_time_bound(family, level):
+    _optimise(family(100_000), level)

@@ -61,7 +61,7 @@ from .dims import ANY, Dim
 from .expr import USES_OF, Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
 from .op import Op
-from .types import FuncType, TupleType, Type
+from .types import FuncType, TensorType, TupleType, Type
 
 __all__ = [
     "pretty_print",
@@ -301,6 +301,8 @@ class _Printer:
 
     def small(self, t: Type) -> bool:
         """Whether the inferred type ``t`` is written out (see :data:`MAX_TYPE_DEPTH`)."""
+        if type(t) is TensorType:
+            return True
         r = self.small_types.get(id(t))
         if r is None:
             r = self.small_types[id(t)] = _small_type(t, self.type_sizes)

@@ -306,14 +306,29 @@ def has_incomplete(t: Type) -> bool:
     return False
 
 
+#: pairs of distinct tuple or function types found equal: ``(id(a), id(b)) -> (a, b)``
+#: (holding both, so an id is not reused while its entry lives); cleared at its bound
+_PROVEN: dict = {}
+_MAX_PROVEN = 1 << 16
+
+
 def _equal_nested(a: Type, b: Type) -> bool:
     """``a == b`` for tuple and function types, with an explicit stack: two equal tuple
     types 100,000 levels deep compare at the default recursion limit (tensor types and
-    other leaves compare with their own ``==``)."""
+    other leaves compare with their own ``==``).
+
+    A pair found equal is remembered. When a pass rebuilds a deep nest (closures returning
+    closures, tuples of tuples), each level's new type holds the previous level's new type
+    and is compared with the old one, which holds the old previous one: the pair compared
+    one level down. Each level then costs a lookup instead of a walk to the bottom
+    (100,000 nested closures through FuseOps and its checks: from hours to a second)."""
+    proven = _PROVEN
+    if (id(a), id(b)) in proven:
+        return True
     stack = [(a, b)]
     while stack:
         x, y = stack.pop()
-        if x is y:
+        if x is y or (id(x), id(y)) in proven:
             continue
         tx = type(x)
         if tx is not type(y):
@@ -329,6 +344,9 @@ def _equal_nested(a: Type, b: Type) -> bool:
             stack.extend(zip(x.arg_types, y.arg_types))
         elif not x == y:
             return False
+    if len(proven) >= _MAX_PROVEN:
+        proven.clear()
+    proven[(id(a), id(b))] = (a, b)
     return True
 
 
