@@ -426,6 +426,10 @@ _STATIC = {  # failing here for the static mode's reason (known_failures.py)
     "test_celu_bfloat16": ("bfloat16 Celu, one bfloat16 step from the expected output (known_failures.py)",
                            "output 0 differs"),
 }
+_HALF_ROUNDING = dict.fromkeys(  # failing here for the static mode's reason (known_failures.py)
+    ["test_attention_4d_causal_fp16", "test_attention_4d_causal_fp16_expanded"],
+    ("float16 softmax rounded once, as onnxruntime does, not at each numpy step (known_failures.py)",
+     "output 0 differs"))
 _SIZE_DEPENDENT = {  # what a dynamic size makes inexpressible, in both namings
     **dict.fromkeys([f"test_affine_grid_{d}d{k}" for d in (2, 3) for k in ("", "_align_corners", "_expanded",
                                                                          "_align_corners_expanded")], (
@@ -501,4 +505,6 @@ def symbolic_failures(cases: list, naming: str) -> dict:
             out[case.name] = _GQA
         elif naming == "strict" and _multi_head_attention(case):
             out[case.name] = _ATTENTION_STRICT
+        elif case.name in _HALF_ROUNDING:  # (strict: the attention reason above comes first)
+            out[case.name] = _HALF_ROUNDING[case.name]
     return out

@@ -28,7 +28,13 @@ _BF16_CELU = ("bfloat16 Celu: passhost imports Celu as its definition's operator
               "runtime running them would); one element (-0.5) comes out one bfloat16 step (0.002) from ONNX's "
               "expected output, which rounds once, beyond the case's tolerance (rtol 1e-3; bfloat16's step is 2^-8)")
 
+_FP16_SOFTMAX = ("float16 attention: passhost computes Softmax (and MatMul) of float16 tensors in float32 and rounds "
+                 "once, as onnxruntime does (its float16 Softmax equals that on every element of a test of 12,800); "
+                 "ONNX's expected output rounds at each numpy step. Two elements (0.469, 0.398) differ by one float16 "
+                 "step (0.00049), beyond the case's rtol of 1e-3; onnxruntime is one step off the expected output too")
+
 EXPECTED_FAILURES: dict = {
+    **dict.fromkeys(["test_attention_4d_causal_fp16", "test_attention_4d_causal_fp16_expanded"], _FP16_SOFTMAX),
     **dict.fromkeys(["test_einsum_batch_matmul_bfloat16", "test_einsum_sum_bfloat16", "test_einsum_transpose_bfloat16"],
                     _BF16_OPSET.format(op="Einsum")),
     "test_reversesequence_bfloat16": _BF16_OPSET.format(op="ReverseSequence"),
