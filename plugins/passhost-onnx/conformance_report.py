@@ -40,7 +40,7 @@ def _not_selected(cases: list, selected: set) -> collections.Counter:
         if not c.data_sets:
             why["no test data"] += 1
         elif not conformance.select([c], BUILTIN, ort_check=False):
-            why["an element type passhost's IR has no dtype for (uint16/32/64, bfloat16, float8, int2/4, string ...)"
+            why["an element type passhost's IR has no dtype for (uint16/32/64, float4, int2, complex, string ...)"
                 if conformance.converted(c.model, BUILTIN) else "an operator without a converter or a function body"] += 1
         else:
             why["onnxruntime cannot load the model (opset or type it does not implement)"] += 1
