@@ -7,6 +7,7 @@ normalisation operators (the rest are in :mod:`.emit`)::
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import onnx
@@ -223,7 +224,24 @@ def _resize2d(em, call, args):
                               f"written: ONNX's Resize makes the output size floor(input x scale)")
         scales = em.const(np.asarray([1.0, 1.0, *a.scales], dtype="float32"))
         return em.one("Resize", [args[0], roi, scales], **kw)
+    exact = _exact_scales(call.args[0].checked_type.shape, a.size) if ctm != "tf_crop_and_resize" else None
+    if exact is not None:  # symbolic batch or channels: scales need no Shape of the input
+        return em.one("Resize", [args[0], roi, em.const(np.asarray([1.0, 1.0, *exact], dtype="float32"))], **kw)
     return em.one("Resize", [args[0], roi, "", em.ints(_out_shape(call))], **kw)
+
+
+def _exact_scales(in_shape, size):
+    """The float32 scales ``size / in`` of a resize whose N or C is symbolic and whose H and W
+    are static, when each is exact (then ``floor(in x scale)`` is ``size`` and the scale is the
+    one a runtime derives from sizes); otherwise None (sizes are written)."""
+    if all(type(d) is int for d in in_shape[:2]) or not all(type(d) is int for d in (*in_shape[2:], *size)):
+        return None
+    if 0 in in_shape[2:]:
+        return None
+    scales = [float(np.float32(s) / np.float32(d)) for d, s in zip(in_shape[2:], size)]
+    if any(Fraction(sc) != Fraction(s, d) for d, s, sc in zip(in_shape[2:], size, scales)):
+        return None
+    return scales
 
 
 @emitter("full")

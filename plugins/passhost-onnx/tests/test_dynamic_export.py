@@ -200,3 +200,17 @@ def test_an_lstm_over_a_dynamic_sequence_stays_one_lstm_and_the_interpreter_runs
         want = ort_run(src, {"x": a})[0]
         np.testing.assert_allclose(ort_run(out, {"x": a})[0], want, rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(ir.evaluate(mod, a), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("size,scaled", [((12, 6), True), ((7, 5), False)])
+def test_a_resize_with_symbolic_batch_writes_scales_when_they_are_exact(tmp_path, ort_run, size, scaled):
+    mod, path, model = _export(f"""def @main(%x: Tensor[(batch, 3, 6, 3), float32]) {{
+      image.resize2d(%x, size=[{size[0]}, {size[1]}], method="linear")
+    }}""", tmp_path)
+    resize = next(n for n in model.graph.node if n.op_type == "Resize")
+    ops = [n.op_type for n in model.graph.node]
+    if scaled:  # 2 x 2: no Shape of the input, as the exporter of the original wrote it
+        assert ops == ["Resize"] and len(resize.input) == 3
+    else:  # 7 / 6 is no float32: sizes, with the batch read from the input
+        assert "Shape" in ops and len(resize.input) == 4
+    _agree(mod, path, ort_run, [(1, 3, 6, 3)], [(5, 3, 6, 3)])

@@ -6,6 +6,7 @@
     multiply(%x, 1f), add(%x, 0f), subtract(%x, 0f), divide(%x, 1f), add(%x, zeros(...))  ->  %x
     cast(cast(%x, dtype="int32"), dtype="float32")  /* %x: int8 */  ->  cast(%x, dtype="float32")
     cast(%x, dtype="float32")         /* %x: float32 */   ->  %x
+    nn.pad(%x, 0f, pad_width=[[0, 0], [0, 0]])            ->  %x
     zeros_like(%x), ones_like(%x), full_like(%x, %v)      ->  zeros(...), ones(...), full(%v, ...)
 
 An identity is removed only when the result has exactly ``%x``'s type (a constant that
@@ -24,7 +25,7 @@ from passhost.ir.pattern import DFPatternCallback, is_op, wildcard
 from passhost.transform import pattern_pass
 
 __all__ = ["SimplifyExpr", "simplify_rules", "ConsecutiveReshape", "RedundantReshape", "TransposeChain",
-           "EliminateIdentity", "CastOfCast", "NoOpCast", "ConcretizeLike"]
+           "EliminateIdentity", "CastOfCast", "NoOpCast", "NoOpPad", "ConcretizeLike"]
 
 _RESHAPES = ("reshape", "expand_dims", "squeeze", "nn.batch_flatten")
 
@@ -181,6 +182,22 @@ class NoOpCast(DFPatternCallback):
         return x if t is not None and t.dtype == post.attrs.dtype else None
 
 
+class NoOpPad(DFPatternCallback):
+    """``nn.pad(x, v, pad_width=[[0, 0], ...])`` -> ``x``: nothing added on any side, whatever
+    the pad value and mode (PyTorch writes one for ``F.pad(x, (0, 0))``)."""
+
+    def __init__(self) -> None:
+        super().__init__(require_type=True, name="no_op_pad")
+        self.x = wildcard()
+        self.pattern = is_op("nn.pad")(self.x, wildcard())
+
+    def callback(self, pre, post, node_map):
+        x = node_map[self.x][0]
+        if any(w != 0 for pair in post.attrs.pad_width for w in pair):
+            return None
+        return x if _ty(x) is not None and _ty(x) == _ty(post) else None
+
+
 class ConcretizeLike(DFPatternCallback):
     """``zeros_like(x)``/``ones_like(x)``/``full_like(x, v)`` -> ``zeros``/``ones``/``full`` of
     ``x``'s static shape and dtype (the result no longer depends on ``x``)."""
@@ -206,7 +223,7 @@ class ConcretizeLike(DFPatternCallback):
 def simplify_rules() -> list:
     """The rules of SimplifyExpr, in the order they are tried."""
     return [ConsecutiveReshape(), RedundantReshape(), TransposeChain(), EliminateIdentity(), CastOfCast(),
-            NoOpCast(), ConcretizeLike()]
+            NoOpCast(), NoOpPad(), ConcretizeLike()]
 
 
 def SimplifyExpr():  # noqa: N802 - TVM-style pass constructor

@@ -69,6 +69,14 @@ def test_casts():
     assert _run([f], ir.cast(f, "float32"), [np.ones(3, "float32")]) is f
 
 
+def test_a_pad_of_zero_widths_goes_and_one_that_pads_stays():
+    x = ir.var("x", shape=("batch", 3), dtype="float32")
+    assert _run([x], ir.nn.pad(x, ((0, 0), (0, 0)), pad_value=0.0), [X]) is x
+    assert _run([x], ir.nn.pad(x, ((0, 0), (0, 0)), pad_mode="reflect"), [X]) is x
+    kept = _run([x], ir.nn.pad(x, ((0, 0), (0, 1))), [X])
+    assert kept.op.name == "nn.pad"
+
+
 def test_like_calls_become_concrete():
     x = _x()
     body = _run([x], ir.add(x, ir.ones_like(x)), [X])
