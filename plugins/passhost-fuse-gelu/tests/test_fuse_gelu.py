@@ -1,5 +1,5 @@
-"""FuseGelu: every grouping of the erf GELU becomes nn.gelu with the same numbers; other
-constants and the tanh form stay."""
+"""FuseGelu: every grouping of the erf GELU and of its tanh approximation becomes nn.gelu with
+the same numbers; other constants stay."""
 from __future__ import annotations
 
 import math
@@ -64,3 +64,27 @@ def test_fused_gelu_exports_and_runs_in_the_default_pipeline():
     with passhost.transform.PassContext(opt_level=3):
         out = passhost.default_pipeline(3)(mod)
     assert "nn.gelu" in out.astext() and "erf" not in out.astext()
+
+
+def _tanh_forms(x, k_cube=0.044715, cube="power"):
+    c3 = ir.power(x, _c(3.0)) if cube == "power" else ir.multiply(x, ir.multiply(x, x))
+    factor = ir.add(ir.tanh(ir.multiply(ir.add(x, ir.multiply(c3, _c(k_cube))), _c(math.sqrt(2 / math.pi)))), _c(1.0))
+    return {
+        "gpt2": ir.multiply(ir.multiply(x, _c(0.5)), factor),             # optimum's GPT-2 (gelu_new)
+        "factor_first": ir.multiply(ir.multiply(x, factor), _c(0.5)),
+        "half_factor": ir.multiply(x, ir.multiply(_c(0.5), factor)),
+    }
+
+
+@pytest.mark.parametrize("cube", ["power", "multiply"])
+@pytest.mark.parametrize("form", ["gpt2", "factor_first", "half_factor"])
+def test_the_tanh_approximation_becomes_nn_gelu_tanh(form, cube):
+    x = ir.var("x", shape=(5, 8))
+    body = _fuse(_tanh_forms(x, cube=cube)[form], x)
+    assert body.op.name == "nn.gelu" and body.args[0] is x and body.attrs.approximate == "tanh"
+
+
+def test_a_tanh_form_with_another_cube_coefficient_is_left_alone():
+    x = ir.var("x", shape=(5, 8))
+    for body in _tanh_forms(x, k_cube=0.05).values():
+        assert "nn.gelu" not in str(_fuse(body, x))
