@@ -56,6 +56,8 @@ __all__: list = []
 INTEGER = frozenset({"int8", "uint8", "int16", "uint16", "int32"})
 #: those of ``qnn.quantize`` and ``qnn.dequantize``, which also take ONNX's 4-bit types
 QDQ_INTEGER = INTEGER | {"int4", "uint4"}
+#: the float8 types ``qnn.dequantize`` also takes as data (ONNX's DequantizeLinear, opset 19)
+FLOAT8 = frozenset({"float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"})
 _INT_RANGE = {"int4": (-8, 7), "uint4": (0, 15)}
 
 
@@ -271,10 +273,10 @@ def _quantize(args: list, attrs) -> np.ndarray:
 
 def _dequantize_rel(types: list, attrs) -> TensorType:
     data = tensor_arg("qnn.dequantize", types, 0, "the data")
-    if data.dtype not in QDQ_INTEGER:
-        raise TypeInferenceError(f"qnn.dequantize: the data must be an integer tensor, got {data}")
+    if data.dtype not in QDQ_INTEGER and data.dtype not in FLOAT8:
+        raise TypeInferenceError(f"qnn.dequantize: the data must be an integer or float8 tensor, got {data}")
     _scale_and_zero("qnn.dequantize", types, data, _block_axis("qnn.dequantize", data, attrs),
-                    block=attrs.block_size, integer=QDQ_INTEGER)
+                    block=attrs.block_size, integer=QDQ_INTEGER | FLOAT8)
     if not is_float(str(attrs.out_dtype)):
         raise TypeInferenceError(f"qnn.dequantize: out_dtype must be a floating-point dtype, got {attrs.out_dtype!r}")
     return TensorType(data.shape, attrs.out_dtype)
@@ -284,7 +286,8 @@ def _dequantize_rel(types: list, attrs) -> TensorType:
 def _dequantize(args: list, attrs) -> np.ndarray:
     x, scale, zero = args
     axis = attrs.axis % max(x.ndim, 1)
-    shifted = x.astype(np.int64) - _spread(zero, x, axis, attrs.block_size).astype(np.int64)
+    wide = np.float32 if x.dtype.name in FLOAT8 else np.int64  # (float8 - its zero point: exact in float32)
+    shifted = x.astype(wide) - _spread(zero, x, axis, attrs.block_size).astype(wide)
     return (shifted.astype(np.float32) * _spread(scale, x, axis, attrs.block_size).astype(np.float32)) \
         .astype(attrs.out_dtype)
 

@@ -8,12 +8,12 @@
 ``qnn.quantize`` rounds halves to even, as ONNX does, and saturates to its integer type.
 The scale and zero point are a scalar, one value per slice of ``axis``, or (with
 ``block_size``) one per block of that many elements along ``axis``. The data may be 8-,
-16- or 32-bit, or 4-bit (``int4``, ``uint4``); the scale float32, float16 or bfloat16 (the
+16- or 32-bit, 4-bit (``int4``, ``uint4``) or, to dequantize, float8; the scale float32, float16 or bfloat16 (the
 dequantized tensor has its dtype, or ``output_dtype``'s). As operators they stay what they
 are through the passes -- FoldConstant evaluates ``qnn.*`` only with ``fold_qnn=True``, so
 an int8 or int4 weight stays an integer constant behind its dequantize -- and export as
 themselves. What the operators do not take is written out in float arithmetic instead,
-the scale repeated to the data's shape (float8 data, a scale of another dtype)::
+the scale repeated to the data's shape (a scale of another dtype)::
 
     DequantizeLinear(x, s, zp)   ->  multiply(subtract(cast(x, float32), cast(zp, float32)), s)
     QuantizeLinear(x, s, zp)     ->  cast(clip(add(round(divide(x, s)), cast(zp, float32)),
@@ -62,6 +62,8 @@ def _zero_point_float(node, shape: tuple) -> ir.Expr:
 _SCALES = ("float32", "float16", "bfloat16")
 #: the integer dtypes the operators take as quantized data
 _QDQ_INTEGER = ("int8", "uint8", "int16", "uint16", "int32", "int4", "uint4")
+#: and the float8 ones ``qnn.dequantize`` takes too
+_FLOAT8 = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")
 
 
 def _operator_form(node) -> bool:
@@ -112,7 +114,7 @@ def _dequantize(node):
     out_dtype = node.dtype(1)
     if node.attr("output_dtype"):
         out_dtype = to_dtype(int(node.attr("output_dtype")), repr(node))
-    if _operator_form(node) and node.dtype(0) in _QDQ_INTEGER:
+    if _operator_form(node) and (node.dtype(0) in _QDQ_INTEGER or node.dtype(0) in _FLOAT8):
         zero = node.input(2) if node.input(2) is not None else const(0, node.dtype(0))
         _check_axis_length(node, node.shape(0))
         return call("qnn.dequantize", node.inputs[0], node.inputs[1], zero, axis=_axis(node), out_dtype=out_dtype,

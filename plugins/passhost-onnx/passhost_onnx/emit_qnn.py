@@ -289,6 +289,9 @@ def _dequantize(em, call, args):
         raise FormatError(f"qnn.dequantize of {dtype} data needs ONNX opset 21 (DequantizeLinear of 16-bit "
                           f"integers); export with --opset 21")
     _four_bit(em, call, dtype)
+    if dtype.startswith("float8") and em.opset < 19:
+        raise FormatError(f"qnn.dequantize of {dtype} data needs ONNX opset 19 (the float8 types); "
+                          "export with --opset 19")
     out_dtype = call.attrs.out_dtype
     scale_dtype = _scale_dtype(em, call, out_dtype)
     scale, zero, attrs = _q_params(em, call, args, dtype, scale_dtype)
