@@ -115,3 +115,34 @@ def test_a_half_precision_rms_norm_below_opset_23_normalises_in_float32(tmp_path
         ir.save(mod, str(tmp_path / "m.onnx"), opset=opset)
         got = ort_run(str(tmp_path / "m.onnx"), {"x": a})[0]
         np.testing.assert_allclose(got.astype("float32"), ir.evaluate(mod, a).astype("float32"), rtol=2e-3, atol=2e-3)
+
+
+def test_heads_stay_in_3d_around_rotary_and_attention(tmp_path, ort_run):
+    """The exporters' Reshape/Transpose to (batch, heads, seq, head) and back go: RotaryEmbedding
+    and Attention take (batch, seq, heads * head) with num_heads / q_num_heads, kv_num_heads."""
+    x = ir.var("x", shape=("b", "s", 64))
+    pk, pv = ir.var("pk", shape=("b", KV, "p", D)), ir.var("pv", shape=("b", KV, "p", D))
+    c, sn = ir.var("c", shape=("b", "s", D // 2)), ir.var("sn", shape=("b", "s", D // 2))
+    m = ir.var("m", shape=("b", 1, "s", "p + s"))
+
+    def heads(w, h):
+        y = ir.nn.dense(x, ir.const(_f32(h * D, 64)))
+        return ir.transpose(ir.reshape(y, ("b", "s", h, D)), (0, 2, 1, 3))
+
+    q = ir.nn.rotary_embedding(heads("q", H), c, sn)
+    k = ir.concatenate([pk, ir.nn.rotary_embedding(heads("k", KV), c, sn)], axis=2)
+    v = ir.concatenate([pv, heads("v", KV)], axis=2)
+    att = ir.nn.attention(q, k, v, m, scale=0.25)
+    out = ir.reshape(ir.transpose(att, (0, 2, 1, 3)), ("b", "s", H * D))
+    mod = ir.infer_type(ir.IRModule.from_expr(ir.Function([x, pk, pv, c, sn, m], ir.Tuple([out, k, v]))))
+    path = tmp_path / "m.onnx"
+    ir.save(mod, str(path))
+    model = onnx.load(str(path))
+    kinds = [n.op_type for n in model.graph.node]
+    assert "Transpose" not in kinds and "Concat" not in kinds and kinds.count("Reshape") <= 1, kinds  # (the output's)
+    [att_node] = [n for n in model.graph.node if n.op_type == "Attention"]
+    assert {a.name: a.i for a in att_node.attribute if a.name.endswith("heads")} == {"q_num_heads": H, "kv_num_heads": KV}
+    feeds = dict(x=_f32(B, L, 64), pk=_f32(B, KV, P, D), pv=_f32(B, KV, P, D), c=_f32(B, L, D // 2),
+                 sn=_f32(B, L, D // 2), m=np.zeros((B, 1, L, P + L), "float32"))
+    for g, w in zip(ort_run(str(path), feeds), ir.evaluate(mod, *feeds.values())):  # (64-long sums)
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
