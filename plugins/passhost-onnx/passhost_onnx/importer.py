@@ -32,6 +32,7 @@ from .control import SUBGRAPH_OPS, Join, all_nodes, branches, condition_value, d
 from .dtypes import FLOAT_DTYPES, tensor_array, to_dtype
 from .functions import MAX_DEPTH, Functions
 from .reader import full_model
+from .recurrent import RECURRENT, dynamic_recurrence, recurrent_shapes, without_zero_states
 from .model_fields import record_model_fields
 from .node import Node
 from .opaque import opaque
@@ -311,13 +312,17 @@ def _opaque_types(model: onnx.ModelProto, nodes: list) -> dict:
 
 
 def _opaque(n: onnx.NodeProto, inputs: list, types: dict, names: Optional["DimNames"] = None,
-            opset: int = 0) -> Any:
+            opset: int = 0, shapes: Optional[list] = None) -> Any:
     """The opaque call standing for node ``n`` (kept as it is), and its outputs, one per
     output of ``n`` (``None`` for an unused one, named ``""``). The stored node keeps the
     positions of its inputs and outputs (``""`` for an absent one, ``"?"`` for one the call
     passes on), so an optional input or output in the middle stays where it was. An
     output's ``dim_param`` is the model's size variable (``names``), an unnamed dynamic
-    dimension ``?``."""
+    dimension ``?``. ``shapes``, when given, are the outputs' shapes, each of ``inputs[0]``'s
+    dtype (an operator typed by passhost, as the kept recurrent ones)."""
+    if shapes is not None:
+        dtype = inputs[0].checked_type.dtype
+        return _opaque_call(n, inputs, [s for s, o in zip(shapes, n.output) if o], [dtype] * len(shapes))
     shapes, dtypes = [], []
     label = f"{n.domain}.{n.op_type}" if n.domain else n.op_type
     for o in n.output:
@@ -334,13 +339,20 @@ def _opaque(n: onnx.NodeProto, inputs: list, types: dict, names: Optional["DimNa
         dtypes.append(to_dtype(vi.type.tensor_type.elem_type, f"output {o!r}"))
     if not shapes:
         raise FormatError(f"operator {label} (node {n.name!r}): none of its outputs is used")
+    return _opaque_call(n, inputs, shapes, dtypes)
+
+
+def _opaque_call(n: onnx.NodeProto, inputs: list, shapes: list, dtypes: list) -> tuple:
     bare = onnx.NodeProto()
     bare.CopyFrom(n)
-    bare.input[:] = ["?" if x is not None else "" for x in inputs]
+    names = ["?" if x is not None else "" for x in inputs]
+    while names and not names[-1]:  # (an absent input at the end is no input)
+        names.pop()
+    bare.input[:] = names
     bare.output[:] = ["?" if o else "" for o in n.output]
     call = ir.Call(opaque(), [x for x in inputs if x is not None],
                    {"domain": n.domain, "op_type": n.op_type, "node": bare.SerializeToString().hex(),
-                    "out_shapes": tuple(shapes), "out_dtypes": tuple(dtypes)})
+                    "out_shapes": tuple(shapes), "out_dtypes": tuple(dtypes[:len(shapes)])})
     if len(shapes) == 1:
         values = iter((call,))
     else:
@@ -357,22 +369,6 @@ MAX_IMPORT_FOLD_BYTES = 1 << 28
 #: ``qnn.*`` alone (``fold_qnn=False``), a quantized weight stays an int8 constant behind
 #: its ``qnn.dequantize``, and the export writes it back as a ``DequantizeLinear``
 _KEEP = frozenset(ir.Op.get(n) for n in ("qnn.quantize", "qnn.dequantize", "qnn.conv2d", "qnn.requantize"))
-
-
-#: recurrent operators kept as they are when their sequence is dynamic (see _dynamic_recurrence)
-RECURRENT = frozenset({"LSTM", "GRU", "RNN"})
-
-
-def _dynamic_recurrence(n: onnx.NodeProto, inputs: list) -> bool:
-    """An ``LSTM``/``GRU``/``RNN`` whose input has a dynamic axis: kept as it is (as
-    ``--keep-op`` keeps it). Over a sequence of run-time length it cannot be unrolled, and
-    over a dynamic batch its unrolled form is dozens of nodes per step where runtimes have
-    one kernel; its outputs are typed by ONNX's shape inference with the model's size
-    variables."""
-    if n.op_type not in RECURRENT or not inputs or inputs[0] is None:
-        return False
-    t = inputs[0].checked_type
-    return isinstance(t, ir.TensorType) and not t.is_static
 
 
 #: ``_bind_outputs``'s ``foldable`` for nodes whose inputs are shape arithmetic
@@ -570,11 +566,10 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
         else:  # (kept as it is when read-only and contiguous); its name goes with it to the export
             env[name] = ir.set_span(ir.infer_type(ir.Constant(data)), ir.Span(source, name=name))
     weight_vars = [env[n] for n in weights]
-    dynamic = any(not p.checked_type.is_static for p in params)
     customs = [n for n in graph.node if (_domain(n.domain)
                and lookup(table, _domain(n.domain), n.op_type, opsets.get(_domain(n.domain), 1)) is None
                and (n.domain, n.op_type) not in functions.local) or (not _domain(n.domain) and n.op_type in keep)
-               or (dynamic and not _domain(n.domain) and n.op_type in RECURRENT)]
+]
     types = _opaque_types(full_model(model, arrays), customs) if customs else {}
     # a stack of (node, its opsets, the model's node it was expanded from, depth): function
     # bodies are pushed in place of their node
@@ -605,7 +600,13 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
                               "earlier node, input or initializer defines (is the graph topologically sorted?)") \
                 from None
         fn = lookup(table, domain, n.op_type, node_opsets.get(domain, 1))
-        if not domain and outer is None and (n.op_type in keep or _dynamic_recurrence(n, inputs)):
+        if not domain and outer is None and n.op_type in RECURRENT and (n.op_type in keep or
+                                                                       dynamic_recurrence(n, inputs)):
+            inputs = without_zero_states(n, inputs)
+            _bind_outputs(n, _opaque(n, inputs, types, dim_names, shapes=recurrent_shapes(n, inputs)), inputs,
+                          False, env, source, outer)
+            continue
+        if not domain and outer is None and n.op_type in keep:
             _bind_outputs(n, _opaque(n, inputs, types, dim_names, node_opsets.get("", 1)), inputs, False, env,
                           source, outer)
             continue

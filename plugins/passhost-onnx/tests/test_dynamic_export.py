@@ -178,8 +178,7 @@ def test_trilu_is_written_as_one_trilu(tmp_path, ort_run, dtype):
 
 def test_an_lstm_over_a_dynamic_sequence_stays_one_lstm_and_the_interpreter_runs_it(tmp_path, ort_run):
     """Unrolling needs the sequence length: over a dynamic one the LSTM is kept as it is (as
-    --keep-op keeps it), typed by ONNX's shape inference with the model's size variables,
-    run by passhost's interpreter through onnx.reference and written back as one LSTM."""
+    --keep-op keeps it), typed from its input with the model's size variables, run by passhost's interpreter through onnx.reference and written back as one LSTM."""
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(1)
@@ -200,6 +199,66 @@ def test_an_lstm_over_a_dynamic_sequence_stays_one_lstm_and_the_interpreter_runs
         want = ort_run(src, {"x": a})[0]
         np.testing.assert_allclose(ort_run(out, {"x": a})[0], want, rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(ir.evaluate(mod, a), want, rtol=1e-4, atol=1e-5)
+
+
+def _gru_model(path, layout, zero_state):
+    """A GRU over (seq, batch) whose initial state is zeros of the input's batch, built from its
+    Shape as PyTorch's exporter does (or a graph input, which must stay)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(2)
+    inits = [numpy_helper.from_array(rng.standard_normal(s).astype("float32") * 0.3, n)
+             for n, s in (("w", (2, 12, 3)), ("r", (2, 12, 4)), ("b", (2, 24)))]
+    inits += [numpy_helper.from_array(np.array([v], "int64"), n) for n, v in (("bax", 1 - layout), ("two", 2),
+                                                                             ("four", 4))]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["seq", "batch", 3] if layout == 0 else ["batch", "seq", 3])
+    h0 = helper.make_tensor_value_info("h0", TensorProto.FLOAT, ["two", "batch", 4] if layout == 0 else
+                                       ["batch", "two", 4])
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "bax"], ["n"])]
+    parts = ["two", "n", "four"] if layout == 0 else ["n", "two", "four"]
+    nodes += [helper.make_node("Concat", parts, ["hs"], axis=0),
+              helper.make_node("ConstantOfShape", ["hs"], ["zeros"], value=numpy_helper.from_array(np.zeros(1, "float32")))]
+    state = "zeros" if zero_state else "h0"
+    nodes.append(helper.make_node("GRU", ["x", "w", "r", "b", "", state], ["y", "yh"], hidden_size=4,
+                                  direction="bidirectional", layout=layout))
+    outs = [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in ("y", "yh")]
+    graph = helper.make_graph(nodes, "g", [x] if zero_state else [x, h0], outs, inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+@pytest.mark.parametrize("layout", [0, 1])
+@pytest.mark.parametrize("zero_state", [True, False])
+def test_a_kept_gru_is_typed_from_its_input_and_drops_an_initial_state_of_zeros(tmp_path, ort_run, layout,
+                                                                                zero_state):
+    src, out = str(tmp_path / "gru.onnx"), str(tmp_path / "out.onnx")
+    _gru_model(src, layout, zero_state)
+    mod = ir.load(src)
+    ys = [str(f) for f in mod["main"].body.checked_type.fields]
+    if layout == 0:
+        assert ys == ["Tensor[(seq, 2, batch, 4), float32]", "Tensor[(2, batch, 4), float32]"]
+    else:
+        assert ys == ["Tensor[(batch, seq, 2, 4), float32]", "Tensor[(batch, 2, 4), float32]"]
+    ir.save(mod, out)
+    nodes = onnx.load(out).graph.node
+    gru = next(n for n in nodes if n.op_type == "GRU")
+    if zero_state:  # ONNX's absent initial_h is zeros: no Shape, Gather, Concat or ConstantOfShape left
+        assert [n.op_type for n in nodes] == ["GRU"] and list(gru.input) == ["x", "w", "r", "b"]
+    else:
+        assert gru.input[5] == "h0"
+    run = ort_run
+    if layout == 1:  # (onnxruntime's CPU GRU refuses layout 1: onnx's reference runs both)
+        from onnx.reference import ReferenceEvaluator
+
+        def run(path, feeds):
+            return ReferenceEvaluator(path).run(None, feeds)
+    rng = np.random.default_rng(3)
+    for seq, batch in ((5, 2), (7, 3)):
+        shape = (seq, batch, 3) if layout == 0 else (batch, seq, 3)
+        feeds = {"x": rng.standard_normal(shape).astype("float32")}
+        if not zero_state:
+            feeds["h0"] = rng.standard_normal((2, batch, 4) if layout == 0 else (batch, 2, 4)).astype("float32")
+        for w, g in zip(run(src, feeds), run(out, feeds)):
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("size,scaled", [((12, 6), True), ((7, 5), False)])
