@@ -237,9 +237,9 @@ class _Printer:
         self.memo: dict = {}         # bound node -> "%N"
         self.pending: dict = {}      # printed, not yet bound node -> text
         self.const_text: dict = {}   # Constant -> text (with its annotation)
+        self.literals: dict = {}     # id(rank-0 array) -> its literal text, or None (metadata)
         self.meta: list = []         # Constants in metadata order
         self.ty_text: dict = {}      # id(type) -> " /* ty=... */"
-        self.small_types: dict = {}  # id(type) -> whether it is written out
         self.type_sizes: dict = {}   # id(type) -> (depth, parts), saturated
         self.attr_text: dict = {}    # id(attrs) -> ", k=v, ..."
         self.uses: dict = {}
@@ -290,7 +290,7 @@ class _Printer:
 
     def annot(self, node: Expr) -> str:
         """`` /* ty=T */`` for a typed node (TVM never annotates ``if`` and ``let``), when
-        ``T`` is small enough to write (:func:`_small_type`)."""
+        ``T`` is small enough to write (:meth:`small`)."""
         t = node._checked_type
         if t is None or type(node) is If or type(node) is Let:
             return ""
@@ -303,10 +303,10 @@ class _Printer:
         """Whether the inferred type ``t`` is written out (see :data:`MAX_TYPE_DEPTH`)."""
         if type(t) is TensorType:
             return True
-        r = self.small_types.get(id(t))
-        if r is None:
-            r = self.small_types[id(t)] = _small_type(t, self.type_sizes)
-        return r
+        got = self.type_sizes.get(id(t))
+        if got is None:
+            got = _measure(t, self.type_sizes)
+        return got[0] <= MAX_TYPE_DEPTH and got[1] <= MAX_TYPE_PARTS
 
     def unique_name(self, prefix: str) -> str:
         table = self.name_alloc
@@ -340,7 +340,13 @@ class _Printer:
     def constant(self, c: Constant) -> str:
         s = self.const_text.get(c)
         if s is None:
-            s = _scalar_literal(c.data)
+            data = c.data
+            if data.ndim == 0:  # parsed literals of one spelling share their array: format it once
+                s = self.literals.get(id(data), _UNSEEN)
+                if s is _UNSEEN:
+                    s = self.literals[id(data)] = _scalar_literal(data)
+            else:
+                s = None
             if s is None:
                 s = f"meta[relay.Constant][{len(self.meta)}]"
                 self.meta.append(c)
@@ -591,37 +597,41 @@ _ATOMIC = frozenset([Var, Constant, Op, GlobalVar])
 _SCOPING = frozenset([Function, If, Let])
 
 
-def _small_type(t: Type, sizes: dict) -> bool:
-    """Whether ``t`` nests at most :data:`MAX_TYPE_DEPTH` deep and has at most
-    :data:`MAX_TYPE_PARTS` parts; ``sizes`` remembers ``id -> (depth, parts)`` (both
-    saturated) across calls, so a chain of types nesting one another is measured in one
-    step per type."""
-    stack = [t]
+def _measure(t: Type, sizes: dict) -> tuple:
+    """``(depth, parts)`` of ``t``, both saturated just past :data:`MAX_TYPE_DEPTH` and
+    :data:`MAX_TYPE_PARTS`; ``sizes`` remembers them by ``id`` for ``t`` and every type under
+    it, so a chain of types nesting one another is measured in one step per type."""
+    stack: list = [t]
+    push, pop = stack.append, stack.pop
+    done = _MEASURED
     while stack:
-        x = stack[-1]
-        if id(x) in sizes:
-            stack.pop()
+        x = pop()
+        if x is done:
+            x = pop()
+            kids = x.fields if type(x) is TupleType else x.arg_types + (x.ret_type,)
+            depth, parts = 0, 1
+            for k in kids:
+                d, n = sizes.get(id(k), _LEAF)
+                if d > depth:
+                    depth = d
+                parts += n
+            sizes[id(x)] = (min(depth + 1, MAX_TYPE_DEPTH + 1), min(parts, MAX_TYPE_PARTS + 1))
             continue
-        kids = _TYPE_KIDS.get(type(x), _no_kids)(x)
-        todo = [k for k in kids if id(k) not in sizes]
-        if todo:
-            stack.extend(todo)
-            continue
-        stack.pop()
-        depth, parts = 0, 1
-        for k in kids:
-            d, n = sizes[id(k)]
-            depth, parts = max(depth, d), parts + n
-        sizes[id(x)] = (min(depth + 1, MAX_TYPE_DEPTH + 1), min(parts, MAX_TYPE_PARTS + 1))
-    depth, parts = sizes[id(t)]
-    return depth <= MAX_TYPE_DEPTH and parts <= MAX_TYPE_PARTS
+        tx = type(x)
+        if id(x) in sizes or (tx is not TupleType and tx is not FuncType):
+            continue  # measured, or a leaf (a tensor type: depth 1, one part)
+        push(x)
+        push(done)
+        for k in (x.fields if tx is TupleType else x.arg_types + (x.ret_type,)):
+            tk = type(k)
+            if (tk is TupleType or tk is FuncType) and id(k) not in sizes:
+                push(k)
+    return sizes.get(id(t), _LEAF)
 
 
-def _no_kids(t: Type) -> tuple:
-    return ()
-
-
-_TYPE_KIDS = {TupleType: lambda t: t.fields, FuncType: lambda t: t.arg_types + (t.ret_type,)}
+_LEAF = (1, 1)
+_UNSEEN = object()
+_MEASURED = object()  # on _measure's stack: the type below has all its parts measured
 
 
 def _print(obj: Any) -> tuple:
