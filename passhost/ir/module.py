@@ -5,7 +5,7 @@ return new modules rather than mutating their input.
 """
 from __future__ import annotations
 
-from typing import Iterator, Mapping, Optional, Union
+from typing import Any, Iterator, Mapping, Optional, Union
 
 from ..errors import IRError
 from .expr import Expr, Function, GlobalVar
@@ -143,12 +143,14 @@ class IRModule:
 
         return pretty_print(self)
 
-    def astext(self, show_meta_data: bool = True) -> str:
+    def astext(self, show_meta_data: bool = True, annotate: Any = None) -> str:
         """The text format with ``#[version = "0.0.5"]`` and, if asked, the metadata
-        section that carries constant data (so :func:`passhost.ir.parse` can read it back)."""
+        section that carries constant data (so :func:`passhost.ir.parse` can read it back).
+        ``annotate(expr)``, as TVM's, gives the text written after each expression instead
+        of its ``/* ty=... */`` (see :func:`passhost.ir.printer.astext`)."""
         from .printer import astext
 
-        return astext(self, show_meta_data=show_meta_data)
+        return astext(self, show_meta_data=show_meta_data, annotate=annotate)
 
     def __repr__(self) -> str:
         return f"IRModule({', '.join('@' + g.name_hint for g in self.get_global_vars())})"

@@ -59,9 +59,10 @@ class _Parser(TokenReader):
     """The grammar: expressions, functions, definitions (token-level readers are
     inherited from :class:`~passhost.ir._lexer.TokenReader`)."""
 
-    def __init__(self, text: str, source_name: str) -> None:
+    def __init__(self, text: str, source_name: str, context: Optional["_Context"] = None) -> None:
         if not isinstance(text, str):
             raise ParseError(f"parse needs the program text as a str, got {type(text).__name__}")
+        self.context = context
         at = text.rfind("#[metadata]")
         m = _METADATA_RE.search(text, max(at - 100, 0)) if at >= 0 else None
         self.meta_text: Optional[str] = None
@@ -86,6 +87,8 @@ class _Parser(TokenReader):
         #: node -> token index where its text starts; filled only when a second parse is
         #: run to locate a type error (see :func:`parse`), so the common parse pays nothing
         self.spans: Optional[dict] = None
+        if context is not None and self.meta_text is None and context.meta is not None:
+            self._meta = context.meta  # init_meta_table: what meta[relay.Constant][i] refers to
 
     # -- variables ----------------------------------------------------------------------
     def bind(self, var: Var, name: str) -> None:
@@ -230,6 +233,9 @@ class _Parser(TokenReader):
             self.expect("}")
             return body
         if tok == "-":  # unary minus on an expression (`-10` alone is a literal): negative(...)
+            literal = self.signed_literal()
+            if literal is not None:
+                return literal
             self.i += 1
             operand = self.simple_atom()
             if operand is None:
@@ -246,6 +252,21 @@ class _Parser(TokenReader):
         if tok in ("match", "ref", "ref_read", "ref_write", "type", "extern"):
             raise self.error(f"`{tok}` (algebraic data types and references) is not supported by passhost", start)
         raise self.error(f"expected an expression, found {self.describe(start)}", start)
+
+    def signed_literal(self) -> Optional[Constant]:
+        """Minus signs straight before a numeric literal are part of it, as TVM's tokenizer
+        reads them: ``--10`` is the constant ``10``, ``---10`` the constant ``-10`` (not
+        ``negative`` calls); ``None`` (nothing read) when no literal follows."""
+        toks = self.toks
+        j = self.i
+        while toks[j] == "-":
+            j += 1
+        tok = toks[j]
+        if not (tok[:1].isdigit() or (tok[:1] == "-" and len(tok) > 1 and tok != "->") or tok[:3] in ("inf", "nan")):
+            return None
+        negative = (j - self.i + (tok[:1] == "-")) % 2 == 1
+        self.i = j + 1
+        return self.number(("-" if negative else "") + tok.lstrip("-"), j)
 
     def p_fn_rest(self, name: Optional[str]):
         """``(params, attrs) [-> T] { body }`` after ``fn`` / ``def @name``."""
@@ -568,12 +589,16 @@ class _Parser(TokenReader):
         self.header(required=True)
         self.module_mode = True
         toks = self.toks
+        mod = IRModule()
+        if self.context is not None and self.context.module is not None:
+            for gv, fn in self.context.module.items():  # init_module: its functions are in scope
+                self.globals[gv.name_hint] = gv
+                mod[gv] = fn
         # globals may be used before their definition
         for k in range(self.i, len(toks) - 1):
             if toks[k] == "def" and toks[k + 1][:1] == "@":
                 if len(toks[k + 1]) > 1:  # a bare `@` is reported where `def` reads it
                     self.globals.setdefault(toks[k + 1][1:], GlobalVar(toks[k + 1][1:]))
-        mod = IRModule()
         while toks[self.i] != _END:
             if toks[self.i] == "def":
                 start, name, fn = self.run(self.p_def())
@@ -618,11 +643,11 @@ def _infer(mod: IRModule) -> IRModule:
     return out if isinstance(out, IRModule) else mod
 
 
-def _locate(text: str, source_name: str, err: TypeInferenceError) -> Exception:
+def _locate(text: str, source_name: str, err: TypeInferenceError, context: Optional["_Context"]) -> Exception:
     """The type error ``err`` of a parsed module, with the file, line and column of the
     expression that failed: the text is parsed again recording where each node starts and
     typed again (deterministic, so it fails at the same node). Only failures pay for this."""
-    parser = _Parser(text, source_name)
+    parser = _Parser(text, source_name, context)
     parser.spans = {}
     mod = parser.module()
     try:
@@ -659,38 +684,49 @@ def _module_with_spans(parser: "_Parser") -> IRModule:
 
 
 @gc_paused
-def parse(text: str, source_name: str = "<string>", spans: bool = False) -> IRModule:
+def parse(text: str, source_name: str = "<string>", init_module: Optional[IRModule] = None,
+          init_meta_table: Optional[Any] = None, *, spans: bool = False) -> IRModule:
     """Parse a module in the text format and type it (as TVM's ``relay.parse`` does).
 
     The text must start with ``#[version = "0.0.5"]``. Constants written as
     ``meta[relay.Constant][i]`` are read from the ``#[metadata]`` section that
-    ``astext(show_meta_data=True)`` appends.
+    ``astext(show_meta_data=True)`` appends, or else from ``init_meta_table``::
+
+        parse(text, "model.txt", init_module, {"relay.Constant": [ir.const(weights)]})
+        # def @main(%x: ...) { add(@f(%x), meta[relay.Constant][0]) }, @f from init_module
 
     :param source_name: the name used in error messages (and in spans)
+    :param init_module: a module whose functions the text may call; the result holds them
+        too (TVM's ``ParseModuleInContext``). A function the text defines again is an error
+    :param init_meta_table: ``{"relay.Constant": [constants or arrays]}``, what
+        ``meta[relay.Constant][i]`` means when the text has no ``#[metadata]`` section
     :param spans: give every call, tuple, projection, let, if and function the
         :class:`~passhost.ir.Span` (``source_name``, line, column) where it starts; the
         AnnotateSpans pass uses it. Off by default: it costs a fifth more time
     :raises ParseError: on malformed text (with line, column and a caret)
     """
-    mod = _guarded(text, source_name, _module_with_spans if spans else _Parser.module)
+    if isinstance(init_module, bool):  # parse(text, name, True): the former third parameter, spans
+        init_module, spans = None, init_module
+    context = None if init_module is None and init_meta_table is None else _Context(init_module, init_meta_table)
+    mod = _guarded(text, source_name, _module_with_spans if spans else _Parser.module, context)
     try:
         return _infer(mod)
     except TypeInferenceError as err:
-        raise _locate(text, source_name, err) from None
+        raise _locate(text, source_name, err, context) from None
     except PasshostError:
         raise
     except (RecursionError, ValueError, TypeError, OverflowError, MemoryError) as err:
         raise ParseError(f"cannot type this module: {type(err).__name__}: {err}", source_name=source_name) from None
 
 
-def _guarded(text: str, source_name: str, method: Any) -> Any:
+def _guarded(text: str, source_name: str, method: Any, context: Optional["_Context"] = None) -> Any:
     """``method(_Parser(text))``, with nothing but a :class:`PasshostError` escaping: any
     other failure caused by the input (a number too long for Python's ``int``, nesting
     deeper than a recursion somewhere) becomes a :class:`ParseError` at the token where
     the parser stood."""
     parser = None
     try:
-        parser = _Parser(text, source_name)
+        parser = _Parser(text, source_name, context)
         return method(parser)
     except PasshostError:
         raise
@@ -708,5 +744,34 @@ def parse_expr(text: str, source_name: str = "<string>") -> Expr:
     return with_gc()
 
 
-#: TVM's other name for :func:`parse`
-fromtext = parse
+class _Context:
+    """What a parse starts from (TVM's ``init_module`` and ``init_meta_table``), checked."""
+
+    __slots__ = ("module", "meta")
+
+    def __init__(self, module: Optional[IRModule], meta_table: Any) -> None:
+        if module is not None and not isinstance(module, IRModule):
+            raise ParseError(f"parse: init_module must be an IRModule, got {type(module).__name__}")
+        self.module = module
+        self.meta = None if meta_table is None else _meta_constants(meta_table)
+
+
+def _meta_constants(table: Any) -> list:
+    """``init_meta_table``'s constants: ``{"relay.Constant": [Constant or array, ...]}``."""
+    if not isinstance(table, dict) or set(table) - {"relay.Constant"}:
+        raise ParseError('parse: init_meta_table must be a dict {"relay.Constant": [constants]}, '
+                         f"got {table!r:.80}")
+    out = []
+    for i, c in enumerate(table.get("relay.Constant", [])):
+        if not isinstance(c, Constant):
+            try:
+                c = Constant(np.asarray(c))
+            except (IRError, TypeError, ValueError) as err:
+                raise ParseError(f"parse: init_meta_table['relay.Constant'][{i}] is not a constant: {err}") from None
+        out.append(c)
+    return out
+
+
+def fromtext(text: str, source_name: str = "<string>") -> IRModule:
+    """TVM's other name for :func:`parse` (``fromtext(source, source_name)``)."""
+    return parse(text, source_name)

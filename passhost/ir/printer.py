@@ -230,7 +230,8 @@ def _join(rope: Any) -> str:
 class _Printer:
     """State of one print call: temp counter, name table, memo, metadata."""
 
-    def __init__(self) -> None:
+    def __init__(self, annotate: Any = None) -> None:
+        self.annotate = annotate  # None, or node -> the text written after it
         self.counter = 0
         self.name_alloc: dict = {}
         self.varname: dict = {}      # Var -> "%name"
@@ -290,7 +291,12 @@ class _Printer:
 
     def annot(self, node: Expr) -> str:
         """`` /* ty=T */`` for a typed node (TVM never annotates ``if`` and ``let``), when
-        ``T`` is small enough to write (:meth:`small`)."""
+        ``T`` is small enough to write (:meth:`small`); with an ``annotate``
+        function, what it returns for the node instead (TVM's ``astext(annotate=...)``)."""
+        if self.annotate is not None:
+            if type(node) is If or type(node) is Let:
+                return ""
+            return str(self.annotate(node) or "")
         t = node._checked_type
         if t is None or type(node) is If or type(node) is Let:
             return ""
@@ -634,8 +640,10 @@ _UNSEEN = object()
 _MEASURED = object()  # on _measure's stack: the type below has all its parts measured
 
 
-def _print(obj: Any) -> tuple:
-    p = _Printer()
+def _print(obj: Any, annotate: Any = None) -> tuple:
+    if annotate is not None and not callable(annotate):
+        raise IRError(f"astext: annotate must be a function of an expression returning text, got {annotate!r}")
+    p = _Printer(annotate)
     if isinstance(obj, IRModule):
         text = p.print_module(obj)
     elif isinstance(obj, Expr):
@@ -667,14 +675,19 @@ def pretty_print(obj: Union[IRModule, Expr]) -> str:
 
 
 @gc_paused
-def astext(obj: Union[IRModule, Expr], show_meta_data: bool = True) -> str:
+def astext(obj: Union[IRModule, Expr], show_meta_data: bool = True, annotate: Any = None) -> str:
     """The text format with the ``#[version = "0.0.5"]`` header.
 
     :param show_meta_data: when constants are referenced, append the ``#[metadata]``
         section holding their data (JSON; what :func:`passhost.ir.parse` reads back);
         when false, append TVM's "metadata section has been omitted" comment instead
+    :param annotate: as TVM's: a function of an expression whose result is written after
+        it, in place of the ``/* ty=... */`` comment (so it should return a comment, or
+        ``""`` for nothing)::
+
+            mod.astext(annotate=lambda e: f" /* {e.checked_type.dtype} */" if isinstance(e, ir.Call) else "")
     """
-    text, meta = _print(obj)
+    text, meta = _print(obj, annotate)
     out = VERSION_HEADER + "\n" + text
     if meta:
         out += "\n"
