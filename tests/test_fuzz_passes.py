@@ -17,8 +17,10 @@ a failure is counted under the first check it fails:
 Quick mode (the default run): ``QUICK_GRAPHS`` graphs from seed 0, in a few seconds.
 Long mode: ``pytest tests/test_fuzz_passes.py --fuzz-graphs 10000`` (``tox -e fuzz``) runs
 that many in chunks of ``CHUNK`` (so ``-n auto`` spreads them), and with
-``--fuzz-report FILE`` each chunk appends its counts to FILE as a JSON line. A failure
-names the seed and the case; ``random_graph`` rebuilds the graph from the seed alone.
+``--fuzz-report FILE`` each chunk appends its counts to FILE as a JSON line, which
+``python tests/test_fuzz_passes.py --summary FILE`` adds up (``tox -e fuzz`` does both).
+A failure names the seed and the case; ``random_graph`` rebuilds the graph from the seed
+alone.
 """
 from __future__ import annotations
 
@@ -170,3 +172,25 @@ def test_the_scope_options_are_deterministic_well_typed_and_run():
         typed = ir.infer_type(mod)
         ir.well_formed(typed)
         evaluate_main(typed, random_inputs(typed, seed))
+
+
+def summary(path: str) -> str:
+    """The totals of a ``--fuzz-report`` file: graphs, checks, failures by class."""
+    totals = {"graphs": 0, "checks": 0, **{c: 0 for c in CLASSES}}
+    failed: list = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            failed += row.pop("failed", [])
+            for k in totals:
+                totals[k] += row.get(k, 0)
+    head = ", ".join(f"{k} {v}" for k, v in totals.items())
+    return "\n".join([f"pass fuzzer: {head}"] + failed[:50])
+
+
+if __name__ == "__main__":  # python tests/test_fuzz_passes.py --summary REPORT (tox -e fuzz)
+    import sys
+
+    if len(sys.argv) != 3 or sys.argv[1] != "--summary":
+        sys.exit("usage: python tests/test_fuzz_passes.py --summary REPORT.jsonl")
+    print(summary(sys.argv[2]))
