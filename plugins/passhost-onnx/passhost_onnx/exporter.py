@@ -30,7 +30,7 @@ from .dim_values import DimValues, dim_sources, onnx_dims
 from .model_fields import keep_model_fields
 from .dtypes import raw_bytes, to_onnx_type
 from .emit import EMITTERS
-from .emit_llm import heads_in_3d
+from .emit_llm import llm_peepholes
 from .opaque import OPAQUE
 
 __all__ = ["to_onnx", "MIN_OPSET", "MAX_OPSET", "TARGETS"]
@@ -429,7 +429,7 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     em.shapes.update((p.name_hint, tuple(p.checked_type.shape)) for p in main.params
                      if isinstance(p.checked_type, ir.TensorType))
     em.outputs = set(names)
-    heads_in_3d(em)
+    llm_peepholes(em)
     _merge_batch_reshapes(em)
     if em.quantized:
         _drop_nodes(em, join_qlinear_conv(em, *_uses_and_producers(em)))
