@@ -78,10 +78,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="ONNX: keep these standard operators as they are (e.g. LSTM,GRU: not unrolled into "
                         "their arithmetic); the passes leave them alone and the export writes them back (repeatable)")
     p.add_argument("--opset", type=int, metavar="N", help="ONNX opset of the written model (default: the input model's, within 13..23, "
-                   "23 once a fusion made RMSNormalization/RotaryEmbedding/Attention; else 17)")
+                   "else 17; with --target onnxruntime 23 once a fusion made RMSNormalization/RotaryEmbedding/Attention)")
     p.add_argument("--target", choices=("onnx", "onnxruntime"), default=None,
-                   help="ONNX output for a runtime: onnxruntime also writes its com.microsoft operators where they "
-                        "measured faster than the standard ones (SiLU as QuickGelu)")
+                   help="ONNX output for a runtime: onnxruntime writes opset 23's fused operators and its "
+                        "com.microsoft ones where they measured faster than the standard ones (SiLU as QuickGelu)")
     p.add_argument("--external-data", action="store_true",
                    help="write ONNX weights to a side file OUT.data (needed above 2 GB; automatic there)")
     p.add_argument("-j", "--jobs", type=int, default=None, metavar="N",

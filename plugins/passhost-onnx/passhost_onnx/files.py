@@ -75,20 +75,24 @@ def save(mod: Any, path: str, *, opset: Optional[int] = None, external_data: Opt
     (the ``Shape`` nodes that stay and why: :func:`.shape_report.shape_notes`).
 
     :param opset: the ONNX opset (13 to 23); by default the opset the model was imported
-        from (raised to 13, lowered to 23), or 17 for a model that did not come from ONNX; 23
-        when the module calls an operator whose standard form needs it (``nn.rms_norm``,
-        ``nn.rotary_embedding``, ``nn.attention``: what the LLM fusions make)
+        from (raised to 13, lowered to 23), or 17 for a model that did not come from ONNX;
+        with ``target="onnxruntime"`` at least 23 when the module calls an operator whose
+        standard form needs it (``nn.rms_norm``, ``nn.rotary_embedding``, ``nn.attention``:
+        what the LLM fusions make), since onnxruntime runs opset 23
     :param external_data: weights go to ``<path>.data`` beside the model; done anyway when
         the model would pass protobuf's 2 GB limit. By default the input's layout is kept: a
         model read with external data is written with external data (one file per tensor
         if it had that), one read whole is written whole
     :param check: run ``onnx.checker.check_model`` before the model replaces ``path`` (while
         it is flushed to disk); a model it rejects replaces nothing
-    :param target: ``"onnxruntime"`` writes onnxruntime's ``com.microsoft`` operators where they
-        do more than the standard ones (:mod:`.emit_llm`); ``""`` standard ONNX only
+    :param target: ``"onnxruntime"``: the model is for onnxruntime (the opset as above, and its
+        ``com.microsoft`` operators where they measured faster: :mod:`.emit_llm`); ``""``
+        standard ONNX at the model's own opset
     """
     if opset is None:
-        opset = max(default_opset(mod), fused_opset(mod) or 0)
+        opset = default_opset(mod)
+        if target == "onnxruntime":
+            opset = max(opset, fused_opset(mod) or 0)
     files = tuple(getattr(mod, "attrs", {}).get("onnx.external_data", ()))
     per_tensor = len(files) > 1
     if external_data is None:

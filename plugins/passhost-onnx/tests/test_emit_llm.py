@@ -65,18 +65,22 @@ def test_the_fused_operators_give_passhosts_numbers_in_onnxruntime(tmp_path, ort
     assert np.all(got[0][0, :, 1] == 0)
 
 
-def test_a_module_with_fused_operators_is_written_at_opset_23_unless_asked(tmp_path):
+def test_the_model_keeps_its_opset_and_onnxruntimes_target_raises_it_to_23(tmp_path):
     mod, _ = _block()
+    mod.attrs["onnx.opset"] = 18  # (as if imported from an opset-18 model)
     ir.save(mod, str(tmp_path / "a.onnx"))
-    assert onnx.load(str(tmp_path / "a.onnx")).opset_import[0].version == 23
-    ir.save(mod, str(tmp_path / "b.onnx"), opset=18)
-    assert onnx.load(str(tmp_path / "b.onnx")).opset_import[0].version == 18
+    model = onnx.load(str(tmp_path / "a.onnx"))
+    assert model.opset_import[0].version == 18 and "Attention" not in {n.op_type for n in model.graph.node}
+    ir.save(mod, str(tmp_path / "b.onnx"), target="onnxruntime")
+    assert onnx.load(str(tmp_path / "b.onnx")).opset_import[0].version == 23
+    ir.save(mod, str(tmp_path / "c.onnx"), opset=21, target="onnxruntime")
+    assert onnx.load(str(tmp_path / "c.onnx")).opset_import[0].version == 21
     x = ir.var("x", shape=(2, 3))
     plain = ir.IRModule.from_expr(ir.Function([x], ir.exp(x)))
-    ir.save(plain, str(tmp_path / "c.onnx"))
-    assert onnx.load(str(tmp_path / "c.onnx")).opset_import[0].version == 17
+    ir.save(plain, str(tmp_path / "d.onnx"), target="onnxruntime")
+    assert onnx.load(str(tmp_path / "d.onnx")).opset_import[0].version == 17
     with pytest.raises(FormatError, match="target 'tvm'"):
-        ir.save(plain, str(tmp_path / "d.onnx"), target="tvm")
+        ir.save(plain, str(tmp_path / "e.onnx"), target="tvm")
 
 
 @pytest.mark.parametrize("opset", [18, 23])
@@ -137,7 +141,7 @@ def test_heads_stay_in_3d_around_rotary_and_attention(tmp_path, ort_run):
     out = ir.reshape(ir.transpose(att, (0, 2, 1, 3)), ("b", "s", H * D))
     mod = ir.infer_type(ir.IRModule.from_expr(ir.Function([x, pk, pv, c, sn, m], ir.Tuple([out, k, v]))))
     path = tmp_path / "m.onnx"
-    ir.save(mod, str(path))
+    ir.save(mod, str(path), opset=23)
     model = onnx.load(str(path))
     kinds = [n.op_type for n in model.graph.node]
     assert "Transpose" not in kinds and "Concat" not in kinds and kinds.count("Reshape") <= 1, kinds  # (the output's)
