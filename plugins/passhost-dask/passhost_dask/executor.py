@@ -265,8 +265,10 @@ class DaskExecutor:
                 write_bytes_atomic(marker, token.encode(), fsync=False)
                 markers.append(marker)
             report = {}
+            needs = _needs(jobs)
+            asked = tuple((kind, name, mode) for kind, name, mode, _ in needs)
             for marker in markers or [None]:
-                for address, facts in self.client.run(remote.probe, files, marker, token).items():
+                for address, facts in self.client.run(remote.probe, files, marker, token, asked).items():
                     if address not in report or facts["unseen"]:
                         report[address] = facts
         except (OSError, UsageError) as err:
@@ -281,9 +283,9 @@ class DaskExecutor:
             if facts["error"]:
                 raise UsageError(f"Dask worker {address} cannot import passhost ({facts['error']}): install "
                                  "passhost and the plugins the pipeline uses on every worker")
-        needs = _needs(jobs)
         for address, facts in sorted(report.items()):
-            lacks = [what for kind, name, what in needs if name not in facts.get(kind, ())]
+            missing = {tuple(k) for k in facts.get("lacks", ())}
+            lacks = list(dict.fromkeys(what for kind, name, _, what in needs if (kind, name) in missing))
             if lacks:
                 raise UsageError(f"Dask worker {address} lacks what the batch needs: {', '.join(lacks)}; install "
                                  "the same plugins on every worker as here")
@@ -368,7 +370,7 @@ class DaskExecutor:
 
 
 def _needs(jobs: list) -> list:
-    """``(kind, name, description)`` of every pass and format the jobs use, as this
+    """``(kind, name, mode, description)`` of every pass and format the jobs use, as this
     machine's registry sees them (the passes named in each pipeline and those they require)."""
     import re
 
@@ -381,9 +383,9 @@ def _needs(jobs: list) -> list:
         todo = [n for n in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", str(job.pipeline or "")) if n in installed]
         while todo:
             name = todo.pop()
-            if ("passes", name) not in needs:
+            if ("passes", name, None) not in needs:
                 info = passes.info(name)
-                needs["passes", name] = f"pass {name!r} ({info.source.distribution or 'in-process'})"
+                needs["passes", name, None] = f"pass {name!r} ({info.source.distribution or 'in-process'})"
                 todo.extend(r for r in info.required if r in installed)
         for path, fmt, mode in ((job.input, job.from_format, "load"), (job.output, job.to_format, "save")):
             if path is None:
@@ -392,8 +394,8 @@ def _needs(jobs: list) -> list:
                 record = format_for(path, fmt, mode)
             except Exception:  # the job's own row will say why
                 continue
-            needs["formats", record.name] = f"format {record.name!r} ({record.source.distribution})"
-    return [(kind, name, what) for (kind, name), what in sorted(needs.items())]
+            needs["formats", record.name, mode] = f"format {record.name!r} ({record.source.distribution})"
+    return [(kind, name, mode, what) for (kind, name, mode), what in sorted(needs.items(), key=lambda kv: str(kv[0]))]
 
 
 def _sweep(output: str) -> None:

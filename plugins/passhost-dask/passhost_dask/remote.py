@@ -23,26 +23,37 @@ def worker_address() -> Optional[str]:
         return None
 
 
-def probe(files: list, marker: Optional[str], token: str) -> dict:
-    """What one worker has: its passhost, and whether it sees the client's files.
+def probe(files: list, marker: Optional[str], token: str, needs: tuple = ()) -> dict:
+    """What one worker has: its passhost, the plugins the batch needs, and whether it sees
+    the client's files.
 
     :param files: ``(path, size)`` of every input, as the client sees them
     :param marker: a file the client wrote into the output directory (``None``: no output)
     :param token: what ``marker`` holds
+    :param needs: ``(kind, name, mode)``: ``("passes", "FoldConstant", None)``,
+        ``("formats", "onnx", "load")``
     :returns: ``{"passhost": version or None, "error": why passhost does not import,
-        "passes": the installed pass names, "formats": the installed format names,
+        "lacks": the ``(kind, name)`` of ``needs`` this worker does not have,
         "unseen": the first path this worker does not see as the client does, or None}``
         (loading the plugins here also warms the worker up for its first job)
     """
-    out: dict = {"passhost": None, "error": None, "unseen": None, "passes": [], "formats": []}
+    out: dict = {"passhost": None, "error": None, "unseen": None, "lacks": []}
     try:
         import passhost
         import passhost.cli.batch  # noqa: F401  (what the jobs call)
-        from passhost.registry import get_registry
+        from passhost import passes
+        from passhost.formats import format_for
 
         out["passhost"] = passhost.__version__
-        out["passes"] = get_registry().pass_names()
-        out["formats"] = [r.name for r in get_registry().format_records()]
+        installed = set(passes.names())
+        for kind, name, mode in needs:
+            if kind == "passes" and name not in installed:
+                out["lacks"].append((kind, name))
+            elif kind == "formats":
+                try:
+                    format_for("x", name, mode)
+                except Exception:  # not installed here (or it cannot do that)
+                    out["lacks"].append((kind, name))
     except Exception as err:  # reported by the client as one line
         out["error"] = f"{type(err).__name__}: {' '.join(str(err).split())}"
     for path, size in files:

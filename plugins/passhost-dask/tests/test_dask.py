@@ -254,7 +254,8 @@ class _Client:
     def __init__(self, answers):
         self.answers = answers
 
-    def run(self, fn, files, marker, token):
+    def run(self, fn, files, marker, token, needs):
+        self.needs = needs
         return self.answers
 
 
@@ -270,13 +271,10 @@ def _executor(transfer, answers):
     return ex
 
 
-def _answer(unseen=None, error=None, without=()):
+def _answer(unseen=None, error=None, lacks=()):
     import passhost
-    from passhost.registry import get_registry
 
-    return {"passhost": passhost.__version__, "error": error, "unseen": unseen,
-            "passes": [n for n in get_registry().pass_names() if n not in without],
-            "formats": [r.name for r in get_registry().format_records()]}
+    return {"passhost": passhost.__version__, "error": error, "unseen": unseen, "lacks": list(lacks)}
 
 
 def test_auto_sends_bytes_when_a_worker_does_not_see_the_files(tmp_path, capsys):
@@ -305,11 +303,23 @@ def test_a_worker_without_passhost_is_refused_before_any_job(tmp_path):
 
 def test_a_worker_without_a_pass_the_pipeline_runs_is_refused_naming_it(tmp_path):
     (tmp_path / "a.txt").write_text(TEXT)
-    ex = _executor("auto", {"tcp://w1:1": _answer(), "tcp://w2:1": _answer(without=("FoldConstant",))})
+    ex = _executor("auto", {"tcp://w1:1": _answer(), "tcp://w2:1": _answer(lacks=[("passes", "FoldConstant")])})
     with pytest.raises(UsageError) as info:
         ex._choose_transfer([_Job(str(tmp_path / "a.txt"), str(tmp_path / "b.txt"), "InferType,FoldConstant")])
+    assert ("passes", "FoldConstant", None) in ex.client.needs and ("formats", "text", "load") in ex.client.needs
     assert str(info.value) == ("Dask worker tcp://w2:1 lacks what the batch needs: pass 'FoldConstant' "
                                "(passhost-fold-constant); install the same plugins on every worker as here")
+
+
+def test_the_probe_reports_what_a_worker_lacks(tmp_path):
+    from passhost_dask import remote
+
+    (tmp_path / "a.txt").write_text(TEXT)
+    facts = remote.probe([(str(tmp_path / "a.txt"), len(TEXT)), (str(tmp_path / "gone.txt"), 1)], None, "t",
+                         (("passes", "FoldConstant", None), ("passes", "NoSuchPass", None),
+                          ("formats", "text", "save"), ("formats", "no-such-format", "load")))
+    assert facts["error"] is None and facts["unseen"] == str(tmp_path / "gone.txt")
+    assert facts["lacks"] == [("passes", "NoSuchPass"), ("formats", "no-such-format")]
 
 
 def test_address_and_transfer_are_checked_when_built(monkeypatch):
