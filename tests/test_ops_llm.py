@@ -145,3 +145,15 @@ def test_the_fused_operators_name_what_is_wrong(build, match):
     call = build()
     with pytest.raises(TypeInferenceError, match=match):
         ir.infer_type(ir.Function(list(ir.free_vars(call)), call))
+
+
+def test_without_zero_masked_rows_a_row_masked_whole_is_what_the_softmax_gives():
+    q, k, v, m = (ir.var("q", shape=(1, 2, 3, 4)), ir.var("k", shape=(1, 2, 5, 4)), ir.var("v", shape=(1, 2, 5, 4)),
+                  ir.var("m", shape=(1, 1, 3, 5)))
+    ma = np.zeros((1, 1, 3, 5), "float32")
+    ma[0, 0, 1] = -np.inf
+    args = (_f32(1, 2, 3, 4), _f32(1, 2, 5, 4), _f32(1, 2, 5, 4), ma)
+    _, got = _run([q, k, v, m], ir.nn.attention(q, k, v, m, zero_masked_rows=False), *args)
+    _, guarded = _run([q, k, v, m], ir.nn.attention(q, k, v, m), *args)
+    assert np.isnan(got[:, :, 1]).all() and (guarded[:, :, 1] == 0).all()
+    np.testing.assert_array_equal(np.delete(got, 1, axis=2), np.delete(guarded, 1, axis=2))

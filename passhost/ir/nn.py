@@ -406,11 +406,12 @@ def rotary_embedding(data: Expr, cos: Expr, sin: Expr, interleaved: bool = False
 
 
 def attention(query: Expr, key: Expr, value: Expr, mask: Optional[Expr] = None,
-              scale: Optional[float] = None) -> Call:
+              scale: Optional[float] = None, zero_masked_rows: bool = True) -> Call:
     """``nn.attention``: ``softmax((q * sqrt(scale)) @ (k * sqrt(scale))^T + mask) @ v`` over
     (batch, heads, seq, head) tensors, key-value heads shared by groups of query heads (ONNX
-    ``Attention``); ``mask`` None is a scalar float32 zero, ``scale`` None ``1 / sqrt(head)``."""
+    ``Attention``); ``mask`` None is a scalar float32 zero, ``scale`` None ``1 / sqrt(head)``;
+    ``zero_masked_rows=False`` leaves out the guard that makes a row masked whole zeros."""
     from .builders import const
 
     return _call("nn.attention", (query, key, value, const(0.0, "float32") if mask is None else mask),
-                 {"scale": None if scale is None else float(scale)})
+                 {"scale": None if scale is None else float(scale), "zero_masked_rows": bool(zero_masked_rows)})

@@ -9,8 +9,11 @@ computes, as ONNX's definition and PyTorch's ``scaled_dot_product_attention`` do
 
     s = sqrt(scale)                         /* scale None: 1 / sqrt(head) */
     p = softmax((%q * s) @ (%k * s)^T + mask, axis=-1)
-    p = where(isnan(p), 0, p)               /* a row masked whole gives zeros, not NaN */
+    p = where(isnan(p), 0, p)               /* zero_masked_rows: a row masked whole gives zeros */
     p @ %v
+
+``zero_masked_rows=False`` leaves the guard out, as attention written without it computes (a
+row masked whole is then NaN): FuseAttention keeps the graph's own choice.
 
 Query head ``h`` reads key-value head ``h // (q_heads / kv_heads)`` (grouped-query attention;
 ``kv_heads == q_heads`` is plain multi-head attention). A float ``mask`` is added to the scores
@@ -89,9 +92,11 @@ def _attention(args: list, attrs) -> np.ndarray:
         scores = scores + mask.astype(dt, copy=False)
     e = np.exp(scores - np.max(scores, axis=-1, keepdims=True))
     p = (e / np.sum(e, axis=-1, keepdims=True)).astype(dt, copy=False)
-    p = np.where(np.isnan(p), dt.type(0), p)
+    if attrs.zero_masked_rows:
+        p = np.where(np.isnan(p), dt.type(0), p)
     return np.matmul(p, vs).astype(dt, copy=False)
 
 
-reg(_OP, 4, _rel, _attention, attrs=(("scale", None),), pattern=OpPattern.OPAQUE, attr_check=_check,
+reg(_OP, 4, _rel, _attention, attrs=(("scale", None), ("zero_masked_rows", True)), pattern=OpPattern.OPAQUE,
+    attr_check=_check,
     summary="Scaled dot-product attention with a mask and grouped-query heads (ONNX Attention).")

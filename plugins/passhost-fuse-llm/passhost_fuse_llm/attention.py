@@ -18,9 +18,10 @@ axes, transposes of the last two axes, scalar ``multiply``/``divide`` (the scale
 the key or the scores, multiplied together), and ``repeat_kv``'s ``broadcast_to`` of a unit axis
 after the key-value heads; the keys and values must be repeated alike and the probabilities
 must reach the second product unscaled. The mask is whatever is added to the scores (absent: a
-zero); T5's position bias is such a mask. Without the guard a row masked whole was NaN and now
-gives zeros, as the guard, ONNX's ``Attention`` and onnxruntime give it; every other value is
-the same up to float rounding (the scale applied as ``sqrt(scale)`` to the query and the key).
+zero); T5's position bias is such a mask. With the guard the operator zeroes a row masked whole
+as the guard does, without it (``zero_masked_rows=False``) it computes the plain softmax's NaN as
+the graph did; every value is the same up to float rounding (the scale applied as
+``sqrt(scale)`` to the query and the key).
 """
 from __future__ import annotations
 
@@ -181,7 +182,6 @@ class AttentionRule(DFPatternCallback):
         scores = self.scaled | self.s4
         self.probs = is_op("nn.softmax")(is_op("add")(scores, self.mask) | scores)
         guarded = is_op("where")(is_op("not_equal")(self.probs, self.probs), self.zero, self.probs) | self.probs
-        self.p4 = guarded
         self.o3 = is_op("nn.batch_matmul")(is_op("reshape")(guarded), self.v3)
         self.pattern = is_op("reshape")(self.o3)
 
@@ -240,7 +240,9 @@ class AttentionRule(DFPatternCallback):
                 return None
         else:
             mask = ir.const(np.zeros((), dtype))
-        return ir.nn.attention(q.base, k.base, v.base, mask, scale=scale)
+        # (SDPA's guard against rows masked whole, or the plain softmax: as the graph has it)
+        guarded = self.zero in node_map
+        return ir.nn.attention(q.base, k.base, v.base, mask, scale=scale, zero_masked_rows=guarded)
 
     def examples(self, rng):
         """Attention of random sizes as PyTorch exports it: SDPA with its guard and split scale

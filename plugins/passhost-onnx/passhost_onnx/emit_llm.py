@@ -7,13 +7,18 @@ operator               opset 23 on                                 below opset 2
 ``nn.rms_norm``        ``RMSNormalization``                        ``Pow, ReduceMean, Add, Sqrt,
                                                                    Div, Mul`` (the form
                                                                    onnxruntime's own fusion reads)
-``nn.rotary_embedding``  ``RotaryEmbedding``                       two ``Slice``, four ``Mul``,
-                                                                   ``Sub``, ``Add``, ``Concat``
-``nn.attention``       ``Attention`` (the KV cache's ``Concat``     ``MatMul, Add, Softmax, IsNaN,
-                       taken in as ``past_key``/``past_value``)     Where, MatMul``; key-value
+``nn.rotary_embedding``  ``RotaryEmbedding``                       ``Slice``, ``Neg``, ``Concat``,
+                                                                   two ``Mul``, ``Add`` (the
+                                                                   tables widened once)
+``nn.attention``       ``Attention`` (the KV cache's ``Concat``     ``MatMul, Add, Softmax,
+                       taken in as ``past_key``/``past_value``)     (IsNaN, Where,) MatMul``; key-value
                                                                    heads broadcast in 5-D, never
                                                                    copied
 =====================  ==========================================  ==============================
+
+``Attention`` zeroes a query row masked whole whatever ``zero_masked_rows`` says (ONNX's errata:
+zeros, not NaN), so an attention written without PyTorch's guard gives zeros there from opset 23
+where it gave NaN; the decomposed form keeps or leaves out the guard as the operator says.
 
 After the nodes are written, :func:`llm_peepholes` keeps the heads in 3-D around ``Attention``
 and ``RotaryEmbedding`` (:func:`heads_in_3d`), and with ``target="onnxruntime"``
@@ -122,34 +127,41 @@ def _rotary(em, call, args):
     shape = tuple(_tensor(call, 0).shape)
     head = shape[3]
     rot = int(a.rotary_dim) or head
-    if _tensor(call, 1).shape[0] != shape[0]:  # one row for every batch entry: ONNX wants one each
-        target = em.ints([shape[0], 1, 1])
-        cos, sin = em.one("Expand", [cos, target]), em.one("Expand", [sin, target])
     if em.opset >= FUSED_OPSET and type(rot) is int:
+        if _tensor(call, 1).shape[0] != shape[0]:  # one row for every batch entry: ONNX wants one each
+            target = em.ints([shape[0], 1, 1])
+            cos, sin = em.one("Expand", [cos, target]), em.one("Expand", [sin, target])
         kw = {"rotary_embedding_dim": rot} if a.rotary_dim else {}
         return em.one("RotaryEmbedding", [x, cos, sin], interleaved=int(bool(a.interleaved)), **kw)
-    axis1 = em.ints([1])
-    c, s = em.one("Unsqueeze", [cos, axis1]), em.one("Unsqueeze", [sin, axis1])
-    last = em.ints([-1])
-    if a.interleaved:  # pairs (x[2i], x[2i+1]): split the rotated part into (..., rot/2, 2)
-        part = x if rot == head else em.one("Slice", [x, em.ints([0]), em.ints([rot]), last])
-        pairs = em.one("Reshape", [part, em.ints([0, 0, 0, rot // 2, 2])])
-        x1, x2 = em.node("Split", [pairs, em.ints([1, 1])], 2, axis=-1)
-        x1, x2 = (em.one("Squeeze", [v, last]) for v in (x1, x2))
+    return _rotary_decomposed(em, x, cos, sin, bool(a.interleaved), rot, head)
+
+
+def _rotary_decomposed(em, x: str, cos: str, sin: str, interleaved: bool, rot: int, head: int) -> str:
+    """Below opset 23, the form Hugging Face's models are exported in: ``x * c + turn(x) * s``
+    with the tables widened to the rotated size once (``_merge_duplicates`` shares them between
+    the calls), ``turn(x)`` being ``concat(-x2, x1)`` (interleaved: the pairs swapped, the first
+    negated). The same numbers as the operator: ``x1 * c + (-x2) * s`` is ``x1 * c - x2 * s``."""
+    last, axis1 = em.ints([-1]), em.ints([1])
+    part = x if rot == head else em.one("Slice", [x, em.ints([0]), em.ints([rot]), last])
+    if interleaved:  # tables (b, s, r/2) -> (b, 1, s, r) as c0 c0 c1 c1 ...; pairs swapped
+        def widen(t):
+            pairs = em.one("Concat", [em.one("Unsqueeze", [t, last])] * 2, axis=-1)
+            return em.one("Unsqueeze", [em.one("Reshape", [pairs, em.ints([0, 0, rot])]), axis1])
+
+        split = em.one("Reshape", [part, em.ints([0, 0, 0, rot // 2, 2])])
+        x1, x2 = em.node("Split", [split, em.ints([1, 1])], 2, axis=-1)
+        turned = em.one("Reshape", [em.one("Concat", [em.one("Neg", [x2]), x1], axis=-1), em.ints([0, 0, 0, rot])])
     else:
-        x1 = em.one("Slice", [x, em.ints([0]), em.ints([rot // 2]), last])
-        x2 = em.one("Slice", [x, em.ints([rot // 2]), em.ints([rot]), last])
-    o1 = em.one("Sub", [em.one("Mul", [x1, c]), em.one("Mul", [x2, s])])
-    o2 = em.one("Add", [em.one("Mul", [x2, c]), em.one("Mul", [x1, s])])
-    if a.interleaved:
-        both = em.one("Concat", [em.one("Unsqueeze", [o, last]) for o in (o1, o2)], axis=-1)
-        turned = em.one("Reshape", [both, em.ints([0, 0, 0, rot])])
-    else:
-        turned = em.one("Concat", [o1, o2], axis=-1)
+        def widen(t):
+            return em.one("Unsqueeze", [em.one("Concat", [t, t], axis=-1), axis1])
+
+        x1 = em.one("Slice", [part, em.ints([0]), em.ints([rot // 2]), last])
+        x2 = em.one("Slice", [part, em.ints([rot // 2]), em.ints([rot]), last])
+        turned = em.one("Concat", [em.one("Neg", [x2]), x1], axis=-1)
+    out = em.one("Add", [em.one("Mul", [part, widen(cos)]), em.one("Mul", [turned, widen(sin)])])
     if rot == head:
-        return turned
-    rest = em.one("Slice", [x, em.ints([rot]), em.ints([head]), last])
-    return em.one("Concat", [turned, rest], axis=-1)
+        return out
+    return em.one("Concat", [out, em.one("Slice", [x, em.ints([rot]), em.ints([head]), last])], axis=-1)
 
 
 # -- attention ----------------------------------------------------------------------------
@@ -186,21 +198,27 @@ def _attention(em, call, args):
             em.nodes[-1].output[1], em.nodes[-1].output[2] = kc.output[0], vc.output[0]
             return outs[0]
         return em.one("Attention", [q, k, v, mask] if mask else [q, k, v], **kw)
-    return _decomposed_attention(em, call, q, k, v, mask, dt, head, scale)
+    return _decomposed_attention(em, call, q, k, v, mask, dt, head, scale, bool(call.attrs.zero_masked_rows))
 
 
-def _decomposed_attention(em, call, q, k, v, mask, dt, head, scale) -> str:
-    """``softmax(q s @ (k s)^T + mask) @ v`` with the NaN rows zeroed; grouped-query heads as a
-    5-D product ``(batch, kv_heads, group, seq, head)`` against the key-value heads unsqueezed,
-    so the keys and values are never repeated."""
-    s = _const(em, math.sqrt(1.0 / math.sqrt(head) if scale is None else float(scale)), dt)
+def _decomposed_attention(em, call, q, k, v, mask, dt, head, scale, guard: bool) -> str:
+    """``softmax(q s @ (k s)^T + mask) @ v`` (the NaN rows zeroed where the operator says so; no
+    multiply by a scale of 1); grouped-query heads as a 5-D product ``(batch, kv_heads, group,
+    seq, head)`` against the key-value heads unsqueezed, so the keys and values are never
+    repeated."""
+    root = math.sqrt(1.0 / math.sqrt(head) if scale is None else float(scale))
+    s = _const(em, root, dt)
+
+    def scaled(t: str) -> str:
+        return t if np.asarray(root, dt) == 1 else em.one("Mul", [t, s])
+
     q_heads, kv_heads = _tensor(call, 0).shape[1], _tensor(call, 1).shape[1]
     grouped = q_heads != kv_heads
     if grouped and not (type(q_heads) is int and type(kv_heads) is int):
         raise FormatError(f"nn.attention with {q_heads} query and {kv_heads} key-value heads: below opset "
                           f"{FUSED_OPSET} the grouped heads must be static; export at opset {FUSED_OPSET}")
-    k_t = em.one("Transpose", [em.one("Mul", [k, s])], perm=[0, 1, 3, 2])
-    qs = em.one("Mul", [q, s])
+    k_t = em.one("Transpose", [scaled(k)], perm=[0, 1, 3, 2])
+    qs = scaled(q)
     if grouped:
         group = q_heads // kv_heads
         qs = em.one("Reshape", [qs, em.ints([0, kv_heads, group, -1, head])])
@@ -214,7 +232,8 @@ def _decomposed_attention(em, call, q, k, v, mask, dt, head, scale) -> str:
             mask = _grouped_mask(em, mask, tuple(mt.shape), q_heads, kv_heads)
         scores = em.one("Add", [scores, mask])
     p = em.one("Softmax", [scores], axis=-1)
-    p = em.one("Where", [em.one("IsNaN", [p]), _const(em, 0.0, dt), p])
+    if guard:
+        p = em.one("Where", [em.one("IsNaN", [p]), _const(em, 0.0, dt), p])
     out = em.one("MatMul", [p, v])
     if grouped:
         out = em.one("Reshape", [out, em.ints([0, q_heads, -1, call.checked_type.shape[3]])])
