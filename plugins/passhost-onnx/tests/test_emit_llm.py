@@ -151,3 +151,17 @@ def test_heads_stay_in_3d_around_rotary_and_attention(tmp_path, ort_run):
                  sn=_f32(B, L, D // 2), m=np.zeros((B, 1, L, P + L), "float32"))
     for g, w in zip(ort_run(str(path), feeds), ir.evaluate(mod, *feeds.values())):  # (64-long sums)
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("opset", [18, 23])
+def test_attention_without_the_guard_writes_no_guard_below_23(tmp_path, ort_run, opset):
+    q, k, v, m = (ir.var("q", shape=(1, 2, 3, 8)), ir.var("k", shape=(1, 2, 5, 8)), ir.var("v", shape=(1, 2, 5, 8)),
+                  ir.var("m", shape=(1, 1, 3, 5)))
+    mod = ir.infer_type(ir.IRModule.from_expr(ir.Function(
+        [q, k, v, m], ir.nn.attention(q, k, v, m, scale=1.0, zero_masked_rows=False))))
+    path = tmp_path / "m.onnx"
+    ir.save(mod, str(path), opset=opset)
+    kinds = [n.op_type for n in onnx.load(str(path)).graph.node]
+    assert "IsNaN" not in kinds and "Mul" not in kinds, kinds  # (no guard; a scale of 1 multiplies nothing)
+    feeds = {"q": _f32(1, 2, 3, 8), "k": _f32(1, 2, 5, 8), "v": _f32(1, 2, 5, 8), "m": _f32(1, 1, 3, 5)}
+    np.testing.assert_allclose(ort_run(str(path), feeds)[0], ir.evaluate(mod, *feeds.values()), rtol=1e-5, atol=1e-5)
