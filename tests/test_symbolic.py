@@ -26,6 +26,18 @@ def test_expressions_have_one_canonical_form():
     assert dmin(n + 1, n) == n and dmax(n, n + 2) == n + 2 and str(dmax(n, 1024)) == "max(1024, n)"
 
 
+def test_min_and_max_take_out_an_offset_and_a_min_plus_its_max_is_the_sum():
+    assert dmax(0, n - 1) == dmax(1, n) - 1 and str(dmax(0, n - 1)) == "max(1, n) - 1"
+    assert dmin(n + 3, 5) == dmin(n, 2) + 3
+    assert dmin(1, n) + dmax(0, n - 1) == n       # a roll's two slices concatenated: n again
+    assert 2 * dmin(n, m) + 2 * dmax(m, n) == 2 * n + 2 * m
+    assert str(dmin(n, m) + 2 * dmax(m, n)) == "2*max(m, n) + min(m, n)"   # coefficients differ: kept
+    x = ir.var("x", shape=("b", "f"))
+    rolled = ir.concatenate([ir.strided_slice(x, [-1], [2 ** 63 - 1], axes=[1]),
+                             ir.strided_slice(x, [0], [-1], axes=[1])], axis=1)
+    assert str(ir.infer_type(ir.add(rolled, x)).checked_type) == "Tensor[(b, f), float32]"
+
+
 def test_unknown_dimensions_absorb_arithmetic_and_are_never_provably_equal():
     assert ANY + 1 is ANY and ANY * 0 == 0 and str(ANY) == "?"
     assert ANY == ANY  # as a part of a type: a type prints and reads back equal
@@ -44,7 +56,7 @@ def test_questions_that_need_a_value_raise_instead_of_guessing():
 
 
 def test_dimensions_print_and_parse_back():
-    for d in (n, m * n + 2 * n - 1, floordiv(n + 1, 2) * m - 3, -n + 4, dmin(n, 5), ANY):
+    for d in (n, m * n + 2 * n - 1, floordiv(n + 1, 2) * m - 3, -n + 4, dmin(n, 5), dmax(0, n - 1), ANY):
         assert parse_dim(str(d)) == d
     t = ir.TensorType(("batch", "seq + 1", 768, "?"))
     assert str(t) == "Tensor[(batch, seq + 1, 768, ?), float32]"

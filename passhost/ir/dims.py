@@ -298,7 +298,21 @@ def _add(a: Any, b: Any) -> Any:
     p = _poly(a)
     for m, c in _poly(b).items():
         p[m] = p.get(m, 0) + c
+    _join_min_max(p)
     return _make(p)
+
+
+def _join_min_max(p: dict) -> None:
+    """``c*min(x, y) + c*max(x, y)`` is ``c*x + c*y`` (in place). A roll's two slices give
+    ``min(1, n) + max(0, n - 1)``, that is ``min(1, n) + max(1, n) - 1``: ``n``."""
+    for m in [m for m in p if len(m) == 1 and type(m[0]) is tuple and m[0][0] == "min"]:
+        other = (("max",) + m[0][1:],)
+        c = p.get(m, 0)
+        if c and p.get(other) == c:
+            del p[m], p[other]
+            for part in m[0][1:]:
+                for mono, k in _poly(part).items():
+                    p[mono] = p.get(mono, 0) + c * k
 
 
 def _neg(a: Any) -> Any:
@@ -459,6 +473,10 @@ def _minmax(kind: str, a: Any, b: Any) -> Any:
         return a if kind == "min" else b
     if lo >= 0:
         return b if kind == "min" else a
+    if type(a) is int or type(b) is int:  # max(c, n + k) is max(c - k, n) + k: one form for each
+        k = _poly(b if type(a) is int else a).get((), 0)
+        if k:
+            return _add(_minmax(kind, _add(a, -k), _add(b, -k)), k)
     x, y = sorted((a, b), key=lambda d: str(d))
     return _atom(kind, x, y)
 

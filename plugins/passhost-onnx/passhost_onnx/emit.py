@@ -512,7 +512,7 @@ def _gelu(em, call, args):
         return em.const(np.asarray(v, dtype=dt))
 
     if approximate == "tanh":
-        cube = em.one("Mul", [x, em.one("Mul", [x, x])])
+        cube = em.one("Pow", [x, c(3.0)])  # (one node; onnxruntime computes a cube as x * x * x)
         inner = em.one("Mul", [c(np.sqrt(2 / np.pi)), em.one("Add", [x, em.one("Mul", [c(0.044715), cube])])])
         phi = em.one("Add", [c(1.0), em.one("Tanh", [inner])])
     else:

@@ -7,6 +7,8 @@
     cast(cast(%x, dtype="int32"), dtype="float32")  /* %x: int8 */  ->  cast(%x, dtype="float32")
     cast(%x, dtype="float32")         /* %x: float32 */   ->  %x
     nn.pad(%x, 0f, pad_width=[[0, 0], [0, 0]])            ->  %x
+    divide(%x, broadcast_to(%y, shape=[n, 3]))  /* %x: (n, 3) */  ->  divide(%x, %y)
+    where(%c, %x, full(0f, shape=[n, 3]))       /* %x: (n, 3) */  ->  where(%c, %x, 0f)
     zeros_like(%x), ones_like(%x), full_like(%x, %v)      ->  zeros(...), ones(...), full(%v, ...)
 
 An identity is removed only when the result has exactly ``%x``'s type (a constant that
@@ -25,7 +27,8 @@ from passhost.ir.pattern import DFPatternCallback, is_op, wildcard
 from passhost.transform import pattern_pass
 
 __all__ = ["SimplifyExpr", "simplify_rules", "ConsecutiveReshape", "RedundantReshape", "TransposeChain",
-           "EliminateIdentity", "CastOfCast", "NoOpCast", "NoOpPad", "ConcretizeLike"]
+           "EliminateIdentity", "CastOfCast", "NoOpCast", "NoOpPad", "ConcretizeLike",
+           "BroadcastOperand"]
 
 _RESHAPES = ("reshape", "expand_dims", "squeeze", "nn.batch_flatten")
 
@@ -197,6 +200,13 @@ class NoOpPad(DFPatternCallback):
             return None
         return x if _ty(x) is not None and _ty(x) == _ty(post) else None
 
+    def examples(self, rng):
+        """Pads of zero widths (random instances give random widths), in every mode."""
+        dims = tuple(int(d) for d in rng.randint(1, 5, size=rng.randint(1, 4)))
+        x = ir.var("x", shape=dims)
+        mode = str(rng.choice(["constant", "edge", "reflect"]))
+        return [ir.Function([x], ir.nn.pad(x, [(0, 0)] * len(dims), pad_value=float(rng.randn()), pad_mode=mode))]
+
 
 class ConcretizeLike(DFPatternCallback):
     """``zeros_like(x)``/``ones_like(x)``/``full_like(x, v)`` -> ``zeros``/``ones``/``full`` of
@@ -220,10 +230,97 @@ class ConcretizeLike(DFPatternCallback):
         return ir.Call(ir.Op.get("full"), [node_map[self.v][0]], {"shape": shape, "dtype": t.dtype})
 
 
+#: operators that broadcast their operands elementwise, numpy's way
+_BROADCASTING = ("add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "bitwise_and",
+                 "floor_mod", "mod", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+                 "logical_and", "logical_or", "logical_xor", "bitwise_or", "bitwise_xor", "left_shift", "right_shift")
+
+
+def _broadcast(shapes: list) -> Optional[tuple]:
+    """numpy broadcasting of ``shapes`` (static or symbolic); None where it is not decided."""
+    n = max(len(s) for s in shapes)
+    out = []
+    for i in range(n):
+        d = 1
+        for s in shapes:
+            j = i - n + len(s)
+            if j < 0 or s[j] is not ir.ANY and s[j] == d:
+                continue
+            d = s[j] if d == 1 else ir.broadcast_dim(d, s[j])
+            if d is None or d is ir.ANY:
+                return None
+        out.append(d)
+    return tuple(out)
+
+
+def _shape(e: ir.Expr) -> Optional[tuple]:
+    if isinstance(e, ir.Constant):
+        return tuple(e.data.shape)
+    t = _ty(e)
+    return None if t is None else tuple(t.shape)
+
+
+def _unbroadcast(e: ir.Expr, dtype: str) -> Optional[ir.Expr]:
+    """What ``e`` broadcasts: ``y`` of ``broadcast_to(y, S)``, the scalar of a fill."""
+    if not isinstance(e, ir.Call) or not isinstance(e.op, ir.Op):
+        return None
+    name = e.op.name
+    if name == "broadcast_to":
+        return e.args[0]
+    if name in ("zeros", "ones"):
+        return ir.const(0 if name == "zeros" else 1, dtype)
+    if name == "full" and isinstance(e.args[0], ir.Constant) and e.args[0].data.ndim == 0:
+        return ir.const(e.args[0].data, dtype) if e.args[0].data.dtype == dtype else None
+    return None
+
+
+class BroadcastOperand(DFPatternCallback):
+    """An operand of a broadcasting operator that is ``broadcast_to(y, S)`` or a fill (``full``,
+    ``zeros``, ``ones``) -> ``y`` or the fill's scalar, when the operator's result keeps its shape
+    (the operator broadcasts anyway; a fill of a symbolic shape otherwise costs its shape's
+    arithmetic at run time)."""
+
+    def __init__(self) -> None:
+        super().__init__(require_type=True, name="broadcast_operand")
+        alts = is_op(_BROADCASTING[0])
+        for name in _BROADCASTING[1:]:
+            alts = alts | is_op(name)
+        self.pattern = alts(wildcard(), wildcard()) | is_op("where")(wildcard(), wildcard(), wildcard())
+
+    def callback(self, pre, post, node_map):
+        out = _ty(post)
+        args = list(post.args)
+        shapes = [_shape(a) for a in args]
+        if out is None or None in shapes:
+            return None
+        changed = False
+        for i, a in enumerate(args):
+            src = _unbroadcast(a, _ty(a).dtype)
+            inner = None if src is None else _shape(src)
+            if inner is not None and _broadcast(shapes[:i] + [inner] + shapes[i + 1:]) == tuple(out.shape):
+                args[i], shapes[i], changed = src, inner, True
+        return ir.Call(post.op, args, post.attrs) if changed else None
+
+    def examples(self, rng):
+        """A broadcast or a fill beside an operand of the full shape, on either side."""
+        dims = tuple(int(d) for d in rng.randint(1, 5, size=rng.randint(1, 4)))
+        x = ir.var("x", shape=dims)
+        small = tuple(d if rng.rand() < 0.5 else 1 for d in dims[rng.randint(len(dims)):])
+        y = ir.var("y", shape=small)
+        kind = rng.randint(3)
+        wide = (ir.broadcast_to(y, dims) if kind == 0 else ir.zeros(dims, "float32") if kind == 1 else
+                ir.full(ir.const(float(rng.randn())), dims, "float32"))
+        op = [ir.add, ir.subtract, ir.multiply, ir.maximum][rng.randint(4)]
+        params = [x, y] if kind == 0 else [x]
+        if rng.rand() < 0.3:
+            return [ir.Function(params, ir.where(ir.greater(x, ir.const(0.0)), x, wide))]
+        return [ir.Function(params, op(x, wide) if rng.rand() < 0.5 else op(wide, x))]
+
+
 def simplify_rules() -> list:
     """The rules of SimplifyExpr, in the order they are tried."""
     return [ConsecutiveReshape(), RedundantReshape(), TransposeChain(), EliminateIdentity(), CastOfCast(),
-            NoOpCast(), NoOpPad(), ConcretizeLike()]
+            NoOpCast(), NoOpPad(), ConcretizeLike(), BroadcastOperand()]
 
 
 def SimplifyExpr():  # noqa: N802 - TVM-style pass constructor

@@ -77,12 +77,30 @@ def test_a_pad_of_zero_widths_goes_and_one_that_pads_stays():
     assert kept.op.name == "nn.pad"
 
 
+def test_a_broadcast_operand_goes_where_the_operator_broadcasts_anyway():
+    x = ir.var("x", shape=("n", 3), dtype="float32")
+    y = ir.var("y", shape=("n", 1), dtype="float32")
+    c = ir.var("c", shape=("n", 3), dtype="bool")
+    a = np.arange(6, dtype="float32").reshape(2, 3) + 1
+    b, mask = np.array([[2.0], [4.0]], "float32"), a > 2
+    body = _run([x, y, c], ir.divide(x, ir.broadcast_to(y, ("n", 3))), [a, b, mask])
+    assert body.op.name == "divide" and body.args[1] is y
+    body = _run([x, y, c], ir.where(c, x, ir.full(ir.const(0.0), ("n", 3), "float32")), [a, b, mask])
+    assert isinstance(body.args[2], ir.Constant) and body.args[2].data.shape == ()
+    body = _run([x, y, c], ir.subtract(ir.ones(("n", 3), "float32"), x), [a, b, mask])
+    assert isinstance(body.args[0], ir.Constant)
+    kept = _run([x, y, c], ir.add(y, ir.broadcast_to(y, ("n", 3))), [a, b, mask])  # y + y is (n, 1)
+    assert kept.args[1].op.name == "broadcast_to"
+
+
 def test_like_calls_become_concrete():
     x = _x()
-    body = _run([x], ir.add(x, ir.ones_like(x)), [X])
-    assert body.args[1].op.name == "ones" and tuple(body.args[1].attrs.shape) == (2, 3)
-    body = _run([x], ir.multiply(x, ir.zeros_like(x)), [X])
-    assert body.args[1].op.name == "zeros"
+    body = _run([x], ir.ones_like(x), [X])
+    assert body.op.name == "ones" and tuple(body.attrs.shape) == (2, 3)
+    body = _run([x], ir.zeros_like(x), [X])
+    assert body.op.name == "zeros"
+    body = _run([x], ir.add(x, ir.ones_like(x)), [X])  # then, as an operand, the scalar it fills with
+    assert isinstance(body.args[1], ir.Constant) and body.args[1].data.shape == ()
 
 
 def test_in_the_default_pipeline_and_its_rules_are_listed(capsys):
