@@ -31,10 +31,14 @@ import secrets
 import stat
 import sys
 import threading
-from typing import BinaryIO, Callable, Iterable, Iterator, Optional
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Optional
 
-__all__ = ["write_text_atomic", "write_bytes_atomic", "atomic_writer", "write_buffers", "output_stream",
-           "plugin_output_to_stderr"]
+import numpy as np
+
+from .weights import file_span, is_mapped, release
+
+__all__ = ["write_text_atomic", "write_bytes_atomic", "atomic_writer", "write_buffers", "copy_range",
+           "written_bytes", "output_stream", "plugin_output_to_stderr"]
 
 _TRIES = 100
 #: buffers per ``os.writev`` call (the kernel's limit)
@@ -222,9 +226,9 @@ def _replace(tmp: str, target: str, st: "os.stat_result | None") -> None:
                 os.close(held)
 
 
-def write_buffers(f: BinaryIO, buffers: Iterable) -> int:
-    """Write ``buffers`` (bytes-like objects: ``bytes``, ``memoryview``, C-contiguous numpy
-    arrays) to the binary file ``f`` one after the other; returns the bytes written.
+def write_buffers(f: BinaryIO, buffers: Iterable, *, on_written: Optional[Callable[[int], None]] = None) -> int:
+    """Write ``buffers`` (bytes-like objects: ``bytes``, ``memoryview``, numpy arrays) to the
+    binary file ``f`` one after the other; returns the bytes written.
 
     On a file with a descriptor (what :func:`atomic_writer` yields for a path) they go out
     gathered: runs of small buffers (up to 1 MB and 1,024 buffers) in one ``os.writev``
@@ -232,41 +236,194 @@ def write_buffers(f: BinaryIO, buffers: Iterable) -> int:
     ``write`` per buffer, and each large buffer in a call of its own (one call for 100 MB
     of weights was slower than one per weight); on anything else (``io.BytesIO``, standard
     output) through ``f.write``.
+
+    Arrays need not be in memory: a large array mapped from a file (:mod:`passhost.weights`)
+    is copied from that file by the kernel (``os.copy_file_range``, else ``os.sendfile``),
+    never through the process; an array that is not C-contiguous (a transposed view) is
+    written in C order a block of rows at a time. ``buffers`` is consumed as it is written,
+    so a generator can make each buffer just before it is written. ``on_written(n)`` is
+    called after each large buffer with its size (progress).
     """
-    views = [memoryview(b).cast("B") for b in buffers]
-    total = sum(v.nbytes for v in views)
     try:
         fd = f.fileno() if hasattr(os, "writev") else None
     except (AttributeError, OSError, io.UnsupportedOperation):
         fd = None
+    total = 0
     if fd is None:
-        for v in views:
-            f.write(v)
+        for b in buffers:
+            for piece in _pieces(b):
+                f.write(piece)
+                total += piece.nbytes
+        _WRITTEN[0] += total
         return total
     f.flush()
-    early = fd in _SYNCED and _FADVISE
-    pos = os.lseek(fd, 0, os.SEEK_CUR) if early else 0
-    pending = 0  # bytes written since the last writeback request
-    i = 0
-    while i < len(views):
-        j, size = i, 0  # one call per run of small buffers (at most _GATHER bytes); a large one alone
-        while j < len(views) and j - i < _IOV_MAX and (size == 0 or size + views[j].nbytes <= _GATHER):
-            size += views[j].nbytes
-            j += 1
-        done = os.writev(fd, views[i:j])
-        if done == 0 and size:
+    out = _Out(fd)
+    run: list = []
+    size = reported = 0
+    for b in buffers:
+        if isinstance(b, np.ndarray) and b.nbytes >= _GATHER and (not b.flags.c_contiguous or is_mapped(b)):
+            out.writev(run)
+            run, size = [], 0
+            out.array(b)
+        else:
+            v = _bytes_of(b)
+            if run and (size + v.nbytes > _GATHER or len(run) >= _IOV_MAX):
+                out.writev(run)
+                run, size = [], 0
+            run.append(v)
+            size += v.nbytes
+            if size >= _GATHER:
+                out.writev(run)
+                run, size = [], 0
+        if on_written is not None and out.total > reported:
+            on_written(out.total - reported)
+            reported = out.total
+    out.writev(run)
+    if on_written is not None and out.total > reported:
+        on_written(out.total - reported)
+    _WRITTEN[0] += out.total
+    return out.total
+
+
+def _bytes_of(b: Any) -> memoryview:
+    """``b``'s bytes in C order (any numpy dtype, ml_dtypes' too, as bytes)."""
+    if isinstance(b, np.ndarray):
+        if not b.flags.c_contiguous:
+            b = np.ascontiguousarray(b)
+        return memoryview(b.reshape(-1).view(np.uint8))
+    return memoryview(b).cast("B")
+
+
+def _pieces(b: Any) -> Iterator[memoryview]:
+    """``b``'s bytes in C order as memoryviews (a non-contiguous array a block at a time)."""
+    if isinstance(b, np.ndarray) and not b.flags.c_contiguous and b.ndim:
+        for block in _row_blocks(b):
+            yield _bytes_of(block)
+        release(b)
+        return
+    yield _bytes_of(b)
+
+
+def _row_blocks(arr: np.ndarray) -> Iterator[np.ndarray]:
+    rows = max(1, _BLOCK // max(1, arr[0].nbytes))
+    for i in range(0, arr.shape[0], rows):
+        yield np.ascontiguousarray(arr[i:i + rows])
+
+
+class _Out:
+    """The descriptor :func:`write_buffers` writes to, with its writeback requests."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.early = fd in _SYNCED and _FADVISE
+        self.pos = os.lseek(fd, 0, os.SEEK_CUR) if self.early else 0
+        self.pending = 0  # bytes written since the last writeback request
+        self.total = 0
+
+    def written(self, n: int) -> None:
+        self.total += n
+        if self.early:
+            self.pending += n
+            if self.pending >= _GATHER:
+                _start_writeback(self.fd, self.pos, self.pending)
+                self.pos, self.pending = self.pos + self.pending, 0
+
+    def writev(self, views: list) -> None:
+        """Write ``views`` (one call per run of small ones; a large one alone)."""
+        i = 0
+        while i < len(views):
+            j, size = i, 0
+            while j < len(views) and j - i < _IOV_MAX and (size == 0 or size + views[j].nbytes <= _GATHER):
+                size += views[j].nbytes
+                j += 1
+            done = os.writev(self.fd, views[i:j])
+            if done == 0 and size:
+                raise OSError(errno.EIO, "the file accepted no more bytes")
+            self.written(done)
+            while i < j and done >= views[i].nbytes:  # whole buffers written
+                done -= views[i].nbytes
+                i += 1
+            if done:  # a short write ended inside views[i]
+                views[i] = views[i][done:]
+
+    def array(self, arr: np.ndarray) -> None:
+        """A large array: copied from its file, or written a block of rows at a time."""
+        span = file_span(arr)
+        if span is not None:
+            start = 0
+            while start < span.length:
+                n = min(_COPY_CHUNK, span.length - start)
+                copy_range(span.fd, span.offset + start, n, self.fd)
+                self.written(n)
+                start += n
+            return
+        for piece in _pieces(arr):
+            self.writev([piece])
+        release(arr)
+
+
+def copy_range(src: int, offset: int, length: int, dst: int) -> None:
+    """Copy ``length`` bytes at ``offset`` of the open file ``src`` to ``dst`` at its current
+    position (which moves past them), in the kernel: ``os.copy_file_range`` where the file
+    systems allow it, else ``os.sendfile``, else reads of 8 MB.
+
+    :raises OSError: on a write error, or when ``src`` ends before ``offset + length`` (a
+        file truncated while it is read)
+    """
+    while length > 0:
+        n = _COPY[0](src, offset, length, dst)
+        if n == 0:
+            raise OSError(errno.EIO, f"the source file ended {length} bytes early: it changed while it was read")
+        offset += n
+        length -= n
+
+
+def _copy_file_range(src: int, offset: int, length: int, dst: int) -> int:
+    try:
+        return os.copy_file_range(src, dst, length, offset)
+    except OSError as err:
+        if err.errno not in _NO_COPY:
+            raise
+    _COPY[0] = _sendfile  # not between these files: the next method, for good
+    return _sendfile(src, offset, length, dst)
+
+
+def _sendfile(src: int, offset: int, length: int, dst: int) -> int:
+    try:
+        return os.sendfile(dst, src, offset, min(length, 1 << 30))
+    except OSError as err:
+        if err.errno not in _NO_COPY:
+            raise
+    _COPY[0] = _read_write
+    return _read_write(src, offset, length, dst)
+
+
+def _read_write(src: int, offset: int, length: int, dst: int) -> int:
+    data = os.pread(src, min(length, 8 << 20), offset)
+    view = memoryview(data)
+    while view:
+        n = os.write(dst, view)
+        if n <= 0:
             raise OSError(errno.EIO, "the file accepted no more bytes")
-        if early:
-            pending += done
-            if pending >= _GATHER:
-                _start_writeback(fd, pos, pending)
-                pos, pending = pos + pending, 0
-        while i < j and done >= views[i].nbytes:  # whole buffers written
-            done -= views[i].nbytes
-            i += 1
-        if done:  # a short write ended inside views[i]
-            views[i] = views[i][done:]
-    return total
+        view = view[n:]
+    return len(data)
+
+
+#: errors that mean "this way of copying does not work between these files", not "the copy failed"
+_NO_COPY = frozenset(e for e in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EBADF,
+                                 getattr(errno, "ENOTSUP", errno.EOPNOTSUPP), errno.EPERM) if e is not None)
+_COPY: list = [_copy_file_range if hasattr(os, "copy_file_range") else
+               _sendfile if hasattr(os, "sendfile") else _read_write]
+#: bytes per kernel copy call (each followed by a writeback request)
+_COPY_CHUNK = 64 << 20
+_BLOCK = 16 << 20
+_WRITTEN = [0]
+
+
+def written_bytes() -> int:
+    """Bytes this process has written through :func:`write_buffers` (the files of every
+    model saved, for the end-of-run summary)."""
+    return _WRITTEN[0]
 
 
 def _start_writeback(fd: int, offset: int, length: int) -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence
 import numpy as np
 
 from ..errors import IRError
+from ..weights import LARGE as _LARGE, digest as _digest, keep as _keep
 from .facts import OPS_EVER_CALLED
 from .span import Span
 from .types import Type, TensorType, check_dtype
@@ -314,9 +315,10 @@ _var_annotation = Var.__dict__["type_annotation"].__set__
 class Constant(Expr):
     """A constant tensor. ``data`` is a read-only numpy array, contiguous in C or Fortran
     order: a read-only array already so is kept as it is (a folded ``transpose`` of a
-    weight is a view of it, not a copy); any other is copied into C order. Everything that
-    writes the bytes out (the text format's meta data, ONNX export, hashing) reads them in
-    C order, so the layout never shows."""
+    weight is a view of it, not a copy; a weight mapped from its file stays mapped); any
+    other is copied into C order (a large one through :func:`passhost.weights.keep`, which
+    may put it in a scratch file). Everything that writes the bytes out (the text format's
+    meta data, ONNX export, hashing) reads them in C order, so the layout never shows."""
 
     __slots__ = ("data", "_data_hash")
     FIELDS = (("data", DATA),)
@@ -326,8 +328,11 @@ class Constant(Expr):
         check_dtype(arr.dtype)
         flags = arr.flags
         if flags.writeable or not (flags.c_contiguous or flags.f_contiguous):
-            arr = np.array(arr, copy=True, order="C")
-            arr.flags.writeable = False
+            if arr.nbytes >= _LARGE:  # a new weight: in memory, or in the scratch file (passhost.weights)
+                arr = _keep(arr)
+            else:
+                arr = np.array(arr, copy=True, order="C")
+                arr.flags.writeable = False
         _set(self, "data", arr)
         _set(self, "_data_hash", None)
         _set(self, "_checked_type", None)
@@ -342,11 +347,16 @@ class Constant(Expr):
         return self.data.ndim == 0
 
     def data_hash(self) -> int:
-        """Hash of dtype, shape and bytes (cached; constants never change)."""
+        """Hash of dtype, shape and bytes (cached; constants never change); a large weight
+        hashes a sample of its elements (:func:`passhost.weights.digest`), so a weight
+        mapped from a file is not read whole."""
         h = self._data_hash
         if h is None:
             arr = self.data
-            h = hash((arr.dtype.name, arr.shape, hash(arr.tobytes())))
+            if arr.nbytes < _LARGE:
+                h = hash((arr.dtype.name, arr.shape, hash(arr.tobytes())))
+            else:
+                h = _digest(arr)
             _set(self, "_data_hash", h)
         return h
 

@@ -9,7 +9,9 @@ Nodes compare by identity (``is``); these functions compare *structure*, as TVM'
   equal fields. Sharing therefore matters: with ``y = add(x, x)``, ``add(y, y)`` is
   **not** equal to ``add(add(x, x), add(x, x))`` (TVM's ``test_graph_equal``: the
   printed programs differ too, ``%0 = add(%x, %x); add(%0, %0)`` against two lets).
-* **Leaves** — ``Constant`` (dtype, shape and bytes; NaN payloads compare by bits),
+* **Leaves** — ``Constant`` (dtype, shape and bytes; NaN payloads compare by bits; a
+  large one hashes a sample of its elements and two views of the same bytes of one
+  mapped file are equal unread: see :mod:`passhost.weights`),
   ``Op`` (identity: one object per name), ``GlobalVar`` (by name) and the empty tuple —
   compare by value, so ``add(c, c)`` equals ``add(c1, c2)`` when ``c1``, ``c2`` hold
   the same data as ``c`` (TVM does not treat constants as graph nodes either).
@@ -34,6 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import IRError
+from ..weights import LARGE, equal
 from ._gc import gc_paused
 from .expr import (BINDER, BINDERS, BINDERS_OF, CHILDREN_OF, DATA, DATA_OF, NODE_CLASSES, USES_OF, Attrs, Call, Constant, Expr, GlobalVar,
                    Let, Tuple, Var)
@@ -54,6 +57,8 @@ def _const_equal(a: Constant, b: Constant) -> bool:
         return False
     if a.data_hash() != b.data_hash():
         return False
+    if da.nbytes >= LARGE:  # the same bytes of one file unread, else a block at a time
+        return equal(da, db)
     return da.tobytes() == db.tobytes()
 
 
