@@ -23,6 +23,7 @@ from passhost.ir import (
     infer_type,
 )
 from passhost.ir import fold_symbolic, quiet_kernels, set_checked_type, type_of
+from passhost.weights import adopt
 
 #: operators whose value depends only on the static shape of their argument
 _SHAPE_OF = frozenset({"shape_of", "vm.shape_of"})
@@ -113,7 +114,9 @@ def _as_expr(value: Any, ty: Any) -> Expr:
     """
     if not isinstance(value, tuple):
         if type(value) is np.ndarray and value.flags.writeable:
-            value.flags.writeable = False  # a fresh kernel result: no need for Constant to copy it
+            # a fresh kernel result: no need for Constant to copy it (past the memory
+            # budget of passhost.weights.spill_to_disk, it goes to the scratch file)
+            value = adopt(value)
         const = Constant(value)
         if type(ty) is TensorType and tuple(ty.shape) == const.data.shape:
             set_checked_type(const, ty)
