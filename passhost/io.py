@@ -156,6 +156,7 @@ def atomic_writer(path: str, *, fsync: bool = True,
             finally:
                 _SYNCED.discard(fd)
             f.flush()
+            _WRITTEN[0] += f.tell()
             _settle(f.fileno(), fsync, verify)
         if mode is not None:
             os.chmod(tmp, mode)
@@ -254,7 +255,6 @@ def write_buffers(f: BinaryIO, buffers: Iterable, *, on_written: Optional[Callab
             for piece in _pieces(b):
                 f.write(piece)
                 total += piece.nbytes
-        _WRITTEN[0] += total
         return total
     f.flush()
     out = _Out(fd)
@@ -281,7 +281,6 @@ def write_buffers(f: BinaryIO, buffers: Iterable, *, on_written: Optional[Callab
     out.writev(run)
     if on_written is not None and out.total > reported:
         on_written(out.total - reported)
-    _WRITTEN[0] += out.total
     return out.total
 
 
@@ -421,8 +420,9 @@ _WRITTEN = [0]
 
 
 def written_bytes() -> int:
-    """Bytes this process has written through :func:`write_buffers` (the files of every
-    model saved, for the end-of-run summary)."""
+    """Bytes this process has written through :func:`atomic_writer` (and so
+    :func:`write_text_atomic`, :func:`write_bytes_atomic`): every file of every model
+    saved, for the end-of-run summary."""
     return _WRITTEN[0]
 
 
@@ -451,6 +451,7 @@ def _buffered(stream, path: str, verify: Optional[Callable[[], None]] = None) ->
     if verify is not None:
         verify()
     data = buf.getvalue()
+    _WRITTEN[0] += len(data)
     if stream is not None:  # standard output: its byte buffer, or the text stream itself
         raw = getattr(stream, "buffer", None)
         if raw is not None:

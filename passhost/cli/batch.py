@@ -293,7 +293,8 @@ def batch_exit(rows: list) -> int:
 def check_batch_args(args: argparse.Namespace) -> None:
     """Options that make sense for one model only."""
     single = [opt for opt, value in (("--instrument", args.instrument), ("--report", args.report),
-                                     ("--params", args.params), ("--crash-dir", args.crash_dir))
+                                     ("--params", args.params), ("--crash-dir", args.crash_dir),
+                                     ("--weights-in-memory", args.weights_in_memory))
               if value not in (None, [])]
     if single:
         raise CommandError(f"{', '.join(single)} apply to a single INPUT; run the models one at a time")

@@ -141,6 +141,21 @@ def out_of_memory(err: MemoryError, where: str = "") -> str:
             "check the shapes, attributes and constants of the input")
 
 
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def byte_size(text: str) -> int:
+    """A size in bytes from ``4096``, ``64K``, ``256M``, ``1.5G`` (``KB``/``KiB`` spellings
+    too; every unit a power of 1024), for argparse."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(?:i?[bB])?\s*", text)
+    if m is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size: give bytes, or a number with K, M or G "
+                                         "(e.g. 1K, 256M)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
 def _byte_size(n: int) -> str:
     for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
         if n < 1024 or unit == "PiB":

@@ -2,21 +2,24 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, Optional
 
-from .. import ir, transform
+from .. import ir, progress, transform, weights
+from ..instrument import PassInstrument
+from ..io import written_bytes
 from .._reproducer import CrashTracker
 from .._context import VERIFY_KEY
 from ..errors import PassError, PasshostError, PassNotFound
 from . import reproduce
-from .progress import Progress
-from .summary import Summary, count_module_ops
-from .common import EXAMPLES, CommandError, ExitCode, bind_params, example, load_input, load_options, one_line, \
-    out_of_memory, parse_config, stdout, opt_level, parse_input_shapes, pass_names, registry, write_atomic
+from .progress import Progress, human_bytes
+from .summary import Summary, count_module_ops, peak_memory
+from .common import EXAMPLES, CommandError, ExitCode, bind_params, byte_size, example, load_input, load_options, \
+    one_line, out_of_memory, parse_config, stdout, opt_level, parse_input_shapes, pass_names, registry, write_atomic
 
 __all__ = ["add_parser", "cmd_run", "run_failure"]
 
@@ -29,6 +32,17 @@ RUN_EXAMPLES = """examples:
   passhost run m.txt --print-pipeline -O3             what -O3 would run, as a -p text
   cat m.txt | passhost run - -o -                     stdin to stdout
 """
+
+
+_LAYOUTS = ("one", "per-tensor", "inline")
+
+
+def _layout(text: str) -> str:
+    """``--external-data``'s value (argparse reads an INPUT given right after it as one)."""
+    if text not in _LAYOUTS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a layout: give one of {', '.join(_LAYOUTS)} "
+                                         "(and INPUT before --external-data when it takes no value)")
+    return text
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -82,8 +96,17 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--target", choices=("onnx", "onnxruntime"), default=None,
                    help="ONNX output for a runtime: onnxruntime writes opset 23's fused operators and its "
                         "com.microsoft ones where they measured faster than the standard ones (SiLU as QuickGelu)")
-    p.add_argument("--external-data", action="store_true",
-                   help="write ONNX weights to a side file OUT.data (needed above 2 GB; automatic there)")
+    p.add_argument("--external-data", nargs="?", const="one", default=None, type=_layout, metavar="LAYOUT",
+                   help="where ONNX weights go: one (the default when given alone: OUT.data beside the model), "
+                        "per-tensor (OUT.<weight>.data each), inline (in OUT; one file anyway above 2 GB); "
+                        "without it, the input's layout is kept")
+    p.add_argument("--inline-below", type=byte_size, default=None, metavar="SIZE",
+                   help="with external data, weights smaller than SIZE stay inside the model file (default 1K; "
+                        "K, M, G are powers of 1024)")
+    p.add_argument("--weights-in-memory", type=byte_size, default=None, metavar="SIZE",
+                   help="new weights the passes compute (folded batch norms, scales) stay in memory up to SIZE in "
+                        "all (default 256M); further ones go to a scratch file in the temporary directory and are "
+                        "mapped back, so a model larger than memory folds one weight at a time")
     p.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
                    help="run several INPUTs in N processes (default 1; with --executor dask: N workers)")
     p.add_argument("--executor", default="local", metavar="NAME[://ADDRESS]",
@@ -193,7 +216,7 @@ def save_options(args: argparse.Namespace, path: str) -> dict:
     fmt = format_for(path, args.to_format, "save").name
     if fmt == "text":
         given = [o for o, v in (("--opset", args.opset), ("--external-data", args.external_data),
-                                ("--target", args.target)) if v]
+                                ("--inline-below", args.inline_below is not None), ("--target", args.target)) if v]
         if given:
             raise CommandError(f"{', '.join(given)} apply to ONNX output; {path!r} is written as text")
         return {"show_meta_data": args.meta_data is not False}
@@ -201,7 +224,9 @@ def save_options(args: argparse.Namespace, path: str) -> dict:
     if args.opset is not None:
         options["opset"] = args.opset
     if args.external_data:
-        options["external_data"] = True
+        options["external_data"] = args.external_data
+    if args.inline_below is not None:
+        options["inline_below"] = args.inline_below
     if args.target and args.target != "onnx":
         options["target"] = args.target
     return options
@@ -254,8 +279,24 @@ def _note_gated(seq: Any, args: argparse.Namespace) -> None:
                   f"run it with -O{info.opt_level} or --require {info.name}", file=sys.stderr)
 
 
+class _LetGo(PassInstrument):
+    """After each pass, the mapped weights' pages it read leave the process's memory
+    (:func:`passhost.weights.release_all`; they stay in the page cache)."""
+
+    def run_after_pass(self, mod: Any, info: Any) -> None:
+        weights.release_all()
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    """Run ``passhost run``; returns the exit status."""
+    """Run ``passhost run``; returns the exit status. New weights past ``--weights-in-memory``
+    go to a scratch file, and a terminal shows each step's progress."""
+    shown = Progress(sys.stderr, 1) if sys.stderr.isatty() else None
+    budget = weights.DEFAULT_BUDGET if args.weights_in_memory is None else args.weights_in_memory
+    with weights.spill_to_disk(budget), progress.watch(shown.on_step) if shown else contextlib.nullcontext():
+        return _run(args, shown)
+
+
+def _run(args: argparse.Namespace, shown: Optional[Progress]) -> int:
     from .. import instruments as instruments_facade
     from ..pipeline import default_pipeline, parse_element, pipeline
 
@@ -300,12 +341,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         insts.append(instruments_facade.get(element.name, **element.kwargs))
     report = instruments_facade.get("report") if args.report else None
     tracker = CrashTracker(seq) if reproduce.wants_reproducer(args) else None
-    progress = Progress(sys.stderr, len(getattr(seq, "passes", ())) or 1) if sys.stderr.isatty() else None
+    if shown is not None:
+        names = [getattr(getattr(p, "info", None), "name", "") for p in getattr(seq, "passes", ())]
+        shown.names, shown.total = names, max(len(names), 1)
     show_summary = args.summary if args.summary is not None else sys.stderr.isatty()
     summary = Summary(args.opt_level) if show_summary else None
     ctx = transform.PassContext(opt_level=args.opt_level, required_pass=args.require,
                                 disabled_pass=args.disable,
-                                instruments=[i for i in (*insts, report, tracker, progress, summary)
+                                instruments=[i for i in (*insts, report, tracker, shown, summary, _LetGo())
                                              if i is not None],
                                 config=repro.config if repro else run_config(args))
     for path in (args.output, args.report):
@@ -362,10 +405,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if summary is not None and summary.render():
         print(summary.render(), file=sys.stderr)
     if args.output:
+        written, saving = written_bytes(), time.perf_counter()
         notes = ir.save(out, args.output, format=args.to_format, **out_options)
         if summary is not None and isinstance(notes, list):
             for line in notes:
                 print(line, file=sys.stderr)
+        if summary is not None:
+            print(f"passhost: wrote {human_bytes(written_bytes() - written)} to {args.output} in "
+                  f"{time.perf_counter() - saving:.1f} s; peak memory {human_bytes(peak_memory())}", file=sys.stderr)
     else:
         show = args.meta_data
         if show is None:  # a terminal gets the program, not megabytes of base64 weights

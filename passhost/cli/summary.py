@@ -20,7 +20,24 @@ from typing import Any
 from .. import ir
 from ..instrument import PassInstrument
 
-__all__ = ["Summary", "count_module_ops"]
+__all__ = ["Summary", "count_module_ops", "peak_memory"]
+
+
+def peak_memory() -> int:
+    """The process's peak resident set size in bytes (``VmHWM``; ``ru_maxrss`` where /proc
+    is missing). Mapped pages a run read count too, until they were dropped."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
 
 
 def count_module_ops(mod: ir.IRModule) -> int:
