@@ -291,12 +291,23 @@ def _lrn(em, call, args):
 
 @emitter("nn.dense")
 def _dense(em, call, args):
+    """``Gemm(x, w, transB=1)`` for a 2-D float ``x``, else ``MatMul(x, transpose(w))``.
+    A constant ``w`` that is a transposed view (a ``MatMul`` weight the import transposed
+    and FoldConstant folded) is written as the bytes it views, never transposed in
+    memory: ``Gemm(x, w.T)`` / ``MatMul(x, w.T)``, ``w.T`` being the original weight::
+
+        nn.dense(%x, meta[Constant][0] /* a view of W [k, n] as [n, k] */)
+        ->  Gemm(x, W)                               (was: Gemm(x, W transposed, transB=1))
+    """
     x = _tensor(call, 0)
-    if len(x.shape) == 2 and x.dtype.startswith("float"):  # (onnxruntime has no integer Gemm)
-        return em.one("Gemm", list(args), transB=1)
     w = em.values.get(args[1])
-    wt = (em.const(np.ascontiguousarray(w.T), source=args[1]) if w is not None
-          else em.one("Transpose", [args[1]], perm=[1, 0]))
+    viewed = w is not None and w.ndim == 2 and not w.flags.c_contiguous and w.T.flags.c_contiguous
+    if len(x.shape) == 2 and x.dtype.startswith("float"):  # (onnxruntime has no integer Gemm)
+        if viewed:
+            return em.one("Gemm", [args[0], em.const(w.T, source=args[1])])
+        return em.one("Gemm", list(args), transB=1)
+    # (w.T: a view; the writer writes it in C order, one weight at a time)
+    wt = em.const(w.T, source=args[1]) if w is not None else em.one("Transpose", [args[1]], perm=[1, 0])
     return em.one("MatMul", [args[0], wt])
 
 

@@ -1252,11 +1252,12 @@ def _conv_bias(em: Emitter, n: Any, inits: dict, uses: dict, producer: dict, dro
         w = inits.get(conv.input[1])
         if w is None or b.dtype != w.dtype:
             continue
-        if conv.op_type == "Gemm":  # Gemm(x, w, transB=1) + b: b of shape (N,) or (1, N)
-            attrs = {a.name: a for a in conv.attribute}
-            if "transB" not in attrs or attrs["transB"].i != 1 or len(attrs) != 1:
+        if conv.op_type == "Gemm":  # Gemm(x, w[, transB=1]) + b: b of shape (N,) or (1, N)
+            attrs = {a.name: a.i for a in conv.attribute}
+            if set(attrs) - {"transB"} or w.ndim != 2:
                 continue
-            shapes = ((w.shape[0],), (1, w.shape[0]))
+            width = w.shape[0] if attrs.get("transB", 0) == 1 else w.shape[1]
+            shapes = ((width,), (1, width))
         else:  # along the channel axis of the output, whatever the rank: (C, 1, ..) or (1, C, 1, ..)
             c, spatial = w.shape[0], (1,) * (w.ndim - 2)
             shapes = ((c,) + spatial, (1, c) + spatial)

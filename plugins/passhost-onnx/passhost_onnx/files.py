@@ -8,16 +8,18 @@ from typing import Any, Iterable, Mapping, Optional
 
 import onnx
 
+from passhost import progress
 from passhost.errors import FormatError, UsageError
 from passhost.io import atomic_writer
 
 from .dtypes import to_onnx_type
-from .exporter import MAX_OPSET, MIN_OPSET, export_parts, to_onnx
+from .exporter import MAX_OPSET, MIN_OPSET, export_parts
 from .emit_llm import fused_opset
+from .external import LAYOUTS, external_heads, plan, write_files
 from .importer import from_onnx
 from .shape_report import shape_notes
 from .reader import read_model
-from .writer import chunks_size, encode, write_chunks
+from .writer import chunks_size, encode, payload, write_chunks
 
 __all__ = ["load", "save", "TWO_GB"]
 
@@ -41,6 +43,8 @@ def load(path: str, *, input_shapes: Optional[Mapping] = None, keep_params: bool
         model, arrays = read_model(path, layout)
     except FileNotFoundError:
         raise UsageError(f"cannot read {path!r}: No such file or directory") from None
+    except FormatError as err:  # external data missing or out of place: already says which
+        raise FormatError(f"cannot read {path!r}: {err}") from None
     except OSError as err:
         raise UsageError(f"cannot read {path!r}: {err.strerror or err}") from None
     except Exception as err:  # protobuf's DecodeError & co.: not an ONNX model
@@ -69,49 +73,69 @@ def default_opset(mod: Any) -> int:
     return 17
 
 
-def save(mod: Any, path: str, *, opset: Optional[int] = None, external_data: Optional[bool] = None,
-         check: bool = True, target: str = "") -> list:
+def save(mod: Any, path: str, *, opset: Optional[int] = None, external_data: Any = None,
+         check: bool = True, target: str = "", inline_below: int = 1024) -> list:
     """Export ``mod`` and write it to ``path`` atomically; returns notes on the written graph
     (the ``Shape`` nodes that stay and why: :func:`.shape_report.shape_notes`).
+
+    Weights are streamed to the file, never gathered in memory: a weight still mapped from
+    the file it was read from is copied from that file by the kernel, and one a pass made
+    (or a transposed view the export writes in C order) is made and written one at a time.
 
     :param opset: the ONNX opset (13 to 23); by default the opset the model was imported
         from (raised to 13, lowered to 23), or 17 for a model that did not come from ONNX;
         with ``target="onnxruntime"`` at least 23 when the module calls an operator whose
         standard form needs it (``nn.rms_norm``, ``nn.rotary_embedding``, ``nn.attention``:
         what the LLM fusions make), since onnxruntime runs opset 23
-    :param external_data: weights go to ``<path>.data`` beside the model; done anyway when
-        the model would pass protobuf's 2 GB limit. By default the input's layout is kept: a
-        model read with external data is written with external data (one file per tensor
-        if it had that), one read whole is written whole
+    :param external_data: where the weights go: ``"one"`` (or ``True``) to ``<path>.data``
+        beside the model, ``"per-tensor"`` to a file per weight (``<path>.<weight>.data``),
+        ``"inline"`` (or ``False``) inside the model file, which above protobuf's 2 GB limit
+        is ``"one"`` anyway. By default the input's layout is kept: a model read with
+        external data is written with external data (one file per tensor if it had that),
+        one read whole is written whole
+    :param inline_below: with external data, weights of fewer bytes stay in the model file
     :param check: run ``onnx.checker.check_model`` before the model replaces ``path`` (while
         it is flushed to disk); a model it rejects replaces nothing
     :param target: ``"onnxruntime"``: the model is for onnxruntime (the opset as above, and its
         ``com.microsoft`` operators where they measured faster: :mod:`.emit_llm`); ``""``
         standard ONNX at the model's own opset
     """
+    layout = _layout(mod, external_data)
+    if layout != "inline" and path == "-":
+        raise UsageError("a model with external data cannot go to standard output: give -o FILE")
     if opset is None:
         opset = default_opset(mod)
         if target == "onnxruntime":
             opset = max(opset, fused_opset(mod) or 0)
-    files = tuple(getattr(mod, "attrs", {}).get("onnx.external_data", ()))
-    per_tensor = len(files) > 1
-    if external_data is None:
-        external_data = bool(files)
     skeleton, weights = export_parts(mod, opset=opset, target=target)
-    chunks = None if external_data else encode(skeleton, weights)
+    chunks = encode(skeleton, weights) if layout == "inline" else None
     if chunks is not None and chunks_size(chunks) < TWO_GB:
         # the checker runs while the written model is flushed to disk; if it fails,
         # nothing is replaced
         verify = (lambda: _check(_structure(skeleton, weights).SerializeToString(), path)) if check else None
         try:
-            with atomic_writer(path, verify=verify) as f:
-                write_chunks(f, chunks)
+            with progress.step("export", total_bytes=chunks_size(chunks), total_items=len(weights)) as step, \
+                    atomic_writer(path, verify=verify) as f:
+                write_chunks(f, chunks, on_written=lambda n: step.advance(n, items=0))
         except OSError as err:
             raise UsageError(f"cannot write {path!r}: {err.strerror or err}") from None
         return shape_notes(skeleton.graph)
-    model = to_onnx(mod, opset=opset, target=target)
-    _save_external(model, path, check, per_tensor)
-    return shape_notes(model.graph)
+    _save_external(skeleton, weights, path, check, "per-tensor" if layout == "per-tensor" else "one", inline_below)
+    return shape_notes(skeleton.graph)
+
+
+def _layout(mod: Any, external_data: Any) -> str:
+    """``"one"``, ``"per-tensor"`` or ``"inline"``: what ``external_data`` asks for, or the
+    layout the module was read with (``mod.attrs["onnx.external_data"]``)."""
+    if external_data is None:
+        files = tuple(getattr(mod, "attrs", {}).get("onnx.external_data", ()))
+        return "per-tensor" if len(files) > 1 else "one" if files else "inline"
+    if external_data is True or external_data is False:
+        return "one" if external_data else "inline"
+    if external_data not in LAYOUTS:
+        raise UsageError(f"external_data={external_data!r}: give one of {', '.join(map(repr, LAYOUTS))} "
+                         "(or True/False, or None to keep the input's layout)")
+    return external_data
 
 
 def _structure(skeleton: Any, weights: list) -> Any:
@@ -142,31 +166,31 @@ def _check(model: Any, path: str) -> None:
         raise FormatError(f"the exported model for {path!r} fails onnx.checker: {first}") from None
 
 
-def _save_external(model: Any, path: str, check: bool, per_tensor: bool = False) -> None:
-    """Model and ``<name>.data`` (with ``per_tensor``: one file per weight, named for it)
-    written in a temporary directory beside ``path``, checked there, then moved into place
-    (the data first: a reader never sees a model whose data is missing)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    base = os.path.basename(path)
-    location = base + ".data"
+def _save_external(skeleton: Any, weights: list, path: str, check: bool, layout: str, inline_below: int) -> None:
+    """Model and its data files (one ``<name>.data``, or one per weight) written in a
+    temporary directory beside ``path``, each streamed, fsynced and checked there, then
+    moved into place (the data first: a reader never sees a model whose data is missing)."""
+    target = os.path.realpath(path)
+    directory, base = os.path.dirname(target), os.path.basename(target)
+    inline, files = plan(base, weights, layout, inline_below)
+    model = onnx.ModelProto()
+    model.CopyFrom(skeleton)
+    model.graph.initializer.extend(external_heads(files))
+    chunks = encode(model, inline)
+    verify = (lambda: _check(_structure(skeleton, weights).SerializeToString(), path)) if check else None
     try:
         tmp = tempfile.mkdtemp(prefix=f".{base}.", dir=directory)
     except OSError as err:
         raise UsageError(f"cannot write {path!r}: {err.strerror or err}") from None
+    total = chunks_size(chunks) + sum(payload(a).nbytes + pad for e in files.values() for _, a, _, pad in e)
     try:
-        tmp_model = os.path.join(tmp, base)
-        onnx.save_model(model, tmp_model, save_as_external_data=True, all_tensors_to_one_file=not per_tensor,
-                        location=location, size_threshold=1024)
-        if check:
-            try:
-                onnx.checker.check_model(tmp_model)
-            except onnx.checker.ValidationError as err:
-                raise FormatError(f"the exported model for {path!r} fails onnx.checker: "
-                                  f"{str(err).strip().splitlines()[0]}") from None
-        for name in sorted(os.listdir(tmp)):  # the data first (one file, or one per weight)
-            if name != base:
-                os.replace(os.path.join(tmp, name), os.path.join(directory, name))
-        os.replace(tmp_model, path)
+        with progress.step("export", total_bytes=total, total_items=len(weights)) as step:
+            write_files(tmp, files, step)
+            with atomic_writer(os.path.join(tmp, base), verify=verify) as f:
+                write_chunks(f, chunks, on_written=lambda n: step.advance(n, items=0))
+        for name in sorted(files):  # the data first (one file, or one per weight)
+            os.replace(os.path.join(tmp, name), os.path.join(directory, name))
+        os.replace(os.path.join(tmp, base), target)
     except OSError as err:
         raise UsageError(f"cannot write {path!r}: {err.strerror or err}") from None
     finally:

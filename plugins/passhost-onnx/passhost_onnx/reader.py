@@ -11,7 +11,12 @@ each initializer's, never the bytes of a weight)::
 
 and cuts every initializer's ``raw_data`` field out. What is left (the model, the graph, and
 each initializer's header) is small and parsed by protobuf as usual; each weight becomes
-a read-only numpy array over the file's bytes, in place.
+a read-only numpy array over the file's bytes, in place. A file of a megabyte or more is
+mapped (:func:`passhost.weights.map_file`), not read: a weight is read from disk only when
+a kernel reads its values, and one nothing changes is copied to the output file by the
+kernel. Weights in external-data files are mapped the same way (:mod:`.external`). Since
+the framing is walked without protobuf, an inline model above protobuf's 2 GB limit reads
+too.
 
 The result equals ``onnx.load``'s: the initializers whose bytes are handed out as arrays
 keep their header (name, type, dims) in the model and lose only ``raw_data``; every other
@@ -22,13 +27,17 @@ by protobuf, which merges or rejects it exactly as ``onnx.load`` would.
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Any, Optional
 
 import onnx
 
-from .dtypes import raw_view
+from passhost import weights
 
-__all__ = ["read_model"]
+from .dtypes import raw_view
+from .external import map_external
+from .model_fields import external_layout
+
+__all__ = ["read_model", "MAP_FILE"]
 
 _GRAPH = 7         # ModelProto.graph
 _INITIALIZER = 5   # GraphProto.initializer
@@ -40,6 +49,8 @@ _EXTERNAL_MARK = bytes([(14 << 3) | 0, 1])
 
 #: above this many bytes outside the initializers' raw data, and more than those, the file is parsed whole
 _WHOLE = 1 << 20
+#: a model file of at least this many bytes is mapped rather than read
+MAP_FILE = 1 << 20
 
 
 class _Unusual(Exception):
@@ -193,18 +204,30 @@ def _parse(data: bytes) -> onnx.ModelProto:
     return model
 
 
-def read_model(path: str, layout: Optional[dict] = None) -> tuple:
-    """``(model, arrays)``: the ONNX model in the file ``path`` (external data beside it
-    loaded, as ``onnx.load`` does) and, for each initializer whose bytes were not copied,
-    its value (``{name: read-only array}``); those initializers hold no ``raw_data`` in
-    ``model``. ``layout``, when given, receives ``{initializer name: external file}`` for
-    the weights kept outside the model. Raises what protobuf raises on a malformed file."""
+def _contents(path: str) -> Any:
+    """The bytes of the file ``path``: read, or mapped (:func:`passhost.weights.map_file`)
+    when it is large, so that its weights are viewed in the mapping and read only where a
+    kernel reads them."""
+    if os.stat(path).st_size >= MAP_FILE:
+        return weights.map_file(path)
     with open(path, "rb") as f:
-        data = f.read()
+        return f.read()
+
+
+def read_model(path: str, layout: Optional[dict] = None) -> tuple:
+    """``(model, arrays)``: the ONNX model in the file ``path`` and, for each initializer
+    whose bytes were not copied, its value (``{name: read-only array}``); those
+    initializers hold no ``raw_data`` in ``model``. Weights in the file are views of its
+    bytes (read, or mapped for a file of :data:`MAP_FILE` bytes or more); weights in
+    external-data files beside it are views of those files, mapped (:mod:`.external`).
+    ``layout``, when given, receives ``{initializer name: external file}`` for the weights
+    kept outside the model. Raises what protobuf raises on a malformed file, and
+    :class:`~passhost.errors.FormatError` for external data that is missing or out of place."""
+    data = _contents(path)
     try:
         small, spans = _split(data)
     except _Unusual:
-        model, spans, small = _parse(data), [], None
+        model, spans, small = _parse(bytes(data) if not isinstance(data, bytes) else data), [], None
     else:
         model = _parse(small)
     arrays: dict = {}
@@ -218,10 +241,8 @@ def read_model(path: str, layout: Optional[dict] = None) -> tuple:
             tensor.raw_data = data[span[0]:span[1]]
     if small is None or _EXTERNAL_MARK in small:
         if layout is not None:
-            from .model_fields import external_layout
-
             layout.update(external_layout(model))
-        onnx.load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
+        map_external(model, os.path.dirname(os.path.abspath(path)), arrays)
     return model, arrays
 
 

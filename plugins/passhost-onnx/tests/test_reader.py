@@ -1,6 +1,8 @@
 """The file reader hands out weights in place and reads every file as ``onnx.load`` does."""
 from __future__ import annotations
 
+import mmap
+
 import numpy as np
 import onnx
 import pytest
@@ -35,13 +37,20 @@ def _same_as_onnx_load(path) -> None:
             np.testing.assert_array_equal(arrays[t.name], numpy_helper.to_array(t))
 
 
+def _root(arr):
+    base = arr.base
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return base.obj if isinstance(base, memoryview) else base
+
+
 def test_weights_are_views_of_one_buffer_and_the_rest_is_what_onnx_load_reads(zoo):
     model, arrays = read_model(zoo["squeezenet"])
     want = onnx.load(zoo["squeezenet"])
     assert set(arrays) == {t.name for t in want.graph.initializer}
     assert all(not t.HasField("raw_data") for t in model.graph.initializer)
-    bases = {id(a.base.base) for a in arrays.values()}
-    assert len(bases) == 1 and isinstance(next(iter(arrays.values())).base.base, bytes)
+    roots = {id(_root(a)) for a in arrays.values()}  # one buffer: the file, mapped (it is above 1 MB)
+    assert len(roots) == 1 and isinstance(_root(next(iter(arrays.values()))), mmap.mmap)
     assert all(not a.flags.writeable for a in arrays.values())
     assert full_model(model, arrays) == want
     for t in want.graph.initializer:
@@ -111,15 +120,18 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
-def test_external_data_is_loaded_beside_the_model(tmp_path):
+def test_external_data_beside_the_model_is_mapped_in_place(tmp_path):
+    from passhost import weights
+
     big = numpy_helper.from_array(np.arange(4096, dtype=np.float32), "big")
     path = tmp_path / "ext.onnx"
     onnx.save_model(_model(extra_inits=[big]), str(path), save_as_external_data=True,
                     all_tensors_to_one_file=True, location="ext.onnx.data", size_threshold=1024)
     model, arrays = read_model(str(path))
     big_t = next(t for t in model.graph.initializer if t.name == "big")
-    assert big_t.data_location == TensorProto.DEFAULT and "big" not in arrays
-    np.testing.assert_array_equal(numpy_helper.to_array(big_t), np.arange(4096, dtype=np.float32))
+    assert big_t.data_location == TensorProto.DEFAULT and not big_t.external_data and not big_t.HasField("raw_data")
+    assert weights.is_mapped(arrays["big"]) and not arrays["big"].flags.writeable
+    np.testing.assert_array_equal(arrays["big"], np.arange(4096, dtype=np.float32))
     _same_as_onnx_load(path)
 
 
