@@ -46,6 +46,8 @@ OPTIONS = {
     "DeadCodeElimination": [{}, {"inline_once": True}],
 }
 SKIP = {"PrintIR"}  # writes the module to stderr: nothing to check beyond the identity
+#: pass sequences the issue found failures after (A-normal form back to graph form)
+PIPELINES = ["ToANormalForm,ToGraphNormalForm", "ToANormalForm,DeadCodeElimination(inline_once=True)"]
 CLASSES = ("error", "ill-formed", "reparse", "wrong")
 
 
@@ -58,7 +60,8 @@ def graph(seed: int) -> ir.IRModule:
 
 
 def cases() -> list:
-    """``(label, pass)`` for every registered pass (and option variant) and -O level."""
+    """``(label, pass)`` for every registered pass (and option variant), the
+    :data:`PIPELINES` and every -O level."""
     out = []
     for name in passhost.passes.names():
         if name in SKIP:
@@ -66,6 +69,8 @@ def cases() -> list:
         for opts in OPTIONS.get(name, [{}]):
             label = name + ("" if not opts else "(" + ",".join(f"{k}={v!r}" for k, v in opts.items()) + ")")
             out.append((label, passhost.passes.get(name, **opts)))
+    for text in PIPELINES:
+        out.append((text, passhost.pipeline(text)))
     for level in OPT_LEVELS:
         out.append((f"-O{level}", passhost.default_pipeline(level)))
     return out
