@@ -416,6 +416,8 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     for value, want in zip(values, names):
         if value in produced and value not in rename and want not in env.values() and value not in em.captured:
             rename[value] = want
+            if value in em.shapes:  # (the peepholes read a graph output's shape too)
+                em.shapes[want] = em.shapes[value]
         else:
             em.nodes.append(helper.make_node("Identity", [value], [want]))
     if rename:
@@ -888,9 +890,9 @@ def _block_moves(em: Emitter) -> None:
             continue
         (nb, c, h, w), perm = x, tuple(perm[0])
         move = None
-        if not all(type(d) is int for d in (c, h, w, mid[1], mid[2], mid[3], mid[5])):
-            continue  # (a block size is static; with symbolic sizes the divisibility is not known)
-        for b in {mid[1], mid[2], mid[3]}:
+        if type(c) is not int:
+            continue  # (a block size is static, and the channels it divides; H and W may be symbolic)
+        for b in {d for d in mid[1:4] if type(d) is int}:
             if b < 2 or c % (b * b):
                 continue
             if (mid == (nb, c // (b * b), b, b, h, w) and perm == (0, 1, 4, 2, 5, 3)
@@ -899,7 +901,7 @@ def _block_moves(em: Emitter) -> None:
             elif (mid == (nb, b, b, c // (b * b), h, w) and perm == (0, 3, 4, 1, 5, 2)
                   and out == (nb, c // (b * b), h * b, w * b)):
                 move = ("DepthToSpace", b, "DCR")
-        for b in {mid[3], mid[5]}:
+        for b in {mid[3], mid[5]} if all(type(d) is int for d in (h, w, mid[3], mid[5])) else ():
             if (b >= 2 and h % b == 0 and w % b == 0 and mid == (nb, c, h // b, b, w // b, b)
                     and perm == (0, 3, 5, 1, 2, 4) and out == (nb, c * b * b, h // b, w // b)):
                 move = ("SpaceToDepth", b, None)

@@ -273,3 +273,24 @@ def test_a_resize_with_symbolic_batch_writes_scales_when_they_are_exact(tmp_path
     else:  # 7 / 6 is no float32: sizes, with the batch read from the input
         assert "Shape" in ops and len(resize.input) == 4
     _agree(mod, path, ort_run, [(1, 3, 6, 3)], [(5, 3, 6, 3)])
+
+
+@pytest.mark.parametrize("mode", ["CRD", "DCR"])
+def test_a_depth_to_space_over_symbolic_height_and_width_comes_back_as_one_node(tmp_path, ort_run, mode):
+    """It imports as reshape / transpose / reshape; the block size and the channels are static,
+    which is all the export needs to know (H x 2 is H x 2 whatever H is)."""
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8, "h", "w"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    src, out = str(tmp_path / "d2s.onnx"), str(tmp_path / "out.onnx")
+    onnx.save(helper.make_model(helper.make_graph([helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2,
+                                                                    mode=mode)], "g", [x], [y]),
+                                opset_imports=[helper.make_opsetid("", 17)]), src)
+    ir.save(ir.load(src), out)
+    nodes = onnx.load(out).graph.node
+    assert [(n.op_type, helper.get_attribute_value(n.attribute[1]) if len(n.attribute) > 1 else None)
+            for n in nodes] in ([("DepthToSpace", mode.encode())], [("DepthToSpace", None)])
+    for shape in ((1, 8, 3, 5), (2, 8, 4, 7)):
+        a = RNG.standard_normal(shape).astype("float32")
+        np.testing.assert_array_equal(ort_run(out, {"x": a})[0], ort_run(src, {"x": a})[0])
