@@ -57,11 +57,12 @@ import numpy as np
 from ..errors import IRError
 from ._gc import gc_paused
 from ._scopes import Scopes
+from ._type_size import MAX_TYPE_DEPTH, MAX_TYPE_PARTS, measure
 from .dims import ANY, Dim
 from .expr import USES_OF, Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
 from .op import Op
-from .types import FuncType, TensorType, TupleType, Type
+from .types import TensorType, Type
 
 __all__ = [
     "pretty_print",
@@ -91,14 +92,6 @@ METADATA_OMITTED = (
 #: nesting depth beyond which scopes are indented no further (keeps the text linear in
 #: the program's size; the parser does not read indentation)
 MAX_INDENT = 32
-#: an inferred type -- a ``/* ty=... */`` comment, a typed function's ``-> T``, a typed
-#: ``let`` variable's ``: T`` -- is written out only when it nests at most this deep and
-#: has at most :data:`MAX_TYPE_PARTS` parts (tensors, tuples, functions); inference gives
-#: the others back when the text is read, and the text stays linear in the program's size
-#: (a 100,000-deep nested tuple has 100,000 ever deeper types: written out at every level
-#: they would take 5 * 10**9 parts)
-MAX_TYPE_DEPTH = 64
-MAX_TYPE_PARTS = 4096
 
 _FLOAT_TYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64,
                 "bfloat16": np.dtype("bfloat16").type}
@@ -311,7 +304,7 @@ class _Printer:
             return True
         got = self.type_sizes.get(id(t))
         if got is None:
-            got = _measure(t, self.type_sizes)
+            got = measure(t, self.type_sizes)
         return got[0] <= MAX_TYPE_DEPTH and got[1] <= MAX_TYPE_PARTS
 
     def unique_name(self, prefix: str) -> str:
@@ -603,41 +596,7 @@ _ATOMIC = frozenset([Var, Constant, Op, GlobalVar])
 _SCOPING = frozenset([Function, If, Let])
 
 
-def _measure(t: Type, sizes: dict) -> tuple:
-    """``(depth, parts)`` of ``t``, both saturated just past :data:`MAX_TYPE_DEPTH` and
-    :data:`MAX_TYPE_PARTS`; ``sizes`` remembers them by ``id`` for ``t`` and every type under
-    it, so a chain of types nesting one another is measured in one step per type."""
-    stack: list = [t]
-    push, pop = stack.append, stack.pop
-    done = _MEASURED
-    while stack:
-        x = pop()
-        if x is done:
-            x = pop()
-            kids = x.fields if type(x) is TupleType else x.arg_types + (x.ret_type,)
-            depth, parts = 0, 1
-            for k in kids:
-                d, n = sizes.get(id(k), _LEAF)
-                if d > depth:
-                    depth = d
-                parts += n
-            sizes[id(x)] = (min(depth + 1, MAX_TYPE_DEPTH + 1), min(parts, MAX_TYPE_PARTS + 1))
-            continue
-        tx = type(x)
-        if id(x) in sizes or (tx is not TupleType and tx is not FuncType):
-            continue  # measured, or a leaf (a tensor type: depth 1, one part)
-        push(x)
-        push(done)
-        for k in (x.fields if tx is TupleType else x.arg_types + (x.ret_type,)):
-            tk = type(k)
-            if (tk is TupleType or tk is FuncType) and id(k) not in sizes:
-                push(k)
-    return sizes.get(id(t), _LEAF)
-
-
-_LEAF = (1, 1)
 _UNSEEN = object()
-_MEASURED = object()  # on _measure's stack: the type below has all its parts measured
 
 
 def _print(obj: Any, annotate: Any = None) -> tuple:
