@@ -8,10 +8,12 @@ Where the export needs a dimension as data (a ``Reshape`` target, an ``Expand`` 
     reshape(%x, newshape=[batch*seq, 768])      /* %x: Tensor[(batch, seq, 768), float32] */
     ->  Reshape(x, [-1, 768])                   # one unknown entry: -1, exact
     broadcast_to(%m, shape=[batch, 1, seq, seq])
-    ->  s = Shape(input_ids); b = Slice(s, [0], [1]); q = Slice(s, [1], [2])
+    ->  b = Shape(input_ids, start=0, end=1); q = Shape(input_ids, start=1, end=2)
         Expand(m, Concat(b, [1], q, q))
 
-Each variable's ``Shape``/``Slice`` is written once per export, and each expression once.
+(below opset 15, whose ``Shape`` has no ``start``/``end``: one ``Shape`` of the input and a
+``Slice`` of it per variable). Each variable is read once per export, and each expression
+computed once.
 """
 from __future__ import annotations
 
@@ -137,7 +139,8 @@ class DimValues:
             if v is ir.ANY:
                 return 1 << 30
             names = ir.dims.free_size_vars(v)
-            cost += sum(1 + (self.sources.get(n, ("",))[0] not in self.shapes) for n in names
+            first = 0 if self.em.opset >= 15 else 1  # (Shape then Slice, the Shape once per input)
+            cost += sum(1 + first * (self.sources.get(n, ("",))[0] not in self.shapes) for n in names
                         if ir.size_var(n) not in self.cache)
             if v.name is None:
                 cost += len(v.terms)
@@ -170,11 +173,15 @@ class DimValues:
                               "exported graph cannot read its value; bind it (--bind-dim) or give an input "
                               "that has it")
         inp, axis, a, b = src
-        shape = self.shapes.get(inp)
-        if shape is None:
-            shape = self.shapes[inp] = self.em.one("Shape", [inp])
         em = self.em
-        size = em.one("Slice", [shape, em.const(np.asarray([axis], "int64")), em.const(np.asarray([axis + 1], "int64"))])
+        if em.opset >= 15:
+            size = em.one("Shape", [inp], start=axis, end=axis + 1)
+        else:
+            shape = self.shapes.get(inp)
+            if shape is None:
+                shape = self.shapes[inp] = em.one("Shape", [inp])
+            size = em.one("Slice", [shape, em.const(np.asarray([axis], "int64")),
+                                    em.const(np.asarray([axis + 1], "int64"))])
         if b:
             size = em.one("Sub", [size, self.one(b)])
         if a != 1:

@@ -5,9 +5,12 @@ the inputs must become data: a ``Reshape`` target that ONNX's ``0``/``-1`` canno
 bounds of a ``Range`` or a ``Slice``, the shape of an ``Expand`` or a ``ConstantOfShape``.
 The note names each ``Shape`` node's input and what its value ends in::
 
-    2 Shape nodes stay (their values depend on the sizes of the dynamic axes):
-      Shape(input_ids) -> Range bounds x2, Reshape target x1
-      Shape(past_key_values.0.key) -> Slice bounds x1
+    3 Shape nodes stay (their values depend on the sizes of the dynamic axes):
+      Shape(input_ids)[0] -> Reshape target x1
+      Shape(input_ids)[1] -> Range bounds x2, Reshape target x1
+      Shape(past_key_values.0.key)[2] -> Slice bounds x1
+
+(``[i]``: a ``Shape`` of one axis, ``start=i``, ``end=i + 1``, as the export writes from opset 15.)
 """
 from __future__ import annotations
 
@@ -50,8 +53,19 @@ def shape_notes(graph: Any) -> list:
     for s in shapes:
         uses = _uses(s.output[0], readers, outputs)
         what = ", ".join(f"{k} x{v}" for k, v in sorted(uses.items())) or "nothing"
-        lines.append(f"  Shape({s.input[0]}) -> {what}")
+        lines.append(f"  Shape({s.input[0]}){_axes(s)} -> {what}")
     return lines
+
+
+def _axes(node: Any) -> str:
+    """``[i]`` for a Shape of axis ``i`` alone, ``[i:j]`` for a range of axes, else nothing."""
+    span = {a.name: a.i for a in node.attribute if a.name in ("start", "end")}
+    if not span:
+        return ""
+    start, end = span.get("start", 0), span.get("end")
+    if end is not None and end == start + 1 and start >= 0:
+        return f"[{start}]"
+    return f"[{start}:{'' if end is None else end}]"
 
 
 def _uses(name: str, readers: dict, outputs: set) -> Counter:

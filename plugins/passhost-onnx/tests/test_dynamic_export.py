@@ -55,8 +55,14 @@ def test_a_target_that_0_and_minus_1_cannot_say_is_computed_from_the_input_shape
     mod, path, model = _export("""def @main(%x: Tensor[(batch, seq), float32]) {
       reshape(%x, newshape=[seq, batch])
     }""", tmp_path)
-    assert [n.op_type for n in model.graph.node].count("Shape") == 1  # one Shape for both variables
+    shapes = [n for n in model.graph.node if n.op_type == "Shape"]  # one node per variable: its own axis
+    assert sorted((a.name, a.i) for n in shapes for a in n.attribute) == [("end", 1), ("end", 2), ("start", 0),
+                                                                          ("start", 1)]
+    assert "Slice" not in {n.op_type for n in model.graph.node}
     _agree(mod, path, ort_run, [(2, 5)], [(3, 7)], [(1, 11)])
+    ir.save(mod, path, opset=14)  # (no start/end before opset 15: one Shape, a Slice per variable)
+    assert [n.op_type for n in onnx.load(path).graph.node].count("Shape") == 1
+    _agree(mod, path, ort_run, [(2, 5)], [(3, 7)])
 
 
 def test_shape_values_ranges_fills_and_slices_of_symbolic_size(tmp_path, ort_run):
@@ -161,8 +167,9 @@ def test_the_save_says_which_shape_nodes_stay_and_what_they_feed(tmp_path):
     mod = ir.parse('#[version = "0.0.5"]\ndef @main(%x: Tensor[(batch, seq), float32]) { '
                    'reshape(%x, newshape=[seq, batch]) }')
     notes = ir.save(mod, str(tmp_path / "m.onnx"))
-    assert notes[0].startswith("1 Shape node stays")
-    assert notes[1].strip() == "Shape(x) -> Reshape target x1"
+    assert notes[0].startswith("2 Shape nodes stay")
+    assert sorted(n.strip() for n in notes[1:]) == ["Shape(x)[0] -> Reshape target x1",
+                                                    "Shape(x)[1] -> Reshape target x1"]
     static = ir.parse('#[version = "0.0.5"]\ndef @main(%x: Tensor[(2, 3), float32]) { reshape(%x, newshape=[3, 2]) }')
     assert ir.save(static, str(tmp_path / "s.onnx")) == []
 
