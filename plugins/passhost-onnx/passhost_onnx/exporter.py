@@ -1032,6 +1032,7 @@ def _activations(em: Emitter) -> None:
         Mul(x, Tanh(Softplus(x)))                              ->  Mish(x)       (opset 18 on; a
                                                                   Softplus read elsewhere stays)
         Where(Less(x, 0), Mul(a, Sub(Exp(x), 1)), x)           ->  Elu(x, alpha=a)
+        Where(Less(x, 0), Sub(Exp(x), 1), x)                   ->  Elu(x)
     """
     kinds = {n.op_type for n in em.nodes}
     if "Exp" not in kinds:
@@ -1052,16 +1053,15 @@ def _activations(em: Emitter) -> None:
             x = n.input[2]
             if less is None or list(less.input)[0] != x or g.scalar(less.input[1]) != 0.0:
                 continue
-            mul = g.made(n.input[1], "Mul")
-            if mul is None:
-                continue
-            for s_name, a_name in ((mul.input[0], mul.input[1]), (mul.input[1], mul.input[0])):
-                sub, alpha = g.made(s_name, "Sub"), g.scalar(a_name)
+            mul = g.made(n.input[1], "Mul")  # (none when alpha is 1: SimplifyExpr took the x * 1 away)
+            pairs = ((mul.input[0], mul.input[1]), (mul.input[1], mul.input[0])) if mul else ((n.input[1], None),)
+            for s_name, a_name in pairs:
+                sub, alpha = g.made(s_name, "Sub"), 1.0 if a_name is None else g.scalar(a_name)
                 if sub is None or alpha is None or g.scalar(sub.input[1]) != 1.0:
                     continue
                 e = g.made(sub.input[0], "Exp")
                 if e is not None and e.input[0] == x:
-                    g.become(n, "Elu", [x], [less, mul, sub, e], alpha=alpha)
+                    g.become(n, "Elu", [x], [less, *([mul] if mul else []), sub, e], alpha=alpha)
                     break
     if em.opset >= 18:
         for n in em.nodes:

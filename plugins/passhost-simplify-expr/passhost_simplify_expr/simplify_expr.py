@@ -4,6 +4,7 @@
     reshape(%x, newshape=[2, 3])      /* %x: (2, 3) */    ->  %x
     transpose(transpose(%x, axes=[1, 0]), axes=[1, 0])    ->  %x
     multiply(%x, 1f), add(%x, 0f), subtract(%x, 0f), divide(%x, 1f), add(%x, zeros(...))  ->  %x
+    nn.bias_add(%x, meta[relay.Constant][0] /* all zeros */)                             ->  %x
     cast(cast(%x, dtype="int32"), dtype="float32")  /* %x: int8 */  ->  cast(%x, dtype="float32")
     cast(%x, dtype="float32")         /* %x: float32 */   ->  %x
     nn.pad(%x, 0f, pad_width=[[0, 0], [0, 0]])            ->  %x
@@ -109,19 +110,23 @@ def _filled_with(e: ir.Expr, value: float) -> bool:
 
 
 class EliminateIdentity(DFPatternCallback):
-    """``x * 1``, ``x / 1``, ``x + 0``, ``x - 0`` -> ``x`` when the result has ``x``'s type."""
+    """``x * 1``, ``x / 1``, ``x + 0``, ``x - 0``, ``nn.bias_add(x, zeros)`` -> ``x`` when the
+    result has ``x``'s type (PyTorch initialises attention's projection biases to zeros)."""
 
     def __init__(self) -> None:
         super().__init__(require_type=True, name="eliminate_identity")
         self.x, self.c = wildcard(), wildcard()
-        self.pattern = (is_op("multiply") | is_op("divide") | is_op("add") | is_op("subtract"))(self.x, self.c)
+        self.pattern = (is_op("multiply") | is_op("divide") | is_op("add") | is_op("subtract")
+                        | is_op("nn.bias_add"))(self.x, self.c)
 
     def callback(self, pre, post, node_map):
         x, c = node_map[self.x][0], node_map[self.c][0]
         name = post.op.name
-        if name in ("divide", "subtract") and post.args[0] is not x:
+        if name in ("divide", "subtract", "nn.bias_add") and post.args[0] is not x:
             return None  # 1 / x and 0 - x are not identities
         unit = 1.0 if name in ("multiply", "divide") else 0.0
+        if name in ("add", "multiply") and not _filled_with(c, unit):
+            x, c = c, x  # (the match may have bound them either way round: 0 + x is x too)
         if not _filled_with(c, unit) or _ty(x) is None or _ty(x) != _ty(post):
             return None
         return x

@@ -43,6 +43,16 @@ def test_transpose_chains_compose():
 def test_identities_are_removed(op, value):
     x = _x()
     assert _run([x], getattr(ir, op)(x, ir.const(value)), [X]) is x
+    if op in ("add", "multiply"):  # either way round, a constant of x's shape too
+        assert _run([x], getattr(ir, op)(ir.const(np.full((2, 3), value, "float32")), x), [X]) is x
+        assert _run([x], getattr(ir, op)(ir.const(np.full(3, value, "float32")), x), [X]) is x
+
+
+def test_a_bias_add_of_zeros_is_removed_and_one_of_other_values_stays():
+    x = _x()
+    assert _run([x], ir.nn.bias_add(x, ir.const(np.zeros(3, "float32"))), [X]) is x
+    kept = _run([x], ir.nn.bias_add(x, ir.const(np.array([0, 0, 1e-30], "float32"))), [X])
+    assert kept.op.name == "nn.bias_add"
 
 
 @pytest.mark.parametrize("body", [
