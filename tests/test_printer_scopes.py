@@ -97,3 +97,16 @@ def test_deeply_nested_closures_sharing_one_value_print_and_read_back():
         p = ir.var(f"a{i}", T)
         body = ir.Call(ir.Function([p], ir.add(body, n)), [n])
     roundtrip(body, [x])
+
+
+def test_a_graph_sharing_a_closure_parameter_reader_with_the_outside_still_reads_back():
+    # not a valid program (%x is the closure's parameter), but a graph nothing forbids: the
+    # readers of %x stay in the closure, and a node over them used only outside is bound
+    # outside, after the closure (once a scope is closed nothing is bound in it)
+    x = ir.var("x", shape=(2,))
+    y = ir.nn.relu(x)
+    z = ir.exp(y)
+    outer = ir.Tuple([ir.Function([x], ir.add(z, y)), z, ir.negative(z)])
+    text = str(outer)
+    assert text.index("negative(") > text.index("fn (%x")
+    assert ir.structural_equal(ir.parse_expr(text), outer, map_free_vars=True)

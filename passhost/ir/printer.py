@@ -459,6 +459,12 @@ class _Printer:
         record = self.open[scope] = [[], self.base + self.places.depth[scope], None]
         self.scopes.append(record)
 
+    def leave(self, scope: int) -> list:
+        """Finish scope ``scope``: nothing is bound in it any more (a node placed there but
+        first needed later, which only a malformed graph has, is bound where it is needed)."""
+        del self.open[scope]
+        return self.scopes.pop()
+
     # -- the machine ------------------------------------------------------------
     def scope(self, root: Expr, depth: int, scoped: bool = True) -> list:
         """Print ``root`` as the result of a new scope at ``depth``; return the scope
@@ -554,7 +560,7 @@ class _Printer:
                                      else ["let ", item[2], " = ", value, ";"])
                 push((_TAIL, node.body))
             elif code == _FN_END:
-                body = self.close(scopes.pop())
+                body = self.close(self.leave(inner[node]))
                 pending[node] = [self.fn_head("fn ", node, item[2]), body]
             elif code == _IF_COND:
                 cond = ref(node.cond)
@@ -562,14 +568,14 @@ class _Printer:
                 push((_IF_THEN, node, cond))
                 push((_TAIL, node.true_branch))
             elif code == _IF_THEN:
-                then = self.close(scopes.pop())
+                then = self.close(self.leave(inner[node][0]))
                 self.enter(inner[node][1])
                 push((_IF_END, node, [f"if ({item[2]}) {{", then, " else {"]))
                 push((_TAIL, node.false_branch))
             elif code == _IF_END:
-                pending[node] = [item[2], self.close(scopes.pop())]
+                pending[node] = [item[2], self.close(self.leave(inner[node][1]))]
             elif code == _PAREN_END:
-                pending[node] = ["(", self.close(scopes.pop(), ")")]
+                pending[node] = ["(", self.close(self.leave(inner[node]), ")")]
         return scopes.pop()
 
     # -- entry points ------------------------------------------------------------
