@@ -31,10 +31,17 @@ __all__ = ["FuseGelu", "gelu_rules"]
 _RTOL = 1e-5
 
 
+#: a constant of a half type is the float rounded to it: within one step (its unit in the last place)
+_HALF_RTOL = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
+
+
 def _is(c: ir.Expr, value: float, ndim: int) -> bool:
-    if not isinstance(c, ir.Constant) or c.data.size != 1 or c.data.ndim > ndim or c.data.dtype.kind != "f":
+    if not isinstance(c, ir.Constant) or c.data.size != 1 or c.data.ndim > ndim:
         return False
-    return math.isclose(float(c.data.reshape(())), value, rel_tol=_RTOL)
+    name = c.data.dtype.name
+    if c.data.dtype.kind != "f" and name != "bfloat16":
+        return False
+    return math.isclose(float(c.data.reshape(())), value, rel_tol=_HALF_RTOL.get(name, _RTOL))
 
 
 def _erf_factor(x, one, k_mul, k_div):
@@ -45,7 +52,7 @@ def _erf_factor(x, one, k_mul, k_div):
 def _check(x: ir.Expr, half: ir.Expr, one: ir.Expr, k_mul: Optional[ir.Expr] = None,
            k_div: Optional[ir.Expr] = None) -> bool:
     ty = x.checked_type
-    if not isinstance(ty, ir.TensorType) or not ty.dtype.startswith("float"):
+    if not isinstance(ty, ir.TensorType) or not ty.dtype.startswith(("float", "bfloat")):
         return False
     nd = len(ty.shape)
     scale_ok = _is(k_mul, 1 / math.sqrt(2), nd) if k_mul is not None else _is(k_div, math.sqrt(2), nd)
@@ -65,7 +72,7 @@ def _tanh_factor(x, one, k_cube, k_outer, three):
 def _check_tanh(x: ir.Expr, half: ir.Expr, one: ir.Expr, k_cube: ir.Expr, k_outer: ir.Expr,
                 three: Optional[ir.Expr] = None) -> bool:
     ty = x.checked_type
-    if not isinstance(ty, ir.TensorType) or not ty.dtype.startswith("float"):
+    if not isinstance(ty, ir.TensorType) or not ty.dtype.startswith(("float", "bfloat")):
         return False
     nd = len(ty.shape)
     return (_is(half, 0.5, nd) and _is(one, 1.0, nd) and _is(k_cube, 0.044715, nd)

@@ -39,7 +39,7 @@ __all__ = ["LayerNormRule", "ScaleIntoLayerNorm", "ShiftIntoLayerNorm", "FuseLay
 def _scalar(c: ir.Expr) -> Optional[float]:
     """A one-value float constant as a Python float, shortest-printed at its own precision
     (float32 ``1e-5`` is ``1e-05``, not ``9.999999747378752e-06``)."""
-    if isinstance(c, ir.Constant) and c.data.size == 1 and c.data.dtype.kind == "f":
+    if isinstance(c, ir.Constant) and c.data.size == 1 and (c.data.dtype.kind == "f" or c.data.dtype.name == "bfloat16"):
         return float(str(c.data.reshape(())))
     return None
 
@@ -88,7 +88,7 @@ class LayerNormRule(DFPatternCallback):
     def callback(self, pre, post, node_map):
         x = node_map[self.x][0]
         ty = x.checked_type
-        if not isinstance(ty, ir.TensorType) or not ty.shape or not ty.dtype.startswith("float"):
+        if not isinstance(ty, ir.TensorType) or not ty.shape or not ty.dtype.startswith(("float", "bfloat")):
             return None
         nd = len(ty.shape)
         axes = _reduced(node_map[self.mean][0], nd)
