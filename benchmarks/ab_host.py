@@ -11,10 +11,17 @@ With ``--passes``, the cases are instead the passes of ``default_pipeline(3)``, 
 on a fresh type-inferred graph inside ``PassContext(opt_level=3)`` (the installed plugins
 over either host): what a change to the driver does to the passes built on it.
 
+With ``--plugins``, the old side also takes the plugins' packages at ``REV`` (first on its
+``sys.path``), for a change to the host and the passes together. The old side is the
+working tree in which each file the commits ``REV..HEAD`` changed is as it was at ``REV``,
+so uncommitted work in the tree (someone else's) is on both sides and only those commits
+differ. Each repetition pairs one old and one new run per case; the table gives the median
+of the per-pair ratios new/old and their quartiles (the figure to judge a change by).
+
 Usage::
 
     python benchmarks/ab_host.py --rev HEAD~3 [--families chain,dag,resnet,dupdead]
-        [--size 100000] [--repeat 5] [--passes]
+        [--size 100000] [--repeat 5] [--passes] [--plugins]
 """
 from __future__ import annotations
 
@@ -89,8 +96,8 @@ def _run_cases(ir, fam: str, fn, other, cpu) -> dict:
     return {f"{fam}/{case}": cpu(runs[case]) for case in CASES}
 
 
-def _child(host: str, families: str, n: int, shift: int, passes: bool = False) -> dict:
-    code = (f"import sys, json; sys.path.insert(0, {host!r}); sys.path.insert(1, {str(ROOT)!r}); "
+def _child(host: str, families: str, n: int, shift: int, passes: bool = False, plugins: tuple = ()) -> dict:
+    code = (f"import sys, json; sys.path[0:0] = {[host, *plugins]!r}; sys.path.insert(1, {str(ROOT)!r}); "
             f"from benchmarks.ab_host import measure; "
             f"print(json.dumps(measure({families.split(',')!r}, {n}, {shift}, {passes!r})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tempfile.gettempdir())
@@ -106,23 +113,54 @@ def main(argv=None) -> int:
     ap.add_argument("--size", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--passes", action="store_true", help="time the -O3 passes instead of the walkers")
+    ap.add_argument("--plugins", action="store_true", help="the old side takes the plugins at REV too")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        git_tree(args.rev, ("passhost",), tmp, str(ROOT))
-        sides = {"old": tmp, "new": str(ROOT)}
+        if args.plugins:
+            old_plugins = _old_tree(args.rev, tmp)
+        else:
+            git_tree(args.rev, ("passhost",), tmp, str(ROOT))
+            old_plugins = ()
+        sides = {"old": (tmp, old_plugins), "new": (str(ROOT), ())}
         res: dict = {"old": {}, "new": {}}
         for r in range(args.repeat):
             for tag in (("old", "new") if r % 2 == 0 else ("new", "old")):
-                for case, t in _child(sides[tag], args.families, args.size, 7919 * r, args.passes).items():
+                host, plugins = sides[tag]
+                for case, t in _child(host, args.families, args.size, 7919 * r, args.passes, plugins).items():
                     res[tag].setdefault(case, []).append(t)
-    print(f"host {'passes' if args.passes else 'walkers'}: {args.rev} (old) vs the working tree (new), "
-          f"{args.size:,} nominal nodes, "
-          f"median of {args.repeat} alternating runs (a different memory layout each), CPU ms")
-    print(f"{'case':32s} {'old':>9s} {'new':>9s} {'new/old':>8s}")
+    print(f"host {'and plugins ' if args.plugins else ''}{'passes' if args.passes else 'walkers'}: "
+          f"{args.rev} (old) vs the working tree (new), {args.size:,} nominal nodes, "
+          f"{args.repeat} alternating runs (a different memory layout each), CPU ms")
+    print(f"{'case':32s} {'old':>9s} {'new':>9s} {'new/old':>8s} {'quartiles':>12s}")
     for case in res["old"]:
-        old, new = statistics.median(res["old"][case]) * 1e3, statistics.median(res["new"][case]) * 1e3
-        print(f"{case:32s} {old:9.1f} {new:9.1f} {new / old:8.2f}")
+        olds, news = res["old"][case], res["new"][case]
+        ratios = sorted(b / a for a, b in zip(olds, news) if a > 0)
+        q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+        old, new = statistics.median(olds) * 1e3, statistics.median(news) * 1e3
+        print(f"{case:32s} {old:9.1f} {new:9.1f} {statistics.median(ratios):8.3f} {q[0]:6.3f}-{q[2]:.3f}")
     return 0
+
+
+def _old_tree(rev: str, into: str) -> tuple:
+    """The host and the plugins as the working tree has them, except the files the commits
+    ``rev..HEAD`` changed, which are as they were at ``rev`` (see the module docs). Returns
+    the plugin directories to put first on the old side's ``sys.path``."""
+    import shutil
+
+    dest = Path(into)
+    for top in ("passhost", "plugins"):
+        shutil.copytree(ROOT / top, dest / top, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    changed = subprocess.run(["git", "diff", "--name-only", f"{rev}..HEAD", "--", "passhost", "plugins"],
+                             cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for rel in changed:
+        target = dest / rel
+        old = subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=ROOT, capture_output=True)
+        if old.returncode:  # a file the commits added
+            target.unlink(missing_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(old.stdout)
+    return tuple(str(p) for p in sorted((dest / "plugins").iterdir()) if p.is_dir())
 
 
 if __name__ == "__main__":
