@@ -61,6 +61,7 @@ PUBLIC_MODULES = (
     "passhost.ir.image",    # image.* builders
     "passhost.ir.vision",   # vision.* builders
     "passhost.ir.pattern",  # dataflow patterns and rules (CONTRACT §9)
+    "passhost.ir.rewrite",  # the rewrite engine: rule tables, the walk, typing policies, the use analysis
     "passhost.ir.dims",     # symbolic dimensions: size variables and their arithmetic
     "passhost.transform",   # passes, Sequential, PassContext, the pass decorators (CONTRACT §3)
     "passhost.instrument",  # PassInstrument, pass_instrument (CONTRACT §4)

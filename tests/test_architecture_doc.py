@@ -201,7 +201,7 @@ def test_the_checker_finds_what_is_wrong():
     wrong = ("## The IR (`passhost/ir/`)\n\n"
              "| module | holds |\n|---|---|\n"
              "| `visitor.py` | `post_order`, `rewrite_post_order_twice` |\n"
-             "| `driver.py` | `rewrite_post_order(root, rewrite, memo=None, fast=True)` |\n\n"
+             "| `rewrite/driver.py` | `rewrite_post_order(root, rewrite, memo=None, fast=True)` |\n\n"
              "`passhost/ir/nowhere.py`, `passhost.ir._gc.gc_paused`, `passhost.ir.no_such_name`, "
              "`ir.paused_gc`, `Call.with_args`, `Call.with_kids`, `node.has_type`, `nowhere.py`\n")
     assert [p.split(": ", 1)[1] for p in _citations(wrong)] == [
@@ -219,10 +219,11 @@ def test_the_checker_finds_what_is_wrong():
 
 
 def test_the_two_errors_the_issue_names_are_fixed():
-    """``rewrite_post_order`` lives in ``driver.py``, and FoldScaleAxis is a rule over it."""
+    """``rewrite_post_order`` lives in the rewrite engine (``rewrite/driver.py``), and
+    FoldScaleAxis is a rule over it."""
     text = PAGE.read_text(encoding="utf-8")
-    assert passhost.ir.rewrite_post_order.__module__ == "passhost.ir.driver"
-    assert "`rewrite_post_order`" in text.split("| `driver.py` |", 1)[1].split("\n", 1)[0]
+    assert passhost.ir.rewrite_post_order.__module__ == "passhost.ir.rewrite.driver"
+    assert "`rewrite_post_order`" in text.split("| `rewrite/` |", 1)[1].split("\n", 1)[0]
     assert "`rewrite_post_order`" not in text.split("| `visitor.py` |", 1)[1].split("\n", 1)[0]
     rules = text.split("Passes written as rules over it", 1)[1].split("\n\n", 1)[0]
     assert "FoldScaleAxis" in rules.split("keep their own loops")[0]

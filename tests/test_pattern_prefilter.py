@@ -198,17 +198,20 @@ class _DenseBias(DFPatternCallback):
 
 
 def _sweeps(monkeypatch):
-    import passhost.ir.driver as host_driver
+    import importlib
+
+    # each sweep is one walk of the engine (the module: ``pattern.rewrite`` is also the function)
+    pattern_driver = importlib.import_module("passhost.ir.pattern.rewrite")
 
     calls = []
 
-    real = host_driver.rewrite_post_order
+    real = pattern_driver.walk
 
     def counting(*args, **kwargs):
         calls.append(args[0])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(host_driver, "rewrite_post_order", counting)
+    monkeypatch.setattr(pattern_driver, "walk", counting)
     return calls
 
 

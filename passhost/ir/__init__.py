@@ -24,13 +24,13 @@ from .visitor import (
     post_order_visit,
     with_children,
 )
-from .driver import rewrite_post_order
+from .rewrite import rewrite_post_order
 from .axes import expand_bias_to_match_axis
 from .analysis import bound_vars, calls_any, contains_any, count_ops, free_vars, is_primitive, module_changed
 from . import ops as _ops  # noqa: F401  (registers the core operators)
 from .builders import *  # noqa: F401,F403
 from .builders import __all__ as _builders_all
-from . import image, nn, pattern, vision
+from . import image, nn, pattern, rewrite, vision
 from .structural import assert_structural_equal, structural_equal, structural_hash
 from .printer import astext, pretty_print, printed_names
 from .parser import fromtext, parse, parse_expr

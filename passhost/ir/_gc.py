@@ -15,11 +15,14 @@ import gc
 from contextlib import ContextDecorator
 from typing import Callable, TypeVar
 
-__all__ = ["gc_paused", "paused", "resume", "PROMOTE_AFTER"]
+__all__ = ["gc_paused", "paused", "resume", "in_region", "at_region_end", "PROMOTE_AFTER"]
 
 F = TypeVar("F", bound=Callable)
 
 _depth = 0
+
+#: what runs when the outermost paused region ends (see at_region_end)
+_AT_END: list = []
 
 #: tracked allocations during a paused region above which its survivors are promoted
 #: straight to the oldest generation when the collector resumes (see resume)
@@ -38,10 +41,27 @@ def resume() -> None:
     only by the next full collection, as long-lived objects are. Cyclic garbage made
     during the region is then freed by that full collection rather than a young one.
     """
+    for fn in _AT_END:
+        fn()
     if gc.get_count()[0] > PROMOTE_AFTER and gc.get_freeze_count() == 0:
         gc.freeze()
         gc.unfreeze()
     gc.enable()
+
+
+def in_region() -> bool:
+    """Whether the collector is paused: a pass call (a pipeline) or a whole-graph host
+    function is running -- or the user turned the collector off, in which case no region
+    ever ends."""
+    return not gc.isenabled()
+
+
+def at_region_end(fn: Callable[[], None]) -> Callable[[], None]:
+    """Run ``fn()`` whenever the outermost paused region ends (the outermost pass call
+    returns, or the outermost whole-graph host function), before the collector resumes:
+    how memos that live for one pass call or one pipeline are dropped. Returns ``fn``."""
+    _AT_END.append(fn)
+    return fn
 
 
 class paused(ContextDecorator):

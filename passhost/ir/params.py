@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import IRError
 from .expr import Constant, Function
 from .types import TensorType
-from .driver import rewrite_post_order
+from .rewrite import rewrite_post_order
 
 __all__ = ["bind_params_by_name"]
 

@@ -12,7 +12,7 @@ Two styles are offered:
   recurses. Exception: when a subclass overrides ``visit_function``, the body of
   a function is visited when that override calls ``self.visit(fn.body)``, so any
   state it sets up first is in effect for the body.
-* :func:`~passhost.ir.rewrite_post_order` (in :mod:`.driver`) — the fast functional
+* :func:`~passhost.ir.rewrite_post_order` (the rewrite engine, :mod:`passhost.ir.rewrite`) — the fast functional
   style the built-in passes use: a callback receives each node with its children already
   rewritten (and, on request, the original node too, with the replacements typed like
   the originals).
@@ -278,9 +278,9 @@ class ExprMutator(ExprFunctor):
 
 def __getattr__(name: str):
     # ``passhost.ir.visitor.rewrite_post_order`` is where the driver used to live; it is
-    # in .driver now (which builds on this module), and found here on first use
+    # in the rewrite engine now (which builds on this module), and found here on first use
     if name == "rewrite_post_order":
-        from .driver import rewrite_post_order
+        from .rewrite import rewrite_post_order
 
         return rewrite_post_order
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

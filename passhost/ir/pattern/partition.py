@@ -5,7 +5,7 @@ from typing import Callable, Optional
 
 from ..expr import Call, Expr, Function, Tuple, TupleGetItem, Var
 from ..op import Op
-from .match import _inputs, _Matcher
+from .match import _inputs, _Matcher, root_ops
 from .nodes import DFPattern, VarPattern, WildcardPattern
 
 
@@ -18,7 +18,8 @@ def partition(pattern: DFPattern, expr: Expr, attrs: Optional[dict] = None,
     attributes are ``attrs`` plus ``PartitionedFromPattern`` (the matched operators,
     as TVM spells it: ``"nn.conv2d_add_nn.relu_"``). A match is skipped when ``check``
     says no, or when one of its inner nodes is also used outside it (partitioning it
-    would compute that node twice)::
+    would compute that node twice; the uses are the host's use analysis,
+    :func:`passhost.ir.rewrite.use_counts`)::
 
         before:  nn.relu(add(nn.conv2d(%x, %w), %b))
         after:   %0 = fn (%FunctionVar_0_0, %FunctionVar_0_1, %FunctionVar_0_2,
@@ -27,13 +28,9 @@ def partition(pattern: DFPattern, expr: Expr, attrs: Optional[dict] = None,
                  };
                  %0(%x, %w, %b)
     """
-    from ..driver import rewrite_post_order
-    from ..visitor import post_order
+    from ..rewrite import RuleTable, use_counts, walk
 
-    users: dict = {}
-    for node in post_order(expr):
-        for k in _inputs(node) + ([node.op] if type(node) is Call else []):
-            users[k] = users.get(k, 0) + 1
+    users = use_counts(expr)
     taken: set = set()
     count = [0]
 
@@ -56,7 +53,8 @@ def partition(pattern: DFPattern, expr: Expr, attrs: Optional[dict] = None,
         taken.update(inner.keys())
         return _extract(pre, post, m.memo, leaves, attrs, count)
 
-    return rewrite_post_order(expr, rule, with_original=True)
+    ops = root_ops(pattern)
+    return walk(expr, RuleTable([(None if ops is None else [Op.get(n) for n in ops], rule)], with_original=True))
 
 
 def _outside_uses(node: Expr, inner: dict, users: dict) -> int:

@@ -1,4 +1,6 @@
-"""Rules (:class:`DFPatternCallback`) and the driver that applies them, :func:`rewrite`."""
+"""Rules (:class:`DFPatternCallback`) and the driver that applies them, :func:`rewrite`: a
+rule table of the rewrite engine (:mod:`passhost.ir.rewrite`) built from the callbacks'
+pattern roots, swept to a fixed point."""
 from __future__ import annotations
 
 import inspect
@@ -9,6 +11,8 @@ from ...errors import IRError
 from ..expr import Call, Expr, Function, TupleGetItem, set_span
 from ..facts import CALLED_OPS
 from ..op import Op
+from ..rewrite import NO_TYPES, RuleTable, like_originals, walk
+from ..rewrite.typing_policy import typed_for_matching
 from ..visitor import post_order
 from .match import _inputs, _Matcher, compile_simple, root_ops
 from .needs import needed_ops
@@ -54,10 +58,11 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
             stats: Optional[dict] = None) -> Expr:
     """Rewrite ``expr`` with ``callbacks`` (one or a list) bottom-up until none fires.
 
-    Each sweep rebuilds the graph once, trying at every node the callbacks whose pattern
-    root can be that node (by priority, then in order); the first that returns a new
-    expression replaces the node. Sweeps repeat until one changes nothing; after
-    ``max_iterations`` sweeps that still changed something it raises
+    Each sweep is one walk of the rewrite engine (:func:`passhost.ir.rewrite.walk`) over a
+    rule table built once from the callbacks' pattern roots: at every node it tries the
+    callbacks whose pattern root can be that node (by priority, then in order); the first
+    that returns a new expression replaces the node. Sweeps repeat until one changes
+    nothing; after ``max_iterations`` sweeps that still changed something it raises
     :class:`RewriteLimitError` naming the callbacks that fired in the last sweep.
 
     :param mod: the module ``expr`` belongs to (a rule pass gives it): typing for the
@@ -66,155 +71,169 @@ def rewrite(callbacks: Any, expr: Expr, mod: Any = None, max_iterations: int = 6
     :param stats: a dict to add ``{rule name: {"tried", "matched", "rewritten"}}`` counts
         to (a rule is *tried* at a node it could be rooted at)
     """
-    from ..driver import rewrite_post_order
+    rules = _sorted(callbacks)
+    counts = None
+    if stats is not None:  # (every rule gets its entry, swept or not)
+        counts = {cb.name: stats.setdefault(cb.name, {"tried": 0, "matched": 0, "rewritten": 0}) for cb in rules}
+    live, first_order = _live_on(rules, expr)
+    if not live:
+        return expr
+    return _Sweeps(rules, counts).run(expr, mod, max_iterations, first_order)
 
+
+def _sorted(callbacks: Any) -> list:
+    """The callbacks by priority (stable), checked."""
     if isinstance(callbacks, DFPatternCallback):
         callbacks = [callbacks]
-    rules = sorted(enumerate(callbacks), key=lambda ic: (-ic[1].priority, ic[0]))
-    rules = [cb for _, cb in rules]
+    rules = [cb for _, cb in sorted(enumerate(callbacks), key=lambda ic: (-ic[1].priority, ic[0]))]
     for cb in rules:
         if not isinstance(cb, DFPatternCallback) or not isinstance(cb.pattern, DFPattern):
             raise IRError(f"rewrite: {cb!r} is not a DFPatternCallback with a pattern")
-    by_op: dict = {}
-    anywhere: list = []
-    projections: list = []  # rules rooted at a TupleGetItem (``is_op("nn.batch_norm")(...)[0]``)
-    needed = set()  # operators one of which every match calls (None: no such set)
+    return rules
+
+
+def _roots(cb: DFPatternCallback) -> Any:
+    """What ``cb``'s pattern can be rooted at, as a rule table's roots: its root operators,
+    ``TupleGetItem`` for a projection, ``None`` for any node."""
+    ops = root_ops(cb.pattern)
+    if ops is not None:
+        return [Op.get(n) for n in ops]
+    return TupleGetItem if _projected_ops(cb.pattern) is not None else None
+
+
+def _live_on(rules: list, expr: Expr) -> tuple:
+    """``(whether some rule may match in expr, the post order listed to find out or None)``.
+
+    A function: each rule's clauses (needs.py) against the operators it calls (remembered
+    per function, so the next pass over it asks no walk either). Another expression: one
+    cheap walk for the operators every rooted match calls, unless a rule roots anywhere."""
+    if type(expr) is Function:
+        have = CALLED_OPS.get(expr)
+        order = None
+        if have is None:
+            order = post_order(expr)
+            have = CALLED_OPS[expr] = frozenset(n for n in order if type(n) is Op)
+        return any(_live(cb, have) for cb in rules), order
+    needed: Optional[set] = set()  # operators one of which every rooted match calls
     for cb in rules:
         ops = root_ops(cb.pattern)
-        if ops is not None:
-            for name in ops:
-                by_op.setdefault(name, []).append(cb)
-            if needed is not None:
-                needed |= ops
-            continue
-        inner = _projected_ops(cb.pattern)
-        if inner is not None:
-            projections.append(cb)
-            needed = None if inner is True or needed is None else needed | inner
-        else:
-            anywhere.append(cb)
-    counts = None
-    if stats is not None:
-        counts = {cb.name: stats.setdefault(cb.name, {"tried": 0, "matched": 0, "rewritten": 0}) for cb in rules}
-    first_order = None  # the post-order the liveness test listed (reused by the first sweep)
-    if type(expr) is Function:
-        # each rule's clauses (needs.py) against the operators the function calls: a
-        # function no rule can match is returned without a sweep (the called operators
-        # are remembered per function, so the next pass over it asks no walk either)
-        have = CALLED_OPS.get(expr)
-        if have is None:
-            first_order = post_order(expr)
-            have = CALLED_OPS[expr] = frozenset(n for n in first_order if type(n) is Op)
-        if not any(_live(cb, have) for cb in rules):
+        inner = _projected_ops(cb.pattern) if ops is None else ops
+        if inner is None:
+            return True, None  # rooted anywhere
+        needed = None if inner is True or needed is None else needed | inner
+    if needed is None:
+        return True, None
+    from ..analysis import calls_any
+
+    return calls_any(expr, frozenset(Op.get(n) for n in needed)), None
+
+
+class _Sweeps:
+    """The sweeps of one :func:`rewrite` call: the rule table (one handler per root, trying
+    its callbacks' patterns in order) and what a sweep learns for the next."""
+
+    def __init__(self, rules: list, counts: Optional[dict]) -> None:
+        self.rules = rules
+        self.typed = any(cb.require_type for cb in rules)
+        self.once = all(cb.rewrite_once for cb in rules)
+        self.counts = counts  # {rule name: {"tried", "matched", "rewritten"}}, or None
+        self.fired: dict = {}
+        # After a sweep, another is needed only if a replacement brought in a node some rule
+        # can be rooted at: every other node was offered the rules after its own inputs were
+        # final, and a pattern only looks down from its root. ``known`` holds the nodes
+        # already accounted for (built lazily at the first replacement of a sweep).
+        self.order: Optional[list] = None
+        self.known: Optional[set] = None
+        self.more = False
+        self.table = RuleTable(with_original=True, combine=self._handler)
+        for cb in rules:
+            self.table.add(_roots(cb), (cb, cb.name, prefilter(cb.pattern), compile_simple(cb.pattern)),
+                           cb.priority)
+        roots = self.table.roots
+        self.anywhere = roots is None
+        self.root_ops = frozenset() if roots is None else frozenset(k for k in roots if type(k) is Op)
+        self.projections = roots is not None and TupleGetItem in roots
+
+    def run(self, expr: Expr, mod: Any, max_iterations: int, first_order: Optional[list]) -> Expr:
+        typing = like_originals(mod) if self.typed else NO_TYPES
+        for _ in range(1 if self.once else max_iterations):
+            listed = expr
+            if self.typed:
+                expr = typed_for_matching(expr, mod)
+            self.fired.clear()
+            order = first_order if first_order is not None and expr is listed else post_order(expr)
+            first_order = None
+            self.order, self.known, self.more = order, None, False
+            new = walk(expr, self.table, typing, order=order)
+            self.order = self.known = None
+            if new is expr or not self.more:
+                return new
+            expr = new
+        if self.once:
             return expr
-    elif not anywhere and needed is not None:
-        from ..analysis import calls_any
+        names = ", ".join(f"{n} ({k}x)" for n, k in sorted(self.fired.items()))
+        raise RewriteLimitError(f"rewrite did not reach a fixed point in {max_iterations} sweeps; "
+                                f"still firing: {names}. A rule whose output it matches again loops: "
+                                "make its pattern exclude its own result, or set rewrite_once")
 
-        if not calls_any(expr, frozenset(Op.get(n) for n in needed)):
-            return expr  # no node can be a match's root: one cheap walk (or none)
-    typed = any(cb.require_type for cb in rules)
-    once = all(cb.rewrite_once for cb in rules)
-    fired: dict = {}
-
-    quick = {id(cb): prefilter(cb.pattern) for cb in rules}
-    simple = {id(cb): compile_simple(cb.pattern) for cb in rules}
-
-    # After a sweep, another is needed only if a replacement brought in a node some rule
-    # can be rooted at: every other node was offered the rules after its own inputs were
-    # final, and a pattern only looks down from its root. ``known`` holds the nodes already
-    # accounted for (built lazily at the first replacement of a sweep).
-    sweep: dict = {"order": None, "known": None, "more": False}
-
-    def brings_roots(out: Expr) -> bool:
-        known = sweep["known"]
+    def brings_roots(self, out: Expr) -> bool:
+        """Whether ``out`` (a replacement) holds a node not seen in this sweep that some rule
+        can be rooted at."""
+        known = self.known
         if known is None:
-            known = sweep["known"] = set(sweep["order"])
+            known = self.known = set(self.order)
         stack, found = [out], False
+        ops, projections, anywhere = self.root_ops, self.projections, self.anywhere
         while stack:
             n = stack.pop()
             if n in known:
                 continue
             known.add(n)
-            if anywhere or (type(n) is Call and n.op in by_callee) or (projections and type(n) is TupleGetItem):
+            if anywhere or (type(n) is Call and n.op in ops) or (projections and type(n) is TupleGetItem):
                 found = True
             stack.extend(_inputs(n))
         return found
 
-    mixed = {name: _ordered(cbs + anywhere, rules) for name, cbs in by_op.items()} if anywhere else by_op
-    plan = [(cb, cb.name, quick[id(cb)], simple[id(cb)]) for cb in rules]
-    # the plans by callee object; the walk offers the rule only the nodes some rule can be
-    # rooted at (any node, with a rule rooted anywhere): the rest cost one set lookup
-    by_callee = {Op.get(name): [p for p in plan if p[0] in cbs] for name, cbs in mixed.items()}
-    plan_anywhere = [p for p in plan if p[0] in anywhere]
-    plan_projections = [p for p in plan if p[0] in projections or p[0] in anywhere]
-    _Call, _TupleGetItem = Call, TupleGetItem
-    offer = None if anywhere else frozenset(by_callee) | ({TupleGetItem} if projections else frozenset())
+    def _handler(self, plans: list) -> Callable:
+        """The function the walk calls at a node the callbacks of ``plans`` can be rooted
+        at: their patterns tried in order, the first callback returning a replacement wins."""
+        counts, once, fired = self.counts, self.once, self.fired
 
-    def rule(post: Expr, pre: Expr) -> Optional[Expr]:
-        if not once:
-            known = sweep["known"]
-            if known is not None and post is not pre:
-                known.add(post)  # rebuilt from replaced inputs in this sweep
-        t = type(post)
-        if t is _Call:
-            todo = by_callee.get(post.op)
-            if todo is None:
-                if not plan_anywhere:
-                    return None
-                todo = plan_anywhere
-        elif t is _TupleGetItem:
-            todo = plan_projections
-        else:
-            todo = plan_anywhere
-        for cb, name, q, direct in todo:
-            if counts is not None:
-                counts[name]["tried"] += 1
-            if q is not None and not q(post):
-                continue
-            if direct is not None:
-                bound = direct(post)
-                if bound is None:
-                    continue
-            else:
-                m = _Matcher()
-                if not m.match(cb.pattern, post):
-                    continue
-                bound = m.memo
-            if counts is not None:
-                counts[name]["matched"] += 1
-            out = cb.callback(pre, post, {p: [e] for p, e in bound.items()})
-            if out is not None and out is not post:
-                if type(out) is Call and out.span is None and post.span is not None:
-                    set_span(out, post.span)  # the model's name of the node goes with its rewrite
+        def try_rules(post: Expr, pre: Expr) -> Optional[Expr]:
+            if not once:
+                known = self.known
+                if known is not None and post is not pre:
+                    known.add(post)  # rebuilt from replaced inputs in this sweep
+            for cb, name, q, direct in plans:
                 if counts is not None:
-                    counts[name]["rewritten"] += 1
-                if not once:  # (one sweep only: nothing to report or to sweep again for)
-                    fired[name] = fired.get(name, 0) + 1
-                    if brings_roots(out):
-                        sweep["more"] = True
-                return out
-        return None
+                    counts[name]["tried"] += 1
+                if q is not None and not q(post):
+                    continue
+                if direct is not None:
+                    bound = direct(post)
+                    if bound is None:
+                        continue
+                else:
+                    m = _Matcher()
+                    if not m.match(cb.pattern, post):
+                        continue
+                    bound = m.memo
+                if counts is not None:
+                    counts[name]["matched"] += 1
+                out = cb.callback(pre, post, {p: [e] for p, e in bound.items()})
+                if out is not None and out is not post:
+                    if type(out) is Call and out.span is None and post.span is not None:
+                        set_span(out, post.span)  # the model's name of the node goes with its rewrite
+                    if counts is not None:
+                        counts[name]["rewritten"] += 1
+                    if not once:  # (one sweep only: nothing to report or to sweep again for)
+                        fired[name] = fired.get(name, 0) + 1
+                        if self.brings_roots(out):
+                            self.more = True
+                    return out
+            return None
 
-    for _ in range(1 if once else max_iterations):
-        listed = expr
-        if typed:
-            expr = _typed(expr, mod)
-        fired.clear()
-        order = first_order if first_order is not None and expr is listed else post_order(expr)
-        first_order = None
-        sweep.update(order=order, known=None, more=False)
-        new = rewrite_post_order(expr, rule, with_original=True, type_like=typed, order=order, only=offer,
-                                 mod=mod)
-        sweep.update(order=None, known=None)
-        if new is expr or not sweep["more"]:
-            return new
-        expr = new
-    if once:
-        return expr
-    names = ", ".join(f"{n} ({k}x)" for n, k in sorted(fired.items()))
-    raise RewriteLimitError(f"rewrite did not reach a fixed point in {max_iterations} sweeps; "
-                            f"still firing: {names}. A rule whose output it matches again loops: "
-                            "make its pattern exclude its own result, or set rewrite_once")
+        return try_rules
 
 
 def _projected_ops(p: DFPattern) -> Any:
@@ -245,20 +264,6 @@ def _live(cb: DFPatternCallback, called: frozenset) -> bool:
 #: pattern -> its clauses as operator sets (weakly: a rule made afresh per run takes its
 #: pattern with it)
 _CLAUSES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def _ordered(cbs: list, rules: list) -> list:
-    want = set(map(id, cbs))
-    return [cb for cb in rules if id(cb) in want]
-
-
-def _typed(expr: Expr, mod: Any) -> Expr:
-    from ..type_infer import infer_type
-
-    if expr._checked_type is None:
-        out = infer_type(expr, mod=mod)
-        return out if isinstance(out, Expr) else expr
-    return expr
 
 
 class _FunctionRule(DFPatternCallback):

@@ -293,8 +293,6 @@ def check_rule(rule: DFPatternCallback, *, min_fired: int = 25, max_trials: int 
                seed: int = 0, rtol: float = 1e-4, atol: float = 1e-5) -> RuleReport:
     """Try ``rule`` on random instances of its pattern until it has fired ``min_fired``
     times (or ``max_trials``/``max_seconds`` run out); the first counterexample ends it."""
-    from ..interpreter import evaluate
-    from ..module import IRModule
     from ..type_infer import infer_type
 
     report = RuleReport(rule.name)
@@ -418,7 +416,7 @@ def _fire(rule: DFPatternCallback, fn: Function, b: "_Builder", rng: np.random.R
     up to three of them, else a random sample) for one the rule accepts. Returns
     ``(graph, rewritten)``, ``rewritten`` None if it never fired."""
     from ..type_infer import infer_type
-    from ..driver import rewrite_post_order
+    from ..rewrite import rewrite_post_order
     from .rewrite import rewrite
 
     def attempt(f: Function):
