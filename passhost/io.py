@@ -37,7 +37,7 @@ import numpy as np
 
 from .weights import file_span, is_mapped, release
 
-__all__ = ["write_text_atomic", "write_bytes_atomic", "atomic_writer", "write_buffers", "copy_range",
+__all__ = ["write_text_atomic", "write_bytes_atomic", "atomic_writer", "replace_file", "write_buffers", "copy_range",
            "written_bytes", "output_stream", "plugin_output_to_stderr"]
 
 _TRIES = 100
@@ -227,6 +227,16 @@ def _replace(tmp: str, target: str, st: "os.stat_result | None") -> None:
                 os.close(held)
 
 
+def replace_file(src: str, dst: str) -> None:
+    """``os.replace(src, dst)``, the file it replaces (a model's data file from an earlier
+    run, gigabytes of blocks) freed off the caller's path, as :func:`atomic_writer` does."""
+    try:
+        st: os.stat_result | None = os.stat(dst)
+    except FileNotFoundError:
+        st = None
+    _replace(src, dst, st)
+
+
 def write_buffers(f: BinaryIO, buffers: Iterable, *, on_written: Optional[Callable[[int], None]] = None) -> int:
     """Write ``buffers`` (bytes-like objects: ``bytes``, ``memoryview``, numpy arrays) to the
     binary file ``f`` one after the other; returns the bytes written.
@@ -398,7 +408,11 @@ def _sendfile(src: int, offset: int, length: int, dst: int) -> int:
 
 
 def _read_write(src: int, offset: int, length: int, dst: int) -> int:
-    data = os.pread(src, min(length, 8 << 20), offset)
+    if hasattr(os, "pread"):
+        data = os.pread(src, min(length, 8 << 20), offset)
+    else:  # (Windows)
+        os.lseek(src, offset, os.SEEK_SET)
+        data = os.read(src, min(length, 8 << 20))
     view = memoryview(data)
     while view:
         n = os.write(dst, view)
@@ -410,7 +424,8 @@ def _read_write(src: int, offset: int, length: int, dst: int) -> int:
 
 #: errors that mean "this way of copying does not work between these files", not "the copy failed"
 _NO_COPY = frozenset(e for e in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EBADF,
-                                 getattr(errno, "ENOTSUP", errno.EOPNOTSUPP), errno.EPERM) if e is not None)
+                                 getattr(errno, "ENOTSUP", errno.EOPNOTSUPP), errno.EPERM,
+                                 getattr(errno, "ENOTSOCK", None)) if e is not None)
 _COPY: list = [_copy_file_range if hasattr(os, "copy_file_range") else
                _sendfile if hasattr(os, "sendfile") else _read_write]
 #: bytes per kernel copy call (each followed by a writeback request)

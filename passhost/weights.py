@@ -298,10 +298,12 @@ def _write_at(fd: int, arr: np.ndarray, offset: int) -> None:
     else:
         rows = max(1, _BLOCK // max(1, arr[0].nbytes)) if arr.ndim else 1
         blocks = (np.ascontiguousarray(arr[i:i + rows]) for i in range(0, arr.shape[0], rows))
+    if not hasattr(os, "pwrite"):  # (Windows) one position, written in order
+        os.lseek(fd, offset, os.SEEK_SET)
     for block in blocks:
         view = memoryview(block.reshape(-1).view(np.uint8))
         while view:
-            n = os.pwrite(fd, view[:1 << 30], offset)
+            n = os.pwrite(fd, view[:1 << 30], offset) if hasattr(os, "pwrite") else os.write(fd, view[:1 << 30])
             if n <= 0:
                 raise OSError(errno.EIO, "the scratch file accepted no more bytes")
             offset += n

@@ -182,3 +182,44 @@ def test_a_pass_counts_the_weights_it_makes():
         ir.Constant(big + 1)
         ir.Constant(np.ones(3, np.float32))  # small: not a weight worth showing
     assert (s.done_items, s.done_bytes) == (1, big.nbytes)
+
+
+def test_a_layout_conversion_makes_each_new_weight_in_the_scratch_file(tmp_path):
+    import passhost
+    from passhost.transform import PassContext, Sequential
+
+    w = np.random.default_rng(0).standard_normal((256, 128, 3, 3)).astype(np.float32)  # 1.2 MB
+    x = ir.var("x", shape=(1, 128, 8, 8))
+    mod = ir.IRModule.from_expr(ir.Function([x], ir.nn.conv2d(x, ir.const(w), padding=(1, 1), channels=256,
+                                                                kernel_size=(3, 3))))
+    seq = Sequential([passhost.passes.ConvertLayout(desired_layouts={"nn.conv2d": ["NHWC", "default"]}),
+                      passhost.passes.FoldConstant()])
+    with weights.spill_to_disk(budget=0, directory=str(tmp_path)), PassContext(opt_level=3):
+        out = seq(mod)
+    big = [n for n in ir.post_order(out["main"]) if isinstance(n, ir.Constant) and n.data.nbytes >= weights.LARGE]
+    assert len(big) == 1 and big[0].data.shape == (3, 3, 128, 256) and weights.is_mapped(big[0].data)
+    data = np.random.default_rng(1).standard_normal((1, 128, 8, 8)).astype(np.float32)
+    np.testing.assert_allclose(ir.evaluate(out, data), ir.evaluate(mod, data), rtol=1e-5, atol=1e-5)
+
+
+def test_replace_file_frees_a_large_replaced_file_off_the_callers_path(tmp_path, monkeypatch):
+    import threading
+
+    started = []
+
+    class Recording(threading.Thread):
+        def start(self):
+            started.append(self._target)
+            super().start()
+
+    monkeypatch.setattr(pio.threading, "Thread", Recording)
+    old, new = tmp_path / "m.onnx.data", tmp_path / "new.data"
+    old.write_bytes(b"o" * (2 << 20))
+    new.write_bytes(b"n")
+    pio.replace_file(str(new), str(old))
+    assert old.read_bytes() == b"n" and not new.exists()
+    if os.name == "posix":
+        assert started == [os.close]
+    (tmp_path / "other").write_bytes(b"x")
+    pio.replace_file(str(tmp_path / "other"), str(tmp_path / "fresh"))  # nothing replaced: a plain rename
+    assert (tmp_path / "fresh").read_bytes() == b"x"

@@ -10,7 +10,7 @@ import onnx
 
 from passhost import progress
 from passhost.errors import FormatError, UsageError
-from passhost.io import atomic_writer
+from passhost.io import atomic_writer, replace_file
 
 from .dtypes import to_onnx_type
 from .exporter import MAX_OPSET, MIN_OPSET, export_parts
@@ -189,8 +189,8 @@ def _save_external(skeleton: Any, weights: list, path: str, check: bool, layout:
             with atomic_writer(os.path.join(tmp, base), verify=verify) as f:
                 write_chunks(f, chunks, on_written=lambda n: step.advance(n, items=0))
         for name in sorted(files):  # the data first (one file, or one per weight)
-            os.replace(os.path.join(tmp, name), os.path.join(directory, name))
-        os.replace(os.path.join(tmp, base), target)
+            replace_file(os.path.join(tmp, name), os.path.join(directory, name))
+        replace_file(os.path.join(tmp, base), target)
     except OSError as err:
         raise UsageError(f"cannot write {path!r}: {err.strerror or err}") from None
     finally:

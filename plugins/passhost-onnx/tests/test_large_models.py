@@ -150,14 +150,14 @@ def test_external_data_out_of_place_is_one_clear_error(tmp_path, case, message):
     assert not os.path.exists(tmp_path / "o.onnx")
 
 
-@pytest.mark.parametrize("layout", ["one", "per-tensor"])
+@pytest.mark.parametrize("layout", ["one", "per-tensor", "inline"])
 def test_writing_onto_the_input_keeps_the_mapped_weights_of_the_old_file(tmp_path, layout):
     src = str(tmp_path / "m.onnx")
-    large_models.matmul_stack(src, layers=2, width=256, layout=layout, scale_every=2)
-    want = _run_ort(src, _x(256))
+    large_models.matmul_stack(src, layers=2, width=512, layout=layout, scale_every=2)  # 2 MB: mapped
+    want = _run_ort(src, _x(512))
     proc = _cli(src, "-O3", "-o", src, "--external-data", layout, cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr
-    np.testing.assert_allclose(_run_ort(src, _x(256)), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_run_ort(src, _x(512)), want, rtol=1e-5, atol=1e-5)
     assert not [f for f in os.listdir(tmp_path) if f.startswith(".")]  # no temporary left behind
 
 
