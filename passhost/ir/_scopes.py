@@ -113,7 +113,8 @@ class Scopes:
                     binders[p] = body
             elif t is If:
                 then, other = inner[node] = (new(s), new(s))
-                edges = ((node.cond, s, False), (node.true_branch, then, True), (node.false_branch, other, True))
+                cond, yes, no = USES_OF[If](node)
+                edges = ((cond, s, False), (yes, then, True), (no, other, True))
             elif t is Let:
                 if node not in chained:
                     s = inner[node] = new(s)
