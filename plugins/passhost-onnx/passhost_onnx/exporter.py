@@ -80,6 +80,7 @@ class Emitter:
         self.values: dict = {}
         #: output name -> tensor shape (the peepholes read it)
         self.shapes: dict = {}
+        self.dtypes: dict = {}   # a value's dtype, where its call said (the value_info written back)
         #: names the subgraphs of If nodes read (their uses are invisible to the peepholes' scan)
         self.captured: set = set()
         #: the graph's output names: read from outside, so no peephole may take their node
@@ -305,12 +306,14 @@ def _emit_call(em: Emitter, call: ir.Call, args: list) -> Any:
     if isinstance(out, str) and isinstance(call.checked_type, ir.TensorType):
         shape = tuple(call.checked_type.shape)
         em.shapes[out] = shape
+        em.dtypes[out] = call.checked_type.dtype
         if not call.checked_type.is_static:
             em.dim_values.seen(out, shape)
     elif isinstance(out, tuple) and isinstance(call.checked_type, ir.TupleType):
         for name, ty in zip(out, call.checked_type.fields):  # (a split's parts: the peepholes read them)
             if isinstance(name, str) and isinstance(ty, ir.TensorType):
                 em.shapes[name] = tuple(ty.shape)
+                em.dtypes[name] = ty.dtype
     return out
 
 
@@ -454,6 +457,8 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     graph = helper.make_graph(em.nodes, graph_name,
                               [_value_info(p.name_hint, p.checked_type, original) for p in main.params],
                               [_value_info(n, t, original, w) for n, t, w in zip(names, out_types, written)])
+    if mod.attrs.get("onnx.value_info"):
+        graph.value_info.extend(_kept_value_info(em, set(names), original))
     opsets = [helper.make_opsetid("", opset)]
     original_opsets = dict(mod.attrs.get("onnx.opset_imports", ()))
     for domain, version in sorted({**em.domains, **(custom_opsets or {})}.items()):
@@ -466,6 +471,20 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     live = {x for n in em.nodes for x in n.input} | em.captured | set(names)
     inits = [(name, arr) for name, arr in em.inits if name in live]
     return model, _names_of_copies(em, model.graph, inits, live)
+
+
+def _kept_value_info(em: Emitter, outputs: set, original: dict) -> list:
+    """The types of the graph's intermediate values, for a model that came with them (its
+    ``value_info``): each value a call made, typed as the IR typed it, symbolic dimensions as
+    ``dim_param``. A node an emitter adds inside an operator's decomposition has none."""
+    out = []
+    for n in em.nodes:
+        for name in n.output:
+            dtype = em.dtypes.get(name)
+            if dtype is not None and name not in outputs and name in em.shapes:
+                out.append(helper.make_tensor_value_info(name, to_onnx_type(dtype),
+                                                         onnx_dims(em.shapes[name], original)))
+    return out
 
 
 def _names_of_copies(em: Emitter, graph: Any, inits: list, live: set) -> list:

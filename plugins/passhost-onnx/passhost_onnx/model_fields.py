@@ -36,6 +36,8 @@ def record_model_fields(model: onnx.ModelProto, attrs: Any) -> None:
     if producer:
         attrs["onnx.producer"] = producer
     attrs["onnx.opset_imports"] = tuple((imp.domain, int(imp.version)) for imp in model.opset_import)
+    if graph.value_info:  # (the export writes its values' types back)
+        attrs["onnx.value_info"] = True
 
 
 def keep_model_fields(model: onnx.ModelProto, attrs: Mapping) -> None:

@@ -96,3 +96,25 @@ def test_external_weights_stay_external_in_the_layout_they_had(tmp_path):
     assert not any(t.data_location == TensorProto.EXTERNAL for t in inline.graph.initializer)
     _optimise(src, str(tmp_path / "inline.out.onnx"))
     assert not os.path.exists(str(tmp_path / "inline.out.onnx.data"))
+
+
+def test_a_model_that_came_with_value_info_gets_its_values_types_back(tmp_path, ort_run):
+    """PyTorch's dynamo exporter types every intermediate value; the export types each value it
+    keeps (symbolic dimensions as dim_param) and onnx's strict shape inference agrees with all."""
+    here = os.path.dirname(__file__)
+    src = os.path.join(here, "data", "torch", "dynamic", "decoder.dyn.dynamo.onnx")
+    assert onnx.load(src, load_external_data=False).graph.value_info
+    out = _optimise(src, str(tmp_path / "out.onnx"))
+    typed = {vi.name for vi in out.graph.value_info}
+    made = {o for n in out.graph.node for o in n.output} - {o.name for o in out.graph.output}
+    assert len(typed) > 0.8 * len(made) and typed <= made
+    dims = {d.dim_param for vi in out.graph.value_info for d in vi.type.tensor_type.shape.dim}
+    assert "batch" in dims
+    onnx.shape_inference.infer_shapes(out, strict_mode=True, check_type=True)  # (raises on a conflict)
+    feeds = {i.name: RNG.standard_normal([3 if d.dim_param else d.dim_value for d in i.type.tensor_type.shape.dim])
+             .astype("float32") for i in out.graph.input}
+    np.testing.assert_allclose(ort_run(str(tmp_path / "out.onnx"), feeds)[0], ort_run(src, feeds)[0],
+                               rtol=1e-5, atol=1e-5)
+    without = str(tmp_path / "plain.onnx")
+    onnx.save(_conv_bn_model(), without)  # (no value_info in, none out)
+    assert not _optimise(without, str(tmp_path / "plain_out.onnx")).graph.value_info
