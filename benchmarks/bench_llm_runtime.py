@@ -255,7 +255,7 @@ def run_model(name: str, folder: Path, work: Path, args) -> dict:
     cfg = config_of(folder)
     files = files_of(folder, name)
     made: dict = {}
-    for phase, src in files.items():
+    for src in files.values():
         if src not in made:
             made[src] = optimise(src, work, name, cfg)
     result = {"model": name, "config": cfg, "phases": {}}

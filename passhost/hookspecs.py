@@ -522,12 +522,12 @@ class ExecutorEntry:
     - ``description``: one line, said on stderr before the jobs run: where they run and
       how the models get there;
     - ``submit(fn, job)`` returns a handle; ``fn`` is a top-level function (picklable by
-      reference) that takes the job, a :class:`passhost.cli.batch.Job`, and returns its
+      reference) that takes the job, a :class:`passhost.jobs.Job`, and returns its
       row (a dict; it never raises). The executor may hold the job back until
       ``as_completed`` asks for it;
     - ``as_completed(handles)`` yields ``(handle, row)`` once per handle, as each job
       finishes. A job the executor lost (its worker died for good) gets
-      :func:`passhost.cli.batch.lost_row`; a row may carry a ``"note"`` (a job run again
+      :func:`passhost.jobs.lost_row`; a row may carry a ``"note"`` (a job run again
       after its worker died), which the summary table shows.
 
     Outputs are written atomically (the job's ``ir.save`` does it, or the executor with

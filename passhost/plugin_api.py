@@ -73,6 +73,7 @@ PUBLIC_MODULES = (
     "passhost.passes",      # the installed passes by name (CONTRACT §5)
     "passhost.instruments",  # the installed instruments by name
     "passhost.formats",     # model formats and the converters plugins registered for them
+    "passhost.jobs",        # one job of a batch: Job, run_job, lost_row (what executors handle)
     "passhost.io",          # atomic file writes, streaming and copying weights to files
     "passhost.weights",     # weights mapped from files, their identity, new weights past a budget
     "passhost.progress",    # progress of long steps (reading, a pass, writing)

@@ -29,7 +29,6 @@ import os
 import traceback
 
 import numpy as np
-import pytest
 
 import passhost
 from passhost import ir, transform

@@ -30,13 +30,7 @@ SOURCES = sorted(p for pattern in ("plugins/*/passhost_*/**/*.py", "examples/*/p
 DYNAMIC = {"passhost.passes", "passhost.instruments"}
 #: what a plugin still takes from outside the list, until the host has a public form for it:
 #: (file, what it takes) -> why. Only shrinks: an entry nothing matches fails the test.
-PENDING = {
-    ("plugins/passhost-dask/passhost_dask/executor.py", "passhost.cli.batch"):
-        "lost_row(job, message), the row of a job a dying worker took down: needs a public home "
-        "beside ExecutorEntry (the executor protocol), then the plugin imports it from there",
-    ("plugins/passhost-dask/passhost_dask/remote.py", "passhost.cli.batch"):
-        "a worker imports the module whose functions the jobs call: the same public home",
-}
+PENDING: dict = {}
 
 
 def _public_names(module: str) -> set:

@@ -50,8 +50,8 @@ _CONNECT_KEY = "distributed.comm.timeouts.connect"
 
 
 def lost_row(job: Any, message: str) -> dict:
-    """:func:`passhost.cli.batch.lost_row` (imported when needed: loading the plugin stays light)."""
-    from passhost.cli.batch import lost_row as row
+    """:func:`passhost.jobs.lost_row` (imported when needed: loading the plugin stays light)."""
+    from passhost.jobs import lost_row as row
 
     return row(job, message)
 

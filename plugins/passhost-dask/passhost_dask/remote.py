@@ -40,7 +40,7 @@ def probe(files: list, marker: Optional[str], token: str, needs: tuple = ()) -> 
     out: dict = {"passhost": None, "error": None, "unseen": None, "lacks": []}
     try:
         import passhost
-        import passhost.cli.batch  # noqa: F401  (what the jobs call)
+        import passhost.jobs  # noqa: F401  (what the jobs call)
         from passhost import passes
         from passhost.formats import format_for
 

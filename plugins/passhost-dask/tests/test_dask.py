@@ -9,7 +9,7 @@ and the row says so), a model that kills every worker it lands on is a failed ro
 nothing written; an unreachable scheduler is one line, exit 2.
 
 Killing is deterministic: a worker plugin (installed in every worker, restarted ones
-included) wraps ``passhost.cli.batch.run_job`` so that the job of one named model
+included) wraps ``passhost.jobs.run_job`` so that the job of one named model
 ``os._exit``\\ s its worker process on its first attempts, counted with files created
 ``O_EXCL`` in a directory every process sees.
 """
@@ -150,7 +150,7 @@ def _install_killer(client, victim, marks, times, mid_write=False):
         name = "passhost-test-killer"
 
         def setup(self, worker):
-            import passhost.cli.batch as batch
+            import passhost.jobs as batch
 
             real = getattr(batch.run_job, "real", batch.run_job)
 

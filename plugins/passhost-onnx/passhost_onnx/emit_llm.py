@@ -42,7 +42,7 @@ from passhost import ir
 from passhost.errors import FormatError
 
 from .dtypes import to_onnx_type
-from .emit import EMITTERS, _reduce_node, _tensor, emitter
+from .emit import _reduce_node, _tensor, emitter
 
 __all__ = ["FUSED_OPS", "FUSED_OPSET", "fused_opset", "llm_peepholes", "heads_in_3d"]
 
