@@ -40,6 +40,7 @@ import numpy as np
 
 from passhost import ir
 from passhost.errors import FormatError
+from passhost.ir.rewrite import NamedValues
 
 from .dtypes import to_onnx_type
 from .emit import _reduce_node, _tensor, emitter
@@ -272,13 +273,7 @@ def heads_in_3d(em) -> None:
     atts = [n for n in em.nodes if n.op_type == "Attention" and not n.domain and _int_attr(n, "q_num_heads") is None]
     if not atts:
         return
-    readers: dict = {}
-    producer: dict = {}
-    for n in em.nodes:
-        for x in n.input:
-            readers.setdefault(x, []).append(n)
-        for o in n.output:
-            producer[o] = n
+    readers, producer = _readers_and_producers(em)
     pinned = set(em.outputs) | em.captured
 
     def only_reader(name: str, node) -> bool:
@@ -361,6 +356,14 @@ def heads_in_3d(em) -> None:
                 n.input[i] = rename[x]
 
 
+def _readers_and_producers(em) -> tuple:
+    """``({name: [nodes reading it]}, {name: node writing it})`` from the host's use analysis."""
+    g = NamedValues(em.nodes)
+    nodes = g.nodes
+    return ({x: [nodes[i] for i in r] for x, r in g.readers.items()},
+            {o: nodes[i] for o, i in g.producer.items()})
+
+
 def helper_attr(name: str, value: int):
     from onnx import helper
 
@@ -370,13 +373,7 @@ def helper_attr(name: str, value: int):
 def quick_gelu(em) -> None:
     """``Mul(x, Sigmoid(x))`` (SiLU, the gate of Llama's and Qwen2's MLP) as onnxruntime's
     ``QuickGelu(x, alpha=1)``, where the Sigmoid's output is read by that Mul alone."""
-    readers: dict = {}
-    producer: dict = {}
-    for n in em.nodes:
-        for x in n.input:
-            readers.setdefault(x, []).append(n)
-        for o in n.output:
-            producer[o] = n
+    readers, producer = _readers_and_producers(em)
     pinned = set(em.outputs) | em.captured
     drop = set()
     for n in em.nodes:

@@ -22,6 +22,7 @@ from onnx import helper, numpy_helper
 
 from passhost import ir
 from passhost.errors import FormatError
+from passhost.ir.rewrite import NamedValues
 
 from . import emit_ops  # noqa: F401  (registers its emitters)
 from .emit_qnn import join_qlinear_conv
@@ -603,18 +604,15 @@ def _flat_types(ty: ir.Type) -> list:
 
 
 def _uses_and_producers(em: Emitter) -> tuple:
-    uses: dict = {}
-    producer: dict = {}
-    for i, n in enumerate(em.nodes):
-        for x in n.input:
-            uses[x] = uses.get(x, 0) + 1
-        for o in n.output:
-            producer[o] = i
-    for x in em.captured:  # read inside an If's branch: never a single use to merge away
-        uses[x] = uses.get(x, 0) + 1
-    for x in em.outputs:  # read by whoever runs the model: the same
-        uses[x] = uses.get(x, 0) + 1
-    return uses, producer
+    """``(uses, producer)`` of the graph's values from the host's use analysis
+    (:class:`passhost.ir.rewrite.NamedValues`): a value read inside an If's branch or
+    returned by the graph counts one use more, so it is never a single use to merge away."""
+    g = _named(em)
+    return g.counts(), g.producer
+
+
+def _named(em: Emitter) -> NamedValues:
+    return NamedValues(em.nodes, outside=[*em.captured, *em.outputs])
 
 
 def _drop_nodes(em: Emitter, drop: set) -> None:
@@ -710,7 +708,8 @@ class _Nodes:
     def __init__(self, em: Emitter) -> None:
         self.em = em
         self.inits = {name: arr for name, arr in em.inits}
-        self.uses, self.producer = _uses_and_producers(em)
+        self.values = _named(em)
+        self.uses, self.producer = self.values.counts(), self.values.producer
         self.drop: set = set()
 
     def made(self, name: str, op_type: str) -> Optional[Any]:
@@ -818,10 +817,7 @@ def _one_d_back(em: Emitter) -> None:
         return
     g = _Nodes(em)
     inits, producer = g.inits, g.producer
-    readers: dict = {}
-    for n in em.nodes:
-        for x in n.input:
-            readers.setdefault(x, []).append(n)
+    readers = {x: g.values.readers_of(x) for x in g.values.readers}
     attrs: dict = {}  # id(node) -> its 1-D attributes, for the operators that may go back
     for n in lifted:
         w = inits.get(n.input[1]) if n.op_type == "Conv" else None
@@ -1167,12 +1163,11 @@ def _same_axes(a: Optional[tuple], b: tuple, rank: int) -> bool:
 
 def _single_reader(em: Emitter, g: _Nodes, name: str, op_type: str) -> Optional[Any]:
     """The one node reading ``name``, if it is of ``op_type`` (and not taken), else ``None``."""
-    if g.uses.get(name) != 1:
+    readers = g.values.readers_of(name)
+    if g.uses.get(name) != 1 or len(readers) != 1:
         return None
-    for k in em.nodes:
-        if k.op_type == op_type and id(k) not in g.drop and name in k.input:
-            return k
-    return None
+    k = readers[0]
+    return k if k.op_type == op_type and id(k) not in g.drop else None
 
 
 def _stable_softplus(g: _Nodes, n: Any) -> None:
