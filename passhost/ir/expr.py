@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import IRError
 from ..weights import LARGE as _LARGE, digest as _digest, keep as _keep
+from .dims import ANY, Dim
 from .facts import OPS_EVER_CALLED
 from .span import Span
 from .types import Type, TensorType, check_dtype
@@ -501,17 +502,20 @@ def _attrs_key(attrs: dict) -> Optional[tuple]:
     ``None`` for values it does not cover. Types are part of it (``1``, ``1.0`` and
     ``True`` are equal in Python but not as attributes), floats go by their exact bits
     (``-0.0``), and tuples only of ints (not bools) are covered; lists count as tuples,
-    as ``Attrs`` stores them."""
+    as ``Attrs`` stores them. Dimensions count as ints: a size variable or an expression
+    over them (:class:`~passhost.ir.dims.Dim`, immutable, equal and hashed by its canonical
+    form) and ``?``, so the symbolic shapes of a dynamic model's reshapes and
+    ``shape_value`` calls hit the cache too."""
     key = []
     for k, v in attrs.items():
         t = type(v)
-        if t is int or t is str or t is bool or v is None:
+        if t is int or t is str or t is bool or v is None or t is Dim or v is ANY:
             key.append((k, t, v))
         elif t is float:
             key.append((k, t, v.hex()))
         elif t is tuple or t is list:
             for e in v:
-                if type(e) is not int:
+                if type(e) is not int and type(e) is not Dim and e is not ANY:
                     return None
             key.append((k, tuple, tuple(v)))
         else:
