@@ -90,6 +90,25 @@ def _obj(values: Any) -> np.ndarray:
     return out
 
 
+# Shape arithmetic is mostly scalars and short vectors (a shape, one of its entries, a
+# concatenated reshape target). The rules below build those directly from Python lists:
+# numpy's general routines (np.shape of a list, np.take, np.concatenate, broadcasting)
+# cost microseconds each on object arrays, many times the work. Higher ranks go the
+# general way.
+def _obj0(value: Any) -> np.ndarray:
+    """A 0-d object array holding ``value`` (a dimension, int or bool)."""
+    out = np.empty((), dtype=object)
+    out[()] = value
+    return out
+
+
+def _obj1(items: list) -> np.ndarray:
+    """A 1-D object array of ``items`` (dimensions, ints or bools; no nested lists)."""
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
+
+
 def _decide_cmp(a: Any, b: Any, name: str) -> bool:
     if name == "equal":
         if provably_equal(a, b):
@@ -162,6 +181,17 @@ def _floor_mod(a: Any, b: Any) -> Any:
 
 
 def _elementwise(fn, *arrays: np.ndarray) -> np.ndarray:
+    shape = ()
+    for a in arrays:  # scalars and vectors of one length: no general broadcasting
+        if a.ndim > 1 or (a.ndim == 1 and shape and a.shape != shape):
+            break
+        if a.ndim == 1:
+            shape = a.shape
+    else:
+        if not shape:
+            return _obj0(fn(*[a[()] for a in arrays]))
+        n = shape[0]
+        return _obj1([fn(*items) for items in zip(*[a.tolist() if a.ndim else [a[()]] * n for a in arrays])])
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
     parts = [np.broadcast_to(a, shape).reshape(-1) for a in arrays]
     out = [fn(*items) for items in zip(*parts)]
@@ -212,7 +242,7 @@ class _Evaluator:
             data = node.data
             if data.dtype.kind not in "iub" or data.size > MAX_ELEMENTS:
                 raise _Fail
-            return (_obj(data.tolist()), data.dtype.name)
+            return (data.astype(object), data.dtype.name)
         if t is Tuple:
             return tuple(self.memo[f] for f in node.fields)
         if t is not Call or type(node.op) is not Op:
@@ -234,7 +264,7 @@ def _shape_of(ev: _Evaluator, node: Call) -> tuple:
     t = node.args[0]._checked_type
     if type(t) is not TensorType:
         raise _Fail
-    return (_obj(list(t.shape)), node.attrs["dtype"])
+    return (_obj1(list(t.shape)), node.attrs["dtype"])
 
 
 def _ndarray_size(ev: _Evaluator, node: Call) -> tuple:
@@ -249,7 +279,7 @@ def _ndarray_size(ev: _Evaluator, node: Call) -> tuple:
 
 def _shape_value(ev: _Evaluator, node: Call) -> tuple:
     values = node.attrs["values"]
-    return (_obj(list(values) if isinstance(values, tuple) else values), node.attrs["dtype"])
+    return (_obj1(list(values)) if type(values) is tuple else _obj0(values), node.attrs["dtype"])
 
 
 def _take(ev: _Evaluator, node: Call) -> tuple:
@@ -260,6 +290,16 @@ def _take(ev: _Evaluator, node: Call) -> tuple:
     axis = node.attrs.get("axis")
     if node.attrs.get("batch_dims", 0):
         raise _Fail
+    if data.ndim == 1 and idx.ndim <= 1 and axis in (None, 0, -1):  # an entry or entries of a shape
+        items = data.tolist()
+        n = len(items)
+        picks = [idx[()]] if idx.ndim == 0 else idx.tolist()
+        for i in picks:
+            if i < -n or i >= n:
+                raise _Fail
+        if idx.ndim == 0:
+            return (_obj0(items[picks[0]]), dtype)
+        return (_obj1([items[i] for i in picks]), dtype)
     if axis is None:
         data = data.reshape(-1)
         axis = 0
@@ -276,16 +316,23 @@ def _concatenate(ev: _Evaluator, node: Call) -> tuple:
     if type(parts) is not tuple or not parts or any(type(p) is not tuple or len(p) != 2 for p in parts):
         raise _Fail
     dtype = parts[0][1]
+    if node.attrs["axis"] in (0, -1) and all(p[0].ndim == 1 for p in parts):
+        items: list = []
+        for p in parts:
+            items.extend(p[0].tolist())
+        return (_obj1(items), dtype)
     return (_obj(np.concatenate([p[0] for p in parts], axis=node.attrs["axis"])), dtype)
 
 
 def _expand_dims(ev: _Evaluator, node: Call) -> tuple:
     data, dtype = ev.arg(node, 0)
     axis = node.attrs["axis"]
-    out = data
-    for _ in range(node.attrs["num_newaxis"]):
-        out = np.expand_dims(out, axis if axis >= 0 else axis + out.ndim + 1)
-    return (_obj(out), dtype)
+    shape = list(data.shape)
+    at = axis if axis >= 0 else axis + data.ndim + 1
+    if not 0 <= at <= data.ndim:
+        raise _Fail
+    shape[at:at] = [1] * node.attrs["num_newaxis"]
+    return (data.reshape(shape), dtype)
 
 
 def _squeeze(ev: _Evaluator, node: Call) -> tuple:
