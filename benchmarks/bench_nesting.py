@@ -5,6 +5,7 @@ Usage::
     python benchmarks/bench_nesting.py                      # depths 250 .. 64,000
     python benchmarks/bench_nesting.py --depths 250,1000 --repeat 1    # tiny (smoke)
     python benchmarks/bench_nesting.py --json out.json
+    python benchmarks/bench_nesting.py --deep               # issue 38's families, 20,000 and 100,000 deep
 
 Three shapes, each nested ``depth`` levels (the texts are what ``repro/nested_scopes.py``
 and a nested-``if`` fuzzer wrote):
@@ -23,13 +24,22 @@ and the size of the printed text. The log-log slope of time (and of output size)
 against depth, fitted by least squares over all depths, is the growth exponent:
 **goal ≤ 1.1** for printing (issue 18 §2; before the rope printer it was ~3 for time
 and 2 for size).
+
+``--deep`` runs the twelve families of :mod:`passhost.testing.deep` instead (issue 38
+§3: tuples, tuple types, projections, functions, closures, lets, ifs ... nested one in
+another), at 20,000 and 100,000 deep by default: the CPU time to parse, print and run
+``-O3`` on each (one run each: at these depths a run is seconds), the growth exponent
+between the depths, and the goal that each step takes **under 10 s at 100,000 deep**.
+``tests/test_deep_text.py`` checks the same programs for correctness, without a clock.
 """
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import sys
+import time
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
@@ -37,6 +47,7 @@ if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
 
 from benchmarks import fmt_seconds, machine_info, measure  # noqa: E402
 from passhost import ir  # noqa: E402
+from passhost.testing.deep import DEEP_FAMILIES  # noqa: E402
 
 DEPTHS = (250, 1000, 4000, 16000, 64000)
 SLOPE_GOAL = 1.1
@@ -95,6 +106,52 @@ def run(depths=DEPTHS, repeat: int = 3, warmup: int = 1, shapes=tuple(SHAPES)) -
     return rows
 
 
+DEEP_DEPTHS = (20_000, 100_000)
+DEEP_GOAL_SECONDS = 10.0
+
+
+def _cpu(fn, *args):
+    gc.collect()
+    start = time.process_time()
+    out = fn(*args)
+    return out, time.process_time() - start
+
+
+def run_deep(depths=DEEP_DEPTHS, families=tuple(DEEP_FAMILIES)) -> list:
+    """One row per family: CPU seconds to parse, print and run ``-O3`` at each depth, the
+    growth exponent of the sum, and whether every step at the deepest took under
+    :data:`DEEP_GOAL_SECONDS`."""
+    import passhost
+    from passhost import transform
+
+    rows = []
+    for name in families:
+        steps: dict = {}
+        for depth in depths:
+            mod, parse = _cpu(ir.parse, DEEP_FAMILIES[name](depth))
+            _, show = _cpu(ir.astext, mod)
+            with transform.PassContext(opt_level=3):
+                _, o3 = _cpu(passhost.default_pipeline(3), mod)
+            steps[depth] = {"parse": parse, "print": show, "O3": o3}
+        deepest = steps[max(depths)]
+        rows.append({"bench": "deep", "case": name, "steps": steps,
+                     "slope": slope(list(depths), [sum(steps[d].values()) for d in depths]) if len(depths) > 1
+                     else None, "goal_seconds": DEEP_GOAL_SECONDS,
+                     "meets_goal": max(deepest.values()) < DEEP_GOAL_SECONDS})
+    return rows
+
+
+def print_deep_table(rows: list, out=None) -> None:
+    out = out or sys.stdout
+    depths = list(rows[0]["steps"]) if rows else []
+    head = "".join(f"{f'{s} @{d:,}':>18}" for d in depths for s in ("parse", "print", "-O3"))
+    print(f"{'family':<15}{head}{'slope':>7}  under {DEEP_GOAL_SECONDS:g} s", file=out)
+    for r in rows:
+        cells = "".join(f"{fmt_seconds(r['steps'][d][s]):>18}" for d in depths for s in ("parse", "print", "O3"))
+        sl = "-" if r["slope"] is None else f"{r['slope']:.2f}"
+        print(f"{r['case']:<15}{cells}{sl:>7}  {'yes' if r['meets_goal'] else 'NO'}", file=out)
+
+
 def print_table(rows: list, out=sys.stdout) -> None:
     print(f"{'shape':<12}{'depth':>8}{'input':>11}{'output':>12}{'print (CPU)':>13}{'parse (CPU)':>13}",
           file=out)
@@ -117,10 +174,20 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=1, help="untimed runs first (default 1)")
     ap.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated shapes (default all)")
     ap.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    ap.add_argument("--deep", action="store_true",
+                    help="the families of passhost.testing.deep through parse, print and -O3 "
+                         f"(--depths defaults to {','.join(map(str, DEEP_DEPTHS))})")
     args = ap.parse_args(argv)
-    depths = [int(d) for d in args.depths.split(",")]
-    rows = run(depths, args.repeat, args.warmup, tuple(args.shapes.split(",")))
-    print_table(rows)
+    if args.deep:
+        given = args.depths != ",".join(map(str, DEPTHS))
+        depths = [int(d) for d in args.depths.split(",")] if given else list(DEEP_DEPTHS)
+        shapes = args.shapes.split(",") if args.shapes != ",".join(SHAPES) else list(DEEP_FAMILIES)
+        rows = run_deep(depths, tuple(shapes))
+        print_deep_table(rows)
+    else:
+        depths = [int(d) for d in args.depths.split(",")]
+        rows = run(depths, args.repeat, args.warmup, tuple(args.shapes.split(",")))
+        print_table(rows)
     if args.json:
         Path(args.json).write_text(json.dumps({"machine": machine_info(), "results": rows}, indent=1))
     return 0
