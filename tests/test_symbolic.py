@@ -26,6 +26,16 @@ def test_expressions_have_one_canonical_form():
     assert dmin(n + 1, n) == n and dmax(n, n + 2) == n + 2 and str(dmax(n, 1024)) == "max(1024, n)"
 
 
+def test_remembered_sums_and_products_keep_int_and_bool_apart():
+    # dims memoises + and * by operands; (n, 1) and (n, True) are equal dict keys, so the
+    # memo must key by type too: a bool is still refused after the int was remembered
+    assert n * 1 == n and n + 1 - 1 == n and 2 * (n + 1) == 2 * n + 2
+    with pytest.raises(TypeError, match="cannot be a bool"):
+        _ = n * True
+    with pytest.raises(TypeError, match="cannot be a bool"):
+        _ = True + n
+
+
 def test_min_and_max_take_out_an_offset_and_a_min_plus_its_max_is_the_sum():
     assert dmax(0, n - 1) == dmax(1, n) - 1 and str(dmax(0, n - 1)) == "max(1, n) - 1"
     assert dmin(n + 3, 5) == dmin(n, 2) + 3

@@ -289,7 +289,29 @@ def _coerce(x: Any) -> Any:
     raise TypeError(f"not a dimension: {x!r}")
 
 
+#: results of ``+`` and ``*`` on a Dim and an int or Dim, by operands: type relations
+#: ask the same few sums and products over and over (a reshape's element counts, a
+#: broadcast's checks), and building a canonical form costs a sort and a few dicts.
+#: Operands are immutable and compare by value; the tables stop growing at _MEMO_MAX.
+_ADD_MEMO: dict = {}
+_MUL_MEMO: dict = {}
+_MEMO_MAX = 1 << 14
+
+
 def _add(a: Any, b: Any) -> Any:
+    ta, tb = type(a), type(b)
+    if (ta is Dim and (tb is int or tb is Dim)) or (tb is Dim and ta is int):
+        key = (a, b)
+        out = _ADD_MEMO.get(key)
+        if out is None:
+            out = _add_new(a, b)
+            if len(_ADD_MEMO) < _MEMO_MAX:
+                _ADD_MEMO[key] = out
+        return out
+    return _add_new(a, b)
+
+
+def _add_new(a: Any, b: Any) -> Any:
     a, b = _coerce(a), _coerce(b)
     if a is ANY or b is ANY:
         return ANY
@@ -333,6 +355,19 @@ def _mono_mul(m1: tuple, m2: tuple) -> tuple:
 
 
 def _mul(a: Any, b: Any) -> Any:
+    ta, tb = type(a), type(b)
+    if (ta is Dim and (tb is int or tb is Dim)) or (tb is Dim and ta is int):
+        key = (a, b)
+        out = _MUL_MEMO.get(key)
+        if out is None:
+            out = _mul_new(a, b)
+            if len(_MUL_MEMO) < _MEMO_MAX:
+                _MUL_MEMO[key] = out
+        return out
+    return _mul_new(a, b)
+
+
+def _mul_new(a: Any, b: Any) -> Any:
     a, b = _coerce(a), _coerce(b)
     if type(a) is int and type(b) is int:
         return a * b
