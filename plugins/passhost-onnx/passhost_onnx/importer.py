@@ -28,6 +28,7 @@ from . import convert_composite, convert_image, convert_index, convert_math, con
 from . import convert_data_shaped, convert_quant, convert_rnn, convert_scatter, convert_sequence  # noqa: F401
 from . import convert_contrib, convert_qcontrib, convert_qlinear, convert_signal, convert_unary  # noqa: F401
 from . import convert_lift  # noqa: F401,I001  (last: wraps the converters above for 1-D data)
+from .convert_tensor import _constant as _constant_converter
 from .control import SUBGRAPH_OPS, Join, all_nodes, branches, condition_value, defined_names, rename_branch
 from .dtypes import FLOAT_DTYPES, tensor_array, to_dtype
 from .functions import MAX_DEPTH, Functions
@@ -386,6 +387,27 @@ def _shape_data(x: ir.Expr) -> bool:
     return name in ("shape_value", "shape_of", "ndarray_size")
 
 
+def _constant_node(n: onnx.NodeProto) -> Optional[ir.Constant]:
+    """The typed value of a ``Constant`` node of the plain form (one ``value`` tensor, one
+    output), read straight from its attribute: what its converter and
+    :func:`_bind_outputs` make of it (a constant gets no span there, and folding returns
+    it as it is), without building a :class:`Node`, an attribute dict and the fold checks.
+    Exporters write a Constant for every index and axis of the shape scaffolding (204 of
+    GPT-2's 553 nodes). ``None`` for any other form, and for a tensor whose data do not
+    read: the converter takes those, with its errors."""
+    attrs = n.attribute
+    if len(attrs) != 1 or len(n.output) != 1 or not n.output[0] or len(n.input):
+        return None
+    a = attrs[0]
+    if a.type != onnx.AttributeProto.TENSOR or a.name != "value":
+        return None
+    try:
+        data = tensor_array(a.t)
+    except Exception:  # noqa: BLE001 - the converter's path reports it, naming the node
+        return None
+    return ir.infer_type(ir.Constant(data))
+
+
 def _fold(expr: ir.Expr) -> ir.Expr:
     """``expr`` (built from constants only) evaluated to a constant, if it can be, its
     value is at most :data:`MAX_IMPORT_FOLD_BYTES`, and it calls no quantized operator;
@@ -600,6 +622,11 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
                               "earlier node, input or initializer defines (is the graph topologically sorted?)") \
                 from None
         fn = lookup(table, domain, n.op_type, node_opsets.get(domain, 1))
+        if fn is _constant_converter and "Constant" not in keep:
+            value = _constant_node(n)
+            if value is not None:
+                env[n.output[0]] = value
+                continue
         if not domain and outer is None and n.op_type in RECURRENT and (n.op_type in keep or
                                                                        dynamic_recurrence(n, inputs)):
             inputs = without_zero_states(n, inputs)
