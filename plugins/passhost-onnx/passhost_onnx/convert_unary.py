@@ -7,11 +7,15 @@ decompose into a few, as TVM's ``from_onnx`` decomposes them::
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from passhost import ir
+from passhost.ir.pattern import is_constant, is_op, wildcard
 
 from .build import call, const, reshape
+from .composites import calls, composite, split
 from .table import converter
 
 _UNARY = {"Erf": ("erf", 9), "Floor": ("floor", 6), "Ceil": ("ceil", 6), "Round": ("round", 11),
@@ -189,3 +193,127 @@ def _cast_like(node):
     if node.dtype(1).startswith("float8") and not int(node.attr("saturate", 1)):
         return call("cast", node.inputs[0], dtype=node.dtype(1), saturate=False)
     return call("cast", node.inputs[0], dtype=node.dtype(1))
+
+
+# -- the way back: composite patterns of the decompositions above (see :mod:`.composites`) -------
+_x = wildcard()
+_CLIP01 = {"a_min": 0.0, "a_max": 1.0}
+_hard_sigmoid = is_op("clip")(is_op("add")(is_op("multiply")(_x, is_constant()) | _x, is_constant())).has_attr(_CLIP01)
+_hard_sigmoid_x6 = is_op("clip")(is_op("add")(is_op("multiply")(_x, is_constant()), is_constant())).has_attr(_CLIP01)
+_stable_softplus = is_op("add")(is_op("log")(is_op("add")(is_op("exp")(is_op("negative")(is_op("abs")(_x))),
+                                                          is_constant())), is_op("nn.relu")(_x))
+_plain_softplus = is_op("log")(is_op("add")(is_op("exp")(_x), is_constant()))
+_SIXTH = float(np.float32(1 / 6))
+
+
+def _hard_sigmoid_params(clip: ir.Call) -> Optional[tuple]:
+    """``(alpha, beta)`` of ``clip(add(multiply(x, alpha), beta), 0, 1)`` (``alpha`` 1
+    without the multiply: FoldScaleAxis moved it into the convolution before), if scalars."""
+    inner, beta = split(clip.args[0])
+    if beta is None:
+        return None
+    if calls(inner, "multiply") and any(type(a) is ir.Constant for a in inner.args):
+        alpha = split(inner)[1]
+        return None if alpha is None else (alpha, beta)
+    return 1.0, beta
+
+
+def _hard_swish_ok(root: ir.Call) -> bool:
+    """Whether ``root``, ``multiply(x, clip(add(multiply(x, a), b)))``, has ``a = 1/6, b = 1/2``."""
+    for x, clip in (root.args, root.args[::-1]):
+        if calls(clip, "clip"):
+            mul = split(clip.args[0])[0]
+            if calls(mul, "multiply") and split(mul)[0] is x and _hard_sigmoid_params(clip) == (_SIXTH, 0.5):
+                return True
+    return False
+
+
+@composite("onnx.HardSwish", is_op("multiply")(_x, _hard_sigmoid_x6), since=14, stage=0, check=_hard_swish_ok)
+def _hard_swish_back(em, fn, args):
+    """``Mul(x, HardSigmoid(x, 1/6, 1/2))`` -> ``HardSwish(x)``"""
+    return em.one("HardSwish", args)
+
+
+@composite("onnx.HardSigmoid", _hard_sigmoid, check=lambda root: _hard_sigmoid_params(root) is not None)
+def _hard_sigmoid_back(em, fn, args):
+    """``clip(add(multiply(x, a), b), 0, 1)`` -> ``HardSigmoid(x, alpha=a, beta=b)``"""
+    alpha, beta = _hard_sigmoid_params(fn.body)
+    return em.one("HardSigmoid", args, alpha=alpha, beta=beta)
+
+
+def _softplus_ok(sp: ir.Call) -> bool:
+    """Whether the constant of a matched softplus (either form) is 1."""
+    if calls(sp, "add"):  # the stable form: add(log(...), nn.relu(x))
+        sp = next(a for a in sp.args if calls(a, "log"))
+    return split(sp.args[0])[1] == 1.0
+
+
+def _softplus_input(s: ir.Expr) -> Optional[ir.Expr]:
+    """``x`` of a matched softplus of ``x`` (either form) or of a Softplus composite's call."""
+    if type(s) is not ir.Call:
+        return None
+    if type(s.op) is ir.Function:
+        return s.args[0] if str(s.op.attrs.get("Composite", "")).startswith("onnx.Softplus") else None
+    if s.op.name == "add":  # the stable form: add(log(...), nn.relu(x))
+        relu = [a for a in s.args if calls(a, "nn.relu")]
+        return relu[0].args[0] if relu else None
+    e = split(s.args[0])[0] if s.op.name == "log" else None  # log(add(exp(x), 1))
+    return e.args[0] if calls(e, "exp") else None
+
+
+def _mish_x(root: ir.Call, composite_softplus: bool) -> Optional[ir.Expr]:
+    """``x`` when ``root`` is ``multiply(x, tanh(softplus(x)))`` with a softplus of constant 1
+    (``composite_softplus``: the softplus is a Softplus composite's call)."""
+    for x, t in (root.args, root.args[::-1]):
+        s = t.args[0] if calls(t, "tanh") else None
+        if (s is not None and _softplus_input(s) is x and (type(s.op) is ir.Function) == composite_softplus
+                and (composite_softplus or _softplus_ok(s))):
+            return x
+    return None
+
+
+@composite("onnx.Mish", is_op("multiply")(_x, is_op("tanh")(_stable_softplus | _plain_softplus)), since=18, stage=0,
+           check=lambda root: _mish_x(root, False) is not None)
+def _mish_back(em, fn, args):
+    """``multiply(x, tanh(softplus(x)))`` -> ``Mish(x)``"""
+    return em.one("Mish", args)
+
+
+@composite("onnx.Softplus", _stable_softplus, check=_softplus_ok)
+def _softplus_back(em, fn, args):
+    """``add(log(add(exp(negative(abs(x))), 1f)), nn.relu(x))`` -> ``Softplus(x)``"""
+    return em.one("Softplus", args)
+
+
+@composite("onnx.Softplus/plain", _plain_softplus, stage=2, check=_softplus_ok)
+def _plain_softplus_back(em, fn, args):
+    """``log(add(exp(x), 1f))`` (TVM's form) -> ``Softplus(x)``"""
+    return em.one("Softplus", args)
+
+
+@composite("onnx.Mish/shared", is_op("multiply")(_x, is_op("tanh")(wildcard())), since=18, stage=3,
+           check=lambda root: _mish_x(root, True) is not None)
+def _mish_of_softplus_back(em, fn, args):
+    """``multiply(x, tanh(s))``, ``s`` a Softplus of ``x`` read elsewhere too -> ``Mish(x)``
+    (the Softplus stays for its other readers)"""
+    x = next(a for a in fn.body.args if type(a) is ir.Var)  # (the other is tanh(s))
+    return em.one("Mish", [args[fn.params.index(x)]])
+
+
+_elu_tail = is_op("subtract")(is_op("exp")(_x), is_constant())
+
+
+def _elu_alpha(root: ir.Call) -> Optional[float]:
+    """``a`` of ``where(less(x, 0), multiply(a, subtract(exp(x), 1)), x)`` (1 without the multiply)."""
+    less, neg = root.args[0], root.args[1]
+    sub, alpha = split(neg) if calls(neg, "multiply") else (neg, 1.0)
+    if split(less)[1] != 0.0 or sub is None or split(sub)[1] != 1.0:
+        return None
+    return alpha
+
+
+@composite("onnx.Elu", is_op("where")(is_op("less")(_x, is_constant()), is_op("multiply")(is_constant(), _elu_tail)
+                                      | _elu_tail, _x), check=lambda root: _elu_alpha(root) is not None)
+def _elu_back(em, fn, args):
+    """``where(less(x, 0f), multiply(a, subtract(exp(x), 1f)), x)`` -> ``Elu(x, alpha=a)``"""
+    return em.one("Elu", args, alpha=_elu_alpha(fn.body))

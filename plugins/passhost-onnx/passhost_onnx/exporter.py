@@ -22,10 +22,11 @@ from onnx import helper, numpy_helper
 
 from passhost import ir
 from passhost.errors import FormatError
-from passhost.ir.rewrite import NamedValues
+from passhost.ir.rewrite import KEEP_TYPES, NamedValues, RuleTable, walk
 
 from . import emit_ops  # noqa: F401  (registers its emitters)
 from .emit_qnn import join_qlinear_conv
+from .composites import emitter_of, partition_composites
 from .control import all_nodes
 from .dim_values import DimValues, dim_sources, onnx_dims
 from .model_fields import keep_model_fields
@@ -198,8 +199,12 @@ def _emit_body(em: Emitter, mod: ir.IRModule, body: ir.Expr, env: dict) -> Any:
             if type(op) is ir.Op:
                 vals[e] = _emit_call(em, e, args)
             elif type(op) is ir.Function:
-                inner = _single_call(op)
-                if inner is not None:  # (most fused functions: no walk of their own)
+                emit = emitter_of(op)
+                out = emit(em, op, args) if emit is not None else None
+                inner = _single_call(op) if out is None else None
+                if out is not None:  # a composite's one ONNX operator
+                    vals[e] = _typed(em, e, out)
+                elif inner is not None:  # (most fused functions: no walk of their own)
                     vals[e] = _emit_call(em, inner, _operands(em, inner, dict(zip(op.params, args))))
                 else:
                     vals[e] = _emit_body(em, mod, op.body, dict(zip(op.params, args)))
@@ -304,6 +309,11 @@ def _emit_call(em: Emitter, call: ir.Call, args: list) -> Any:
     out = fn(em, call, args)
     if call.span is not None:
         _name_nodes(em, call, start)
+    return _typed(em, call, out)
+
+
+def _typed(em: Emitter, call: ir.Call, out: Any) -> Any:
+    """``out``, the value(s) emitted for ``call``, with their shapes and dtypes noted."""
     if isinstance(out, str) and isinstance(call.checked_type, ir.TensorType):
         shape = tuple(call.checked_type.shape)
         em.shapes[out] = shape
@@ -395,7 +405,7 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     if "main" not in {gv.name_hint for gv in mod.functions}:
         raise FormatError("the module has no @main to export")
     mod = ir.infer_type(mod)
-    main = mod["main"]
+    main = _with_composites(mod["main"], opset)
     em = Emitter(opset, target)
     em.dim_values = DimValues(em, dim_sources(main))
     env = {p: p.name_hint for p in main.params}
@@ -441,8 +451,6 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
         _drop_nodes(em, join_qlinear_conv(em, *_uses_and_producers(em)))
     _fuse_adds(em)
     _one_d_back(em)
-    _hard_activations(em)
-    _activations(em)
     _reductions(em)
     _transpose_pairs(em, set(names))
     _wide_layer_norms(em)
@@ -472,6 +480,26 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     live = {x for n in em.nodes for x in n.input} | em.captured | set(names)
     inits = [(name, arr) for name, arr in em.inits if name in live]
     return model, _names_of_copies(em, model.graph, inits, live)
+
+
+def _with_composites(main: ir.Function, opset: int) -> ir.Function:
+    """``main`` with its fused functions inlined and the composites of ``opset``
+    partitioned out (:mod:`.composites`: one operator may span two fused functions), typed."""
+    body = partition_composites(walk(main.body, _INLINE, KEEP_TYPES, skip=_is_function), opset)
+    if body is main.body:
+        return main
+    return ir.infer_type(ir.Function(main.params, body, main.ret_type, main.attrs))  # (the root only)
+
+
+def _inline(call: ir.Call) -> Optional[ir.Expr]:
+    """The body of a fused function (``Primitive=1``) ``call`` calls, on its arguments."""
+    fn = call.op
+    if type(fn) is ir.Function and fn.attrs.get("Primitive"):
+        return walk(fn.body, None, KEEP_TYPES, memo=dict(zip(fn.params, call.args)))
+    return None
+
+
+_INLINE = RuleTable([(ir.Call, _inline)])
 
 
 def _kept_value_info(em: Emitter, outputs: set, original: dict) -> list:
@@ -736,15 +764,6 @@ class _Nodes:
     def scalar(self, name: str) -> Optional[float]:
         return _scalar(self.inits, name)
 
-    def split(self, node: Any, value: float) -> Optional[str]:
-        """The other input of a two-input ``node`` one of whose inputs is the constant ``value``."""
-        a, b = node.input
-        if self.scalar(b) == value:
-            return a
-        if self.scalar(a) == value:
-            return b
-        return None
-
     def become(self, node: Any, op_type: str, inputs: list, taken: list, **attrs: Any) -> None:
         """``node`` becomes ``op_type(inputs)``; the ``taken`` nodes go."""
         node.op_type = op_type
@@ -990,108 +1009,6 @@ def _wide_layer_norms(em: Emitter) -> None:
     _drop_nodes(em, g.drop)
 
 
-def _hard_activations(em: Emitter) -> None:
-    """``HardSigmoid`` and ``HardSwish`` back from the arithmetic they import as (Relay's
-    decomposition), over one scan of the graph::
-
-        Clip(Add(Mul(x, a), b), 0, 1)        ->  HardSigmoid(x, alpha=a, beta=b)
-        Clip(Add(x, b), 0, 1)                ->  HardSigmoid(x, alpha=1, beta=b)
-        Mul(x, HardSigmoid(x, 1/6, 1/2))     ->  HardSwish(x)            (opset 14 on)
-
-    (The second form is what is left when FoldScaleAxis moved ``a`` into the convolution
-    before it.) Each folded node's output must have no other reader."""
-    if not any(n.op_type == "Clip" for n in em.nodes):
-        return
-    g = _Nodes(em)
-    for n in em.nodes:
-        if (n.op_type != "Clip" or id(n) in g.drop or len(n.input) != 3 or g.scalar(n.input[1]) != 0.0
-                or g.scalar(n.input[2]) != 1.0):
-            continue
-        add = g.made(n.input[0], "Add")
-        if add is None:
-            continue
-        x, beta = add.input[0], g.scalar(add.input[1])
-        if beta is None:
-            x, beta = add.input[1], g.scalar(add.input[0])
-        if beta is None:
-            continue
-        alpha, folded = 1.0, [add]
-        mul = g.made(x, "Mul")
-        if mul is not None:
-            for data, a in ((mul.input[0], mul.input[1]), (mul.input[1], mul.input[0])):
-                if g.scalar(a) is not None:
-                    x, alpha = data, g.scalar(a)
-                    folded.append(mul)
-                    break
-        g.become(n, "HardSigmoid", [x], folded, alpha=alpha, beta=beta)
-    if em.opset >= 14:
-        sixth, half = float(np.float32(1 / 6)), 0.5
-        for n in em.nodes:
-            if n.op_type != "Mul" or id(n) in g.drop:
-                continue
-            for x, h in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
-                hs = g.made(h, "HardSigmoid")
-                if (hs is None or list(hs.input) != [x]
-                        or {a.name: a.f for a in hs.attribute} != {"alpha": sixth, "beta": half}):
-                    continue
-                g.become(n, "HardSwish", [x], [hs])
-                break
-    _drop_nodes(em, g.drop)
-
-
-def _activations(em: Emitter) -> None:
-    """``Softplus``, ``Mish`` and ``Elu`` back from the arithmetic they import as::
-
-        Add(Log(Add(Exp(Neg(Abs(x))), 1)), Relu(x))           ->  Softplus(x)
-        Log(Add(Exp(x), 1))                                   ->  Softplus(x)   (as TVM writes it)
-        Mul(x, Tanh(Softplus(x)))                              ->  Mish(x)       (opset 18 on; a
-                                                                  Softplus read elsewhere stays)
-        Where(Less(x, 0), Mul(a, Sub(Exp(x), 1)), x)           ->  Elu(x, alpha=a)
-        Where(Less(x, 0), Sub(Exp(x), 1), x)                   ->  Elu(x)
-    """
-    kinds = {n.op_type for n in em.nodes}
-    if "Exp" not in kinds:
-        return
-    g = _Nodes(em)
-    if "Relu" in kinds and "Abs" in kinds:  # first, or the form below would take its inner Log
-        for n in em.nodes:
-            if n.op_type == "Add" and id(n) not in g.drop and len(n.input) == 2:
-                _stable_softplus(g, n)
-    for n in em.nodes:
-        if n.op_type == "Log" and id(n) not in g.drop:
-            add = g.made(n.input[0], "Add")
-            e = add is not None and g.made(g.split(add, 1.0) or "", "Exp")
-            if e:
-                g.become(n, "Softplus", [e.input[0]], [add, e])
-        elif n.op_type == "Where" and id(n) not in g.drop:
-            less = g.made(n.input[0], "Less")
-            x = n.input[2]
-            if less is None or list(less.input)[0] != x or g.scalar(less.input[1]) != 0.0:
-                continue
-            mul = g.made(n.input[1], "Mul")  # (none when alpha is 1: SimplifyExpr took the x * 1 away)
-            pairs = ((mul.input[0], mul.input[1]), (mul.input[1], mul.input[0])) if mul else ((n.input[1], None),)
-            for s_name, a_name in pairs:
-                sub, alpha = g.made(s_name, "Sub"), 1.0 if a_name is None else g.scalar(a_name)
-                if sub is None or alpha is None or g.scalar(sub.input[1]) != 1.0:
-                    continue
-                e = g.made(sub.input[0], "Exp")
-                if e is not None and e.input[0] == x:
-                    g.become(n, "Elu", [x], [less, *([mul] if mul else []), sub, e], alpha=alpha)
-                    break
-    if em.opset >= 18:
-        for n in em.nodes:
-            if n.op_type != "Mul" or id(n) in g.drop:
-                continue
-            for x, t_name in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
-                t = g.made(t_name, "Tanh")
-                sp = None if t is None else g.produced(t.input[0], "Softplus")
-                if sp is not None and sp.input[0] == x:
-                    # a Softplus read elsewhere too (a graph output, say) stays for those readers
-                    g.become(n, "Mish", [x], [t, sp] if g.uses.get(t.input[0]) == 1 else [t])
-                    break
-    _drop_nodes(em, g.drop)
-
-
 def _reduce_axes(g: _Nodes, n: Any) -> Optional[tuple]:
     """The axes of reduce or squeeze node ``n`` as written (an input from opset 13 or 18
     on, else an attribute), ``()`` for none given, or ``None`` when they are not a constant."""
@@ -1168,22 +1085,6 @@ def _single_reader(em: Emitter, g: _Nodes, name: str, op_type: str) -> Optional[
         return None
     k = readers[0]
     return k if k.op_type == op_type and id(k) not in g.drop else None
-
-
-def _stable_softplus(g: _Nodes, n: Any) -> None:
-    """``n`` becomes ``Softplus(x)`` if it is ``Add(Log(Add(Exp(Neg(Abs(x))), 1)), Relu(x))``
-    (either order of each ``Add``)."""
-    for log_name, relu_name in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
-        log, relu = g.made(log_name, "Log"), g.made(relu_name, "Relu")
-        if log is None or relu is None:
-            continue
-        add = g.made(log.input[0], "Add")
-        e = add is not None and g.made(g.split(add, 1.0) or "", "Exp")
-        neg = e and g.made(e.input[0], "Neg")
-        absolute = neg and g.made(neg.input[0], "Abs")
-        if absolute and absolute.input[0] == relu.input[0]:
-            g.become(n, "Softplus", [relu.input[0]], [log, add, e, neg, absolute, relu])
-            return
 
 
 def _reductions(em: Emitter) -> None:

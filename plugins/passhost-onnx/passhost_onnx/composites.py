@@ -1,0 +1,136 @@
+"""Composite patterns: the way back from passhost IR to single ONNX operators.
+
+An import decomposes an ONNX operator passhost has no operator for into host operators
+(``Softplus(x) -> add(log(add(exp(negative(abs(x))), 1f)), nn.relu(x))``). Beside that
+converter, its family module declares the way back: a pattern of the decomposition and
+the emitter writing the one ONNX node (TVM's BYOC composites)::
+
+    @composite("onnx.Softplus", is_op("log")(is_op("add")(is_op("exp")(x), is_constant())))
+    def _softplus(em, fn, args):
+        return em.one("Softplus", args)
+
+The export partitions ``@main`` with the composites of its opset
+(:func:`partition_composites`, over ``passhost.ir.pattern.partition``)::
+
+    multiply(%x, clip(add(multiply(%x, 0.166667f), 0.5f), a_min=0f, a_max=1f))
+    ->  %0 = fn (%FunctionVar_0_0, Composite="onnx.HardSwish") { multiply(...) };  %0(%x)
+    ->  HardSwish(x)
+
+and writes each composite function through its emitter (:func:`emit_composite`). The
+partition refuses a match one of whose inner values is read outside it, so a composite
+never takes a value the graph still needs -- a graph output included: ``@main``'s result
+is its body's root, which a match may end at but never take inside. An emitter that
+declines (returns ``None``) has the function's body written call by call instead.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from passhost import ir
+from passhost.ir.pattern import (AltPattern, CallPattern, DFPattern, ExprPattern, TupleGetItemPattern, TuplePattern,
+                                 partition)
+
+__all__ = ["Composite", "COMPOSITES", "composite", "partition_composites", "emitter_of", "scalar", "split", "calls"]
+
+
+@dataclass(frozen=True)
+class Composite:
+    """One way back to an ONNX operator.
+
+    :param name: the ``Composite`` attribute of its functions (``"onnx.HardSwish"``)
+    :param pattern: what it matches
+    :param emit: ``emit(em, fn, args) -> value or None``: the ONNX node(s) for the
+        function ``fn`` applied to the emitted ``args``; ``None`` declines
+    :param since: the first opset with the operator
+    :param stage: composites partition in stages, lowest first: one whose pattern holds
+        another's comes before it (``HardSwish`` holds ``HardSigmoid``'s)
+    :param check: ``check(root) -> bool``, more than the pattern says (``partition``'s check)
+    """
+
+    name: str
+    pattern: DFPattern
+    emit: Callable
+    since: int = 1
+    stage: int = 1
+    check: Optional[Callable] = None
+
+
+#: every composite, in the order declared (the family modules fill it as they are imported)
+COMPOSITES: list = []
+_BY_NAME: dict = {}
+
+
+def composite(name: str, pattern: DFPattern, *, since: int = 1, stage: int = 1,
+              check: Optional[Callable] = None) -> Callable:
+    """Register the decorated function as the emitter of composite ``name`` (see :class:`Composite`)."""
+
+    def register(fn: Callable) -> Callable:
+        c = Composite(name, pattern, fn, since, stage, check)
+        COMPOSITES.append(c)
+        _BY_NAME[name] = c
+        return fn
+
+    return register
+
+
+def partition_composites(expr: ir.Expr, opset: int) -> ir.Expr:
+    """``expr``, typed, with every match of a composite available at ``opset`` wrapped in
+    a function (``Composite=name``), stage by stage, typed; a composite calling an
+    operator ``expr`` does not call costs nothing."""
+    called = set(ir.count_ops(expr))
+    for c in sorted(COMPOSITES, key=lambda c: c.stage):
+        if c.since <= opset and _needed(c.pattern) <= called:
+            done = partition(c.pattern, expr, attrs={"Composite": c.name}, check=c.check)
+            if done is not expr:  # (what is rebuilt above a composite is typed for the next stage)
+                expr = ir.infer_type(done)
+    return expr
+
+
+def emitter_of(fn: ir.Function) -> Optional[Callable]:
+    """The emitter of composite function ``fn``, or ``None`` for another function."""
+    name = fn.attrs.get("Composite") if fn.attrs else None
+    c = _BY_NAME.get(name) if name else None
+    return c.emit if c is not None else None
+
+
+def _needed(p: DFPattern) -> set:
+    """The operators every match of ``p`` calls (those outside its alternatives)."""
+    out: set = set()
+    stack = [p]
+    while stack:
+        p = stack.pop()
+        if isinstance(p, CallPattern):
+            if isinstance(p.op, ExprPattern) and isinstance(p.op.expr, ir.Op):
+                out.add(p.op.expr.name)
+            stack.extend(p.args or ())
+        elif isinstance(p, TuplePattern):
+            stack.extend(p.fields or ())
+        elif isinstance(p, TupleGetItemPattern):
+            stack.append(p.tuple)
+        elif not isinstance(p, AltPattern) and isinstance(getattr(p, "pattern", None), DFPattern):
+            stack.append(p.pattern)  # (attributes and types narrow the inner pattern)
+    return out
+
+
+def scalar(e: ir.Expr) -> Optional[float]:
+    """The value of a one-element floating-point constant, else ``None``."""
+    if type(e) is not ir.Constant or e.data.size != 1 or e.data.dtype.kind != "f":
+        return None
+    return float(e.data.reshape(()))
+
+
+def split(call: ir.Expr) -> tuple:
+    """``(other, value)`` for a two-argument call one of whose arguments is a scalar
+    constant (either order), else ``(None, None)``."""
+    if type(call) is ir.Call and len(call.args) == 2:
+        for a, b in (call.args, call.args[::-1]):
+            v = scalar(b)
+            if v is not None:
+                return a, v
+    return None, None
+
+
+def calls(e: ir.Expr, name: str) -> bool:
+    """Whether ``e`` is a call of operator ``name``."""
+    return type(e) is ir.Call and type(e.op) is ir.Op and e.op.name == name

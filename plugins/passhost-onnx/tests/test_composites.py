@@ -1,0 +1,81 @@
+"""The export's composites (passhost_onnx.composites): passhost IR back to single ONNX operators."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+import passhost
+from passhost import ir, transform
+from passhost_onnx.composites import COMPOSITES, partition_composites
+
+
+def _hard_sigmoid(x, alpha=0.2, beta=0.5):
+    return ir.clip(ir.add(ir.multiply(x, ir.const(np.float32(alpha))), ir.const(np.float32(beta))), 0.0, 1.0)
+
+
+def _export(body, params, tmp_path, opset=17, o3=False):
+    mod = ir.IRModule.from_expr(ir.Function(params, body))
+    if o3:
+        with transform.PassContext(opt_level=3):
+            mod = passhost.default_pipeline(3)(mod)
+    out = tmp_path / "out.onnx"
+    ir.save(mod, str(out), opset=opset)
+    return mod, onnx.load(str(out))
+
+
+def _same_numbers(mod, model, ort_run, *inputs):
+    want = ir.evaluate(mod, *inputs)
+    got = ort_run(model.SerializeToString(), {p.name_hint: v for p, v in zip(mod["main"].params, inputs)})
+    for g, w in zip(got, [want] if isinstance(want, np.ndarray) else want):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+
+
+def test_a_composite_never_takes_a_value_the_graph_returns(tmp_path, ort_run):
+    # the multiply-add inside the hard sigmoid is an output too: no HardSigmoid may hide it
+    x = ir.var("x", shape=(2, 3))
+    hs = _hard_sigmoid(x)
+    mod, model = _export(ir.Tuple([hs, hs.args[0]]), [x], tmp_path)
+    assert sorted(n.op_type for n in model.graph.node) == ["Add", "Clip", "Mul"]
+    _same_numbers(mod, model, ort_run, np.linspace(-6, 6, 6, dtype="float32").reshape(2, 3))
+
+
+def test_a_value_read_outside_stays_outside_the_composite(tmp_path, ort_run):
+    # exp(x) is read by the softplus and by a multiply: the softplus is not taken
+    x = ir.var("x", shape=(4,))
+    e = ir.exp(x)
+    sp = ir.log(ir.add(e, ir.const(np.float32(1))))
+    mod, model = _export(ir.multiply(sp, e), [x], tmp_path)
+    assert "Softplus" not in {n.op_type for n in model.graph.node}
+    _same_numbers(mod, model, ort_run, np.linspace(-3, 3, 4, dtype="float32"))
+
+
+def test_an_operator_fuse_ops_split_is_still_written_back(tmp_path, ort_run):
+    # -O3 puts the softplus (also an output) and x * tanh(softplus) in two fused functions
+    x = ir.var("x", shape=(8,))
+    sp = ir.log(ir.add(ir.exp(x), ir.const(np.float32(1))))
+    mod, model = _export(ir.Tuple([sp, ir.multiply(x, ir.tanh(sp))]), [x], tmp_path, opset=18, o3=True)
+    assert sorted(n.op_type for n in model.graph.node) == ["Mish", "Softplus"]
+    _same_numbers(mod, model, ort_run, np.linspace(-4, 4, 8, dtype="float32"))
+
+
+def test_a_composite_with_other_constants_is_left_as_arithmetic(tmp_path):
+    # multiply(x, hard_sigmoid(x)) is HardSwish only with alpha 1/6 and beta 1/2
+    x = ir.var("x", shape=(2, 3))
+    _, model = _export(ir.multiply(x, _hard_sigmoid(x, 0.25, 0.5)), [x], tmp_path)
+    assert sorted(n.op_type for n in model.graph.node) == ["HardSigmoid", "Mul"]
+
+
+def test_partition_walks_a_deep_chain_without_recursion():
+    x = ir.var("x", shape=(2,))
+    e = x
+    for _ in range(100_000):
+        e = ir.negative(e)
+    out = partition_composites(ir.infer_type(_hard_sigmoid(e)), 17)
+    assert type(out.op) is ir.Function and out.op.attrs["Composite"] == "onnx.HardSigmoid"
+
+
+@pytest.mark.parametrize("c", COMPOSITES, ids=lambda c: c.name)
+def test_every_composite_emitter_shows_its_form(c):
+    # each emitter's docstring shows the IR it takes and the ONNX node it writes
+    assert c.emit.__doc__ and "->" in c.emit.__doc__
