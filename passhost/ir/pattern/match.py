@@ -132,6 +132,11 @@ class _Matcher:
                 return self.fail(p, e, f"variable %{e.name_hint}, not %{p.name}")
             return k()
         if t is AltPattern:
+            table = p.by_op
+            if table is None:
+                table = p.by_op = _op_table(p)
+            if table and not self.explaining:
+                return self._alt_op(table, p, e, k)
             return self.visit(p.left, e, k) or self.visit(p.right, e, k)
         if t is AttrPattern:
             return self.visit(p.pattern, e, lambda: self._attrs(p, e) and k())
@@ -172,6 +177,29 @@ class _Matcher:
                 pairs = list(zip(p.params, e.params))
             return self.seq(pairs + [(p.body, e.body)], 0, k)
         raise IRError(f"unknown pattern node {p!r}")
+
+    def _alt_op(self, table: dict, p: AltPattern, e: Expr, k: Callable[[], bool]) -> bool:
+        """``p``, an alternation of bare operators, matched by one lookup of ``e``'s name
+        instead of trying its alternatives in turn (a broadcasting rule's 30 operators
+        cost 30 failed visits per call). The same as the general way: the one alternative
+        that can match is visited, and the alternations on the way to it are bound to
+        ``e`` while the rest of the match runs; one of those already bound (the same
+        alternation used twice in the pattern) goes the general way."""
+        entry = table.get(e.name) if type(e) is Op else None
+        if entry is None:
+            return False
+        hit, path = entry
+        memo = self.memo
+        for q in path:
+            if q in memo:
+                return self.visit(p.left, e, k) or self.visit(p.right, e, k)
+        for q in path:
+            memo[q] = e
+        if self.visit(hit, e, k):
+            return True
+        for q in path:
+            del memo[q]
+        return False
 
     def _attrs(self, p: AttrPattern, e: Expr) -> bool:
         attrs = e.attrs if type(e) in (Call, Function, Op) else None
@@ -226,6 +254,25 @@ class _Matcher:
 
 def _true() -> bool:
     return True
+
+
+def _op_table(p: AltPattern) -> Any:
+    """For ``is_op("a") | is_op("b") | ...`` (alternatives that are all bare operator
+    patterns, each name once): operator name -> (its pattern, the inner alternations on the
+    way to it from ``p``); ``False`` for any other alternation."""
+    table: dict = {}
+    stack: list = [(p, ())]
+    while stack:
+        q, path = stack.pop()
+        if type(q) is AltPattern:
+            inner = path + (q,) if q is not p else path
+            stack.append((q.right, inner))
+            stack.append((q.left, inner))
+        elif type(q) is ExprPattern and isinstance(q.expr, Op) and q.expr.name not in table:
+            table[q.expr.name] = (q, path)
+        else:
+            return False
+    return table
 
 
 def _arg_label(op_name: str, order) -> Callable[[int], str]:

@@ -148,10 +148,13 @@ class TupleGetItemPattern(DFPattern):
 class AltPattern(DFPattern):
     """Matches what ``left`` matches, else what ``right`` matches."""
 
-    __slots__ = ("left", "right")
+    __slots__ = ("left", "right", "by_op")
 
     def __init__(self, left: DFPattern, right: DFPattern) -> None:
         self.left, self.right = left, right
+        #: for an alternation of bare operators, the matcher's table of them (built on
+        #: first use; see ``match._op_table``)
+        self.by_op = None
 
     def __repr__(self) -> str:
         return f"({self.left!r} | {self.right!r})"
