@@ -76,15 +76,28 @@ def composite(name: str, pattern: DFPattern, *, since: int = 1, stage: int = 1,
 
 def partition_composites(expr: ir.Expr, opset: int) -> ir.Expr:
     """``expr``, typed, with every match of a composite available at ``opset`` wrapped in
-    a function (``Composite=name``), stage by stage, typed; a composite calling an
-    operator ``expr`` does not call costs nothing."""
+    a function (``Composite=name``), stage by stage, typed. A composite calling an
+    operator ``expr`` does not call costs nothing; a match inside a composite made
+    before is not taken (its emitter reads its body as matched)."""
     called = set(ir.count_ops(expr))
+    inside: set = set()  # ids of the nodes of composite functions' bodies
     for c in sorted(COMPOSITES, key=lambda c: c.stage):
         if c.since <= opset and _needed(c.pattern) <= called:
-            done = partition(c.pattern, expr, attrs={"Composite": c.name}, check=c.check)
+            done = partition(c.pattern, expr, attrs={"Composite": c.name}, check=_outside(inside, c.check))
             if done is not expr:  # (what is rebuilt above a composite is typed for the next stage)
                 expr = ir.infer_type(done)
+                inside = _composite_bodies(expr)
     return expr
+
+
+def _outside(inside: set, check: Optional[Callable]) -> Callable:
+    return lambda root: id(root) not in inside and (check is None or check(root))
+
+
+def _composite_bodies(expr: ir.Expr) -> set:
+    """The ids of the nodes of the bodies of the composite functions under ``expr``."""
+    found = [e for e in ir.post_order(expr) if type(e) is ir.Function and e.attrs.get("Composite")]
+    return {id(n) for fn in found for n in ir.post_order(fn.body)}
 
 
 def emitter_of(fn: ir.Function) -> Optional[Callable]:

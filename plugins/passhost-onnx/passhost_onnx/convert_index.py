@@ -9,10 +9,13 @@ from __future__ import annotations
 import numpy as np
 
 from passhost import ir
+from passhost.ir.pattern import is_op, wildcard
 
 from passhost.errors import FormatError
 
 from .build import call, const, expand_to, reshape
+from .composites import composite
+from .emit_ops import arg_node
 from .table import converter
 
 
@@ -188,6 +191,13 @@ def _arg(name: str):
 
 converter("ArgMax", 1)(_arg("argmax"))
 converter("ArgMin", 1)(_arg("argmin"))
+
+
+@composite("onnx.ArgMax", is_op("cast")(is_op("argmax")(wildcard()) | is_op("argmin")(wildcard()))
+           .has_attr({"dtype": "int64"}))
+def _arg_back(em, fn, args):
+    """``cast(argmax(x), dtype="int64")`` -> ``ArgMax(x)`` (ONNX's is int64 already; ``ArgMin`` alike)"""
+    return arg_node(em, fn.body.args[0], args)
 
 
 @converter("DepthToSpace", 1)

@@ -1,11 +1,17 @@
 """Converters of element-wise and reduction operators."""
 from __future__ import annotations
 
+from typing import Optional
+
 import ml_dtypes
 import numpy as np
 
+from passhost.ir.pattern import is_op, wildcard
+
 from .build import call, const
+from .composites import calls, composite
 from .dtypes import FLOAT_DTYPES
+from .emit import _reduce_node, reduce_axes
 from .table import converter
 
 _BINARY = {"Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide", "Pow": "power",
@@ -199,3 +205,66 @@ def _reduce(name: str, axes_input: bool):
 for _onnx, _ours in _REDUCE.items():
     converter(_onnx, 1)(_reduce(_ours, False))
     converter(_onnx, 13 if _onnx == "ReduceSum" else 18)(_reduce(_ours, True))
+
+
+# -- the way back: composite patterns of the reductions above (see :mod:`.composites`) -----------
+_x = wildcard()
+_sum_sq = is_op("sum")(is_op("multiply")(_x, _x))
+_m = is_op("max")(_x)
+_lse = is_op("add")(is_op("log")(is_op("sum")(is_op("exp")(is_op("subtract")(_x, _m)))), _m)
+
+
+def _reduce_back(em, onnx_op: str, total, args, keep: bool) -> Optional[str]:
+    """``onnx_op`` over the axes of reduction ``total`` (none: declined)."""
+    axes = reduce_axes(total)
+    return _reduce_node(em, onnx_op, 18, args[0], axes, int(keep)) if axes else None
+
+
+@composite("onnx.ReduceL2", is_op("sqrt")(_sum_sq), stage=0)
+def _l2_back(em, fn, args):
+    """``sqrt(sum(multiply(x, x)))`` -> ``ReduceL2(x)``"""
+    total = fn.body.args[0]
+    return _reduce_back(em, "ReduceL2", total, args, total.attrs.keepdims)
+
+
+@composite("onnx.ReduceSumSquare", _sum_sq)
+def _sum_square_back(em, fn, args):
+    """``sum(multiply(x, x))`` -> ``ReduceSumSquare(x)``"""
+    return _reduce_back(em, "ReduceSumSquare", fn.body, args, fn.body.attrs.keepdims)
+
+
+def _lse_parts(root) -> Optional[tuple]:
+    """``(total, m)``: the sum and the max of a matched ``log(sum(exp(x - m))) + m``, if they
+    reduce the same axes, keeping them."""
+    log = next(a for a in root.args if calls(a, "log"))
+    total = log.args[0]
+    m = total.args[0].args[0].args[1]
+    if not (total.attrs.keepdims and m.attrs.keepdims) or reduce_axes(total) != reduce_axes(m):
+        return None
+    return total, m
+
+
+def _dropped(root) -> bool:
+    """Whether ``root``, a squeeze or a reshape of a matched log-sum-exp, drops its reduced axes."""
+    parts = _lse_parts(root.args[0])
+    if parts is None:
+        return False
+    axes = reduce_axes(parts[0])
+    kept = tuple(d for i, d in enumerate(root.args[0].checked_type.shape) if i not in axes)
+    if calls(root, "squeeze"):
+        nd = len(root.args[0].checked_type.shape)
+        return (nd == len(axes)) if root.attrs.axis is None else sorted(a % nd for a in root.attrs.axis) == axes
+    return tuple(root.checked_type.shape) == kept
+
+
+@composite("onnx.ReduceLogSumExp/dropped", is_op("squeeze")(_lse) | is_op("reshape")(_lse), stage=0, check=_dropped)
+def _lse_dropped_back(em, fn, args):
+    """``squeeze(add(log(sum(exp(subtract(x, m)))), m))``, ``m = max(x)`` -> ``ReduceLogSumExp(x, keepdims=0)``
+    (or a reshape dropping the reduced axes: what -O3 makes of the squeeze)"""
+    return _reduce_back(em, "ReduceLogSumExp", _lse_parts(fn.body.args[0])[0], args, False)
+
+
+@composite("onnx.ReduceLogSumExp", _lse, check=lambda root: _lse_parts(root) is not None)
+def _lse_back(em, fn, args):
+    """``add(log(sum(exp(subtract(x, m)))), m)``, ``m = max(x)`` -> ``ReduceLogSumExp(x)``"""
+    return _reduce_back(em, "ReduceLogSumExp", _lse_parts(fn.body)[0], args, True)

@@ -450,14 +450,20 @@ def _split(em, call, args):
     return tuple(em.node("Split", [args[0], em.ints(sizes)], len(sizes), axis=axis))
 
 
+def reduce_axes(call) -> list:
+    """The axes reduction ``call`` reduces, non-negative and in order."""
+    nd = len(_tensor(call, 0).shape)
+    axis = call.attrs.axis
+    axes = list(range(nd)) if axis is None else [int(a) % nd for a in
+                                                  (axis if isinstance(axis, (tuple, list)) else (axis,))]
+    if call.attrs.exclude:
+        axes = [i for i in range(nd) if i not in axes]
+    return axes
+
+
 def _reduce(onnx_op: str, since_input: int):
     def emit(em, call, args):
-        nd = len(_tensor(call, 0).shape)
-        axis = call.attrs.axis
-        axes = list(range(nd)) if axis is None else [int(a) % nd for a in
-                                                      (axis if isinstance(axis, (tuple, list)) else (axis,))]
-        if call.attrs.exclude:
-            axes = [i for i in range(nd) if i not in axes]
+        axes = reduce_axes(call)
         if not axes:
             return em.one("Identity", [args[0]])
         return _reduce_node(em, onnx_op, since_input, args[0], axes, int(bool(call.attrs.keepdims)))

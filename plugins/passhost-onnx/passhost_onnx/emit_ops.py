@@ -130,18 +130,23 @@ def _pad(em, call, args):
     return em.one("Pad", [args[0], em.ints(pads), value], mode=call.attrs.pad_mode)
 
 
+def arg_node(em, call, args) -> str:
+    """The ``ArgMax``/``ArgMin`` node of an ``argmax``/``argmin`` ``call`` (int64, as ONNX's is)."""
+    a = call.attrs
+    nd = len(_tensor(call, 0).shape)
+    axes = list(range(nd)) if a.axis is None else [int(x) % nd for x in a.axis]
+    if a.exclude:
+        axes = [i for i in range(nd) if i not in axes]
+    if len(axes) != 1:
+        raise FormatError(f"{call.op.name} over {len(axes)} axes has no ONNX export (ONNX reduces one axis)")
+    onnx_op = "ArgMax" if call.op.name == "argmax" else "ArgMin"
+    return em.one(onnx_op, list(args), axis=axes[0], keepdims=int(bool(a.keepdims)),
+                  select_last_index=int(bool(a.select_last_index)) or None)
+
+
 def _arg(onnx_op: str):
     def emit(em, call, args):
-        a = call.attrs
-        nd = len(_tensor(call, 0).shape)
-        axes = list(range(nd)) if a.axis is None else [int(x) % nd for x in a.axis]
-        if a.exclude:
-            axes = [i for i in range(nd) if i not in axes]
-        if len(axes) != 1:
-            raise FormatError(f"{call.op.name} over {len(axes)} axes has no ONNX export (ONNX reduces one axis)")
-        out = em.one(onnx_op, list(args), axis=axes[0], keepdims=int(bool(a.keepdims)),
-                     select_last_index=int(bool(a.select_last_index)) or None)
-        return em.one("Cast", [out], to=to_onnx_type(call.checked_type.dtype))
+        return em.one("Cast", [arg_node(em, call, args)], to=to_onnx_type(call.checked_type.dtype))
     return emit
 
 
