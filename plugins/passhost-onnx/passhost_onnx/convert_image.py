@@ -8,12 +8,15 @@ LayerNormalization and LogSoftmax::
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Optional
 
 import numpy as np
 
 from passhost import ir
+from passhost.ir.pattern import is_constant, is_op, wildcard
 
 from .build import call, const, flatten_2d, reshape, static
+from .composites import composite
 from .table import converter
 
 
@@ -350,3 +353,31 @@ def _col2im(node):
                 ir.Constant(weight.reshape(ck, 1, *block)), channels=c, kernel_size=tuple(block),
                 strides=tuple(strides), padding=tuple(pads), dilation=tuple(dil), groups=c,
                 output_padding=tuple(i - m for i, m in zip(image, made)))
+
+
+# -- the way back: the composite of a layer norm over several axes (see :mod:`.composites`) ------
+_wide = is_op("reshape")(is_op("nn.layer_norm")(is_op("reshape")(wildcard()), is_constant(), is_constant()))
+
+
+def _wide_axis(root) -> Optional[int]:
+    """The first axis a matched ``reshape(nn.layer_norm(reshape(x), g, b))`` normalises ``x``
+    over, when the reshapes flatten the trailing axes of ``x`` and restore them."""
+    ln = root.args[0]
+    shape, mid = tuple(ln.args[0].args[0].checked_type.shape), tuple(ln.args[0].checked_type.shape)
+    a, axis = ln.attrs, len(mid) - 1
+    inner = shape[axis:]
+    if (not (a.center and a.scale) or int(a.axis) % len(mid) != axis or tuple(root.checked_type.shape) != shape
+            or len(shape) <= axis or shape[:axis] != mid[:axis] or not static(inner)):
+        return None
+    n = int(np.prod(inner, dtype=np.int64))
+    return axis if n == mid[-1] and ln.args[1].data.size == n and ln.args[2].data.size == n else None
+
+
+@composite("onnx.LayerNormalization/wide", _wide, since=17, check=lambda root: _wide_axis(root) is not None)
+def _wide_layer_norm_back(em, fn, args):
+    """``reshape(nn.layer_norm(reshape(x[2,4,8], (2, 32)), g[32], b[32]), (2, 4, 8))``
+    -> ``LayerNormalization(x, g[4,8], b[4,8], axis=1)``"""
+    ln, axis = fn.body.args[0], _wide_axis(fn.body)
+    inner = tuple(fn.params[0].checked_type.shape)[axis:]
+    gamma, beta = (em.const(c.data.reshape(inner)) for c in ln.args[1:])
+    return em.one("LayerNormalization", [args[0], gamma, beta], axis=axis, epsilon=float(ln.attrs.epsilon))

@@ -6,6 +6,8 @@ Expand, Tile, Pad, Range, ArgMax/ArgMin, DepthToSpace/SpaceToDepth::
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from passhost import ir
@@ -221,3 +223,36 @@ def _space_to_depth(node):
     crd = node.attr("mode", "DCR") == "CRD"
     x = call("transpose", x, axes=(0, 1, 3, 5, 2, 4) if crd else (0, 3, 5, 1, 2, 4))
     return reshape(x, (n, c * b * b, h // b, w // b))
+
+
+def _block_move(root) -> Optional[tuple]:
+    """``(op_type, blocksize, mode)`` when ``root``, ``reshape(transpose(reshape(x)))``, is a
+    ``DepthToSpace`` (CRD or DCR) or a ``SpaceToDepth`` of ``x``, as the converters above write
+    them; the block size and the channels are static, the height and width may be symbolic."""
+    t = root.args[0]
+    x, mid, out = (tuple(e.checked_type.shape) for e in (t.args[0].args[0], t.args[0], root))
+    perm = tuple(int(a) for a in t.attrs.axes or ())
+    if len(x) != 4 or len(mid) != 6 or len(out) != 4 or type(x[1]) is not int:
+        return None
+    nb, c, h, w = x
+    for b in {d for d in mid[1:4] if type(d) is int and d >= 2 and c % (d * d) == 0}:
+        if out == (nb, c // (b * b), h * b, w * b):
+            if mid == (nb, c // (b * b), b, b, h, w) and perm == (0, 1, 4, 2, 5, 3):
+                return "DepthToSpace", b, "CRD"
+            if mid == (nb, b, b, c // (b * b), h, w) and perm == (0, 3, 4, 1, 5, 2):
+                return "DepthToSpace", b, "DCR"
+    b = mid[3]
+    if (all(type(d) is int for d in (h, w, b)) and b >= 2 and h % b == 0 and w % b == 0 and mid[5] == b
+            and mid == (nb, c, h // b, b, w // b, b) and perm == (0, 3, 5, 1, 2, 4)
+            and out == (nb, c * b * b, h // b, w // b)):
+        return "SpaceToDepth", b, None
+    return None
+
+
+@composite("onnx.BlockMove", is_op("reshape")(is_op("transpose")(is_op("reshape")(wildcard()))),
+           check=lambda root: _block_move(root) is not None)
+def _block_move_back(em, fn, args):
+    """``reshape(transpose(reshape(x, (n, c/4, 2, 2, h, w)), (0, 1, 4, 2, 5, 3)), (n, c/4, 2h, 2w))``
+    -> ``DepthToSpace(x, blocksize=2, mode="CRD")`` (DCR and ``SpaceToDepth`` alike)"""
+    op, b, mode = _block_move(fn.body)
+    return em.one(op, args, blocksize=b, mode=mode)

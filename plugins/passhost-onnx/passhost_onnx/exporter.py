@@ -452,8 +452,6 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     _fuse_adds(em)
     _one_d_back(em)
     _transpose_pairs(em, set(names))
-    _wide_layer_norms(em)
-    _block_moves(em)
     if em.dim_values.cache:  # a peephole's symbolic target was computed after its reader
         em.nodes[:] = _topological(em.nodes)
         _merge_duplicates(em, set(names))
@@ -751,15 +749,6 @@ class _Nodes:
         node = self.em.nodes[j]
         return node if node.op_type == op_type and id(node) not in self.drop else None
 
-    def between_reshapes(self, n: Any, op_type: str) -> Optional[tuple]:
-        """``(middle, first)`` when ``n`` is ``Reshape(middle(first))``, ``middle`` of type
-        ``op_type`` and ``first`` a reshape, each read by the next alone."""
-        if n.op_type != "Reshape" or id(n) in self.drop:
-            return None
-        middle = self.made(n.input[0], op_type)
-        first = middle and self.made(middle.input[0], "Reshape")
-        return (middle, first) if first else None
-
     def scalar(self, name: str) -> Optional[float]:
         return _scalar(self.inits, name)
 
@@ -899,52 +888,6 @@ def _one_d_back(em: Emitter) -> None:
     _drop_nodes(em, g.drop)
 
 
-def _block_moves(em: Emitter) -> None:
-    """``DepthToSpace`` and ``SpaceToDepth`` back from the reshape / transpose / reshape they
-    import as (TVM's spelling; PyTorch's ``pixel_shuffle`` exports as ``DepthToSpace``)::
-
-        Reshape(x[N,C,H,W] -> [N,C/4,2,2,H,W]), Transpose(perm=[0,1,4,2,5,3]), Reshape(-> [N,C/4,2H,2W])
-        ->  DepthToSpace(x, blocksize=2, mode="CRD")
-
-    The two intermediate results must have no other reader."""
-    if not any(n.op_type == "Transpose" for n in em.nodes):
-        return
-    g = _Nodes(em)
-    shapes = em.shapes
-    for n in em.nodes:
-        found = g.between_reshapes(n, "Transpose")
-        if found is None:
-            continue
-        t, r = found
-        x, mid = shapes.get(r.input[0]), shapes.get(r.output[0])
-        out = _reshaped_to(n, shapes, g.inits)
-        perm = [list(a.ints) for a in t.attribute if a.name == "perm"]
-        if x is None or mid is None or out is None or len(x) != 4 or len(mid) != 6 or len(out) != 4 or not perm:
-            continue
-        (nb, c, h, w), perm = x, tuple(perm[0])
-        move = None
-        if type(c) is not int:
-            continue  # (a block size is static, and the channels it divides; H and W may be symbolic)
-        for b in {d for d in mid[1:4] if type(d) is int}:
-            if b < 2 or c % (b * b):
-                continue
-            if (mid == (nb, c // (b * b), b, b, h, w) and perm == (0, 1, 4, 2, 5, 3)
-                    and out == (nb, c // (b * b), h * b, w * b)):
-                move = ("DepthToSpace", b, "CRD")
-            elif (mid == (nb, b, b, c // (b * b), h, w) and perm == (0, 3, 4, 1, 5, 2)
-                  and out == (nb, c // (b * b), h * b, w * b)):
-                move = ("DepthToSpace", b, "DCR")
-        for b in {mid[3], mid[5]} if all(type(d) is int for d in (h, w, mid[3], mid[5])) else ():
-            if (b >= 2 and h % b == 0 and w % b == 0 and mid == (nb, c, h // b, b, w // b, b)
-                    and perm == (0, 3, 5, 1, 2, 4) and out == (nb, c * b * b, h // b, w // b)):
-                move = ("SpaceToDepth", b, None)
-        if move is None:
-            continue
-        op, b, mode = move
-        g.become(n, op, [r.input[0]], [t, r], blocksize=b, **({"mode": mode} if mode else {}))
-    _drop_nodes(em, g.drop)
-
-
 def _transpose_pairs(em: Emitter, outputs: set) -> None:
     """Two transposes that undo each other go, their reader reading the first one's input
     (an emitter's transpose meeting the import's: GridSample's grid is ``[N, H, W, 2]`` in
@@ -972,40 +915,6 @@ def _transpose_pairs(em: Emitter, outputs: set) -> None:
         for n in em.nodes:
             n.input[:] = [rename.get(x, x) for x in n.input]
         _drop_nodes(em, g.drop)
-
-
-def _wide_layer_norms(em: Emitter) -> None:
-    """A ``LayerNormalization`` over several trailing axes imports as ``nn.layer_norm`` over
-    one, between reshapes that flatten those axes (TVM's has one axis); it goes back out as
-    one node, with ``axis`` and its scale and bias in the axes' shape::
-
-        Reshape(x[2,4,8] -> [2,32]), LayerNormalization(g[32], b[32]), Reshape(-> [2,4,8])
-        ->  LayerNormalization(x, g[4,8], b[4,8], axis=1)
-    """
-    if not any(n.op_type == "LayerNormalization" for n in em.nodes):
-        return
-    g = _Nodes(em)
-    shapes = em.shapes
-    for n in em.nodes:
-        found = g.between_reshapes(n, "LayerNormalization")
-        if found is None or len(found[0].input) != 3 or n.output[0] in em.captured:
-            continue
-        ln, flat = found
-        x = flat.input[0]
-        shape, mid = shapes.get(x), shapes.get(flat.output[0])
-        out = _reshaped_to(n, shapes, g.inits)
-        gamma, beta = g.inits.get(ln.input[1]), g.inits.get(ln.input[2])
-        if shape is None or mid is None or out != shape or gamma is None or beta is None:
-            continue
-        axis = len(mid) - 1
-        inner = shape[axis:]
-        if (len(shape) <= axis or tuple(shape[:axis]) != tuple(mid[:axis])
-                or int(np.prod(inner, dtype=np.int64)) != mid[-1] or gamma.size != mid[-1] or beta.size != mid[-1]):
-            continue
-        eps = [a.f for a in ln.attribute if a.name == "epsilon"]
-        g.become(n, "LayerNormalization", [x, em.const(gamma.reshape(inner)), em.const(beta.reshape(inner))],
-                 [ln, flat], axis=axis, **({"epsilon": eps[0]} if eps else {}))
-    _drop_nodes(em, g.drop)
 
 
 def _conv_bias(em: Emitter, n: Any, inits: dict, uses: dict, producer: dict, drop: set) -> bool:
