@@ -33,11 +33,12 @@ from .control import SUBGRAPH_OPS, Join, all_nodes, branches, condition_value, d
 from .dtypes import FLOAT_DTYPES, tensor_array, to_dtype
 from .functions import MAX_DEPTH, Functions
 from .reader import full_model
+from .shape_chain import SHAPE_OPS, shape_node
 from .recurrent import RECURRENT, dynamic_recurrence, recurrent_shapes, without_zero_states
 from .model_fields import record_model_fields
 from .node import Node
 from .opaque import opaque
-from .table import lookup, merged
+from .table import BUILTIN, lookup, merged
 from .unroll import MAX_UNROLLED_NODES, Unroll
 
 __all__ = ["from_onnx", "ShapeWarning", "STANDARD_DOMAINS"]
@@ -372,6 +373,10 @@ MAX_IMPORT_FOLD_BYTES = 1 << 28
 _KEEP = frozenset(ir.Op.get(n) for n in ("qnn.quantize", "qnn.dequantize", "qnn.conv2d", "qnn.requantize"))
 
 
+#: the built-in converters of the operators :func:`.shape_chain.shape_node` evaluates (a
+#: plugin's converter for one of them is called as usual)
+_SHAPE_CONVERTERS = frozenset(fn for op in SHAPE_OPS for _, fn in BUILTIN.get(("", op), ()))
+
 #: ``_bind_outputs``'s ``foldable`` for nodes whose inputs are shape arithmetic
 _SHAPE = "shape"
 
@@ -624,6 +629,11 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
         fn = lookup(table, domain, n.op_type, node_opsets.get(domain, 1))
         if fn is _constant_converter and "Constant" not in keep:
             value = _constant_node(n)
+            if value is not None:
+                env[n.output[0]] = value
+                continue
+        if fn in _SHAPE_CONVERTERS and n.op_type not in keep:
+            value = shape_node(n, n.op_type, inputs, node_opsets.get("", 1))
             if value is not None:
                 env[n.output[0]] = value
                 continue
