@@ -50,8 +50,19 @@ def _value(x: Any) -> Optional[tuple]:
         data = x.data
         if data.ndim > 1 or data.dtype.kind not in "iu" or data.size > MAX_ELEMENTS:
             return None
-        return data.reshape(-1).tolist(), data.ndim, data.dtype.name, False
+        return data.reshape(-1).tolist(), data.ndim, _dtype_name(data.dtype), False
     return None
+
+
+#: numpy dtype -> its name (``dtype.name`` is a Python property of several microseconds)
+_NAMES: dict = {}
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    name = _NAMES.get(dtype)
+    if name is None:
+        name = _NAMES[dtype] = dtype.name
+    return name
 
 
 def _axes(n: Any, inputs: list, opset: int, since: int) -> Optional[list]:
