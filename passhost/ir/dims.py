@@ -295,6 +295,10 @@ def _coerce(x: Any) -> Any:
 #: Operands are immutable and compare by value; the tables stop growing at _MEMO_MAX.
 _ADD_MEMO: dict = {}
 _MUL_MEMO: dict = {}
+#: the same for ``min``/``max`` (by kind and operands) and for a Dim's bounds: a slice's
+#: type relation clamps each symbolic bound with both and compares the bounds
+_MINMAX_MEMO: dict = {}
+_BOUNDS_MEMO: dict = {}
 _MEMO_MAX = 1 << 14
 
 
@@ -496,6 +500,19 @@ def dmax(a: Any, b: Any) -> Any:
 
 
 def _minmax(kind: str, a: Any, b: Any) -> Any:
+    ta, tb = type(a), type(b)
+    if (ta is Dim and (tb is int or tb is Dim)) or (tb is Dim and ta is int):
+        key = (kind, a, b)
+        out = _MINMAX_MEMO.get(key)
+        if out is None:
+            out = _minmax_new(kind, a, b)
+            if len(_MINMAX_MEMO) < _MEMO_MAX:
+                _MINMAX_MEMO[key] = out
+        return out
+    return _minmax_new(kind, a, b)
+
+
+def _minmax_new(kind: str, a: Any, b: Any) -> Any:
     a, b = _coerce(a), _coerce(b)
     if type(a) is int and type(b) is int:
         return min(a, b) if kind == "min" else max(a, b)
@@ -550,6 +567,17 @@ def _bounds(d: Any, depth: int = 0) -> tuple:
 
     A ``min``/``max`` term is bounded by its arguments too, each substituted for it, so that
     ``max(10, n) - n`` is at least 0 (``n - n``) and ``n - min(n, 4)`` too."""
+    if type(d) is Dim and depth == 0:
+        out = _BOUNDS_MEMO.get(d)
+        if out is None:
+            out = _bounds_new(d, 0)
+            if len(_BOUNDS_MEMO) < _MEMO_MAX:
+                _BOUNDS_MEMO[d] = out
+        return out
+    return _bounds_new(d, depth)
+
+
+def _bounds_new(d: Any, depth: int) -> tuple:
     if type(d) is int:
         return (d, d)
     if d is ANY:
