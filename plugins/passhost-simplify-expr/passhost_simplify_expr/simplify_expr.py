@@ -290,7 +290,14 @@ class BroadcastOperand(DFPatternCallback):
         alts = is_op(_BROADCASTING[0])
         for name in _BROADCASTING[1:]:
             alts = alts | is_op(name)
-        self.pattern = alts(wildcard(), wildcard()) | is_op("where")(wildcard(), wildcard(), wildcard())
+        # an operand is a broadcast or a fill (what _unbroadcast takes apart), so that the
+        # pattern's prefilter turns away the usual call, whose operands are neither, by
+        # their operators alone (the callback would find nothing to do there)
+        fill = (is_op("broadcast_to")(wildcard()) | is_op("zeros")() | is_op("ones")()
+                | is_op("full")(wildcard()))
+        w = wildcard
+        self.pattern = (alts(fill, w()) | alts(w(), fill) | is_op("where")(fill, w(), w())
+                        | is_op("where")(w(), fill, w()) | is_op("where")(w(), w(), fill))
 
     def callback(self, pre, post, node_map):
         out = _ty(post)
