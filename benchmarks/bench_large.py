@@ -4,15 +4,19 @@ Each model is built under the system's temporary directory from seeded random we
 (:mod:`benchmarks.large_models`), then each tool takes it from file to optimised file in
 a fresh process of its own, one at a time: passhost (``passhost run MODEL -O3 -o OUT``),
 onnxslim, onnxscript's optimizer (over onnx-ir, which maps external data lazily) and
-onnx-simplifier. A tool's peak RSS is the kernel's ``ru_maxrss`` of its process (the
+onnx-simplifier. ``--repeat`` rounds (3) each time ``cp`` and run every tool once, the
+order rotating from round to round, and the medians are compared: on a shared machine
+the disk and the CPU drift by 2x within minutes. A tool's peak RSS is the kernel's ``ru_maxrss`` of its process (the
 ``VmHWM`` at exit). Each tool is capped so that a shared machine neither swaps nor has
 its other processes killed: a watchdog kills a tool whose resident set passes ``--limit``
 (12 GB by default) and the row says ``out of memory (cap)``; behind it, the tool's
 private memory (``RLIMIT_DATA``: heap and anonymous maps, not read-only file maps) is
 limited to 2 GB more, so an allocation too fast for the watchdog fails in the tool
 instead. The floor is ``cp`` of the weight files to the same disk, timed in the same run
-before and after the tools, alone and with the ``sync`` that makes the copies durable
-(passhost fsyncs its output; the peers do not).
+before each round and after the last, alone and with the ``sync`` that makes the copies durable.
+passhost fsyncs its output and the peers do not, so the disk is synced before each tool
+and the ``sync`` right after it is timed too (``then sync``: the writing a tool left
+for the kernel to finish).
 
 The outputs are compared with the original in onnxruntime (optimisations off): the 3 GB
 decoder itself, and for the 6 GB models a smaller sibling built by the same generator.
@@ -32,6 +36,7 @@ import os
 import resource
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -125,17 +130,22 @@ def run_child(cmd: list, limit: float, timeout: float, cwd: str, capture: bool =
     proc = subprocess.Popen(cmd, stdout=out_file, stderr=err_file, cwd=cwd, start_new_session=True,
                             preexec_fn=_cap(limit))
     killed = None
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        rss = _status_kb(proc.pid, "VmRSS") * 1024
-        elapsed = time.perf_counter() - t0
-        if killed is None and (rss > limit or elapsed > timeout):
-            killed = (f"out of memory (cap): killed at {rss / 1e9:.1f} GB resident (cap {limit / 1e9:.1f} GB)"
-                      if rss > limit else f"timed out after {timeout:.0f} s")
-            os.killpg(proc.pid, signal.SIGKILL)
-        time.sleep(0.05)
+    try:
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            rss = _status_kb(proc.pid, "VmRSS") * 1024
+            elapsed = time.perf_counter() - t0
+            if killed is None and (rss > limit or elapsed > timeout):
+                killed = (f"out of memory (cap): killed at {rss / 1e9:.1f} GB resident (cap {limit / 1e9:.1f} GB)"
+                          if rss > limit else f"timed out after {timeout:.0f} s")
+                os.killpg(proc.pid, signal.SIGKILL)
+            time.sleep(0.05)
+    except BaseException:  # the benchmark is stopping: so is the tool (in a session of its own)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     err = _drain(err_file).strip()
@@ -229,48 +239,62 @@ def _du(directory: str) -> int:
     return sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory))
 
 
-def _tool_runs(tool: str, model: dict, root: str, runs: int, limit: float, timeout: float, check: bool) -> dict:
-    """``runs`` runs of ``tool`` on ``model`` (each in a fresh process, its output deleted
-    after it); the median run's row, with every wall time in ``walls``."""
-    rows = []
-    for _ in range(runs):
-        out_dir = os.path.join(root, "out", tool)
-        os.makedirs(out_dir, exist_ok=True)
-        dst = os.path.join(out_dir, "out.onnx")
-        r = run_child(_command(tool, model["path"], dst), limit, timeout, out_dir)
-        r["output_bytes"] = _du(out_dir)
-        if r["ok"] and check and not rows:
-            r["ort"] = ort_difference(model["path"], dst, model["feeds"], root, limit)
-        shutil.rmtree(out_dir)
-        rows.append(r)
-        if not r["ok"]:
-            break
-    walls = sorted(r["wall"] for r in rows)
-    out = dict(sorted(rows, key=lambda r: r["wall"])[len(rows) // 2])
-    out.update(walls=walls, ort=rows[0].get("ort"), peak_rss=max(r["peak_rss"] for r in rows))
+def _one_run(tool: str, model: dict, root: str, limit: float, timeout: float, check: bool) -> dict:
+    """One run of ``tool`` on ``model`` in a fresh process (the disk synced before it, the
+    ``sync`` after it timed), its output compared in onnxruntime if ``check``, then deleted."""
+    out_dir = os.path.join(root, "out", tool)
+    os.makedirs(out_dir, exist_ok=True)
+    dst = os.path.join(out_dir, "out.onnx")
+    os.sync()
+    r = run_child(_command(tool, model["path"], dst), limit, timeout, out_dir)
+    t0 = time.perf_counter()
+    os.sync()
+    r["sync_after"] = time.perf_counter() - t0
+    r["output_bytes"] = _du(out_dir)
+    if r["ok"] and check:
+        r["ort"] = ort_difference(model["path"], dst, model["feeds"], root, limit)
+    shutil.rmtree(out_dir)
+    return r
+
+
+def _summary(rows: list) -> dict:
+    """A tool's runs as one row: the median run (by wall time) with every wall time in
+    ``walls``, the largest peak RSS, the median sync after it; a failed run is the row."""
+    failed = [r for r in rows if not r["ok"]]
+    out = dict(failed[0] if failed else sorted(rows, key=lambda r: r["wall"])[len(rows) // 2])
+    out.update(walls=[r["wall"] for r in rows], ort=rows[0].get("ort"), peak_rss=max(r["peak_rss"] for r in rows),
+               sync_after=statistics.median(r["sync_after"] for r in rows))
     return out
 
 
 def bench_model(name: str, root: str, tools: tuple, scale: float, limit: float, timeout: float,
                 repeat: int = 3) -> dict:
-    """Build ``name``, time cp, run each tool (passhost ``repeat`` times, each peer once),
-    compare outputs; the model's row."""
+    """Build ``name``; then ``repeat`` rounds, each timing cp and running every tool once,
+    the tools' order rotating from round to round (the disk and CPU of a shared machine
+    drift: each tool sees each part of the run), and a last cp. A tool that fails is not
+    run again. passhost's first output is compared with the original in onnxruntime (the
+    decoder's; a MatMul model's sibling); the model's row."""
     directory = os.path.join(root, name)
     t0 = time.perf_counter()
     model = build(name, directory, scale)
     print(f"{name}: {model['weight_bytes'] / 1e9:.2f} GB of weights built in {time.perf_counter() - t0:.0f} s",
           file=sys.stderr)
     row = {"model": name, "weight_bytes": model["weight_bytes"], "cp": [], "cp_sync": [], "tools": {}}
-    for tool in ("cp", *tools, "cp"):
-        if tool == "cp":
-            took, synced = time_cp(model["weight_files"], root)
-            row["cp"].append(took)
-            row["cp_sync"].append(synced)
-            continue
-        check = tool == "passhost" and MODELS[name][0] != "matmul"
-        r = row["tools"][tool] = _tool_runs(tool, model, root, repeat if tool == "passhost" else 1, limit, timeout,
-                                            check)
-        print(f"  {tool}: {_line(r)}", file=sys.stderr)
+    runs: dict = {tool: [] for tool in tools}
+    for i in range(repeat + 1):
+        took, synced = time_cp(model["weight_files"], root)
+        row["cp"].append(took)
+        row["cp_sync"].append(synced)
+        if i == repeat:
+            break
+        for tool in tools[i % len(tools):] + tools[:i % len(tools)]:
+            if runs[tool] and not runs[tool][-1]["ok"]:
+                continue
+            check = tool == "passhost" and not runs[tool] and MODELS[name][0] != "matmul"
+            runs[tool].append(_one_run(tool, model, root, limit, timeout, check))
+    for tool in tools:
+        row["tools"][tool] = _summary(runs[tool])
+        print(f"  {tool}: {_line(row['tools'][tool])}", file=sys.stderr)
     shutil.rmtree(directory)
     if MODELS[name][0] == "matmul" and "passhost" in tools:
         row["sibling"] = _sibling_check(name, root, scale, limit)
@@ -293,7 +317,7 @@ def _line(r: dict) -> str:
         return f"FAILED after {r['wall']:.1f} s ({r['error']}), peak RSS {r['peak_rss'] / 1e9:.2f} GB"
     ort = f", onnxruntime max |diff| {r['ort'][0]:.3g}" if r.get("ort") else ""
     runs = f" (runs {', '.join(f'{w:.1f}' for w in r['walls'])})" if len(r.get("walls", ())) > 1 else ""
-    return (f"{r['wall']:.1f} s{runs}, peak RSS {r['peak_rss'] / 1e9:.2f} GB, "
+    return (f"{r['wall']:.1f} s{runs} then sync {r['sync_after']:.1f} s, peak RSS {r['peak_rss'] / 1e9:.2f} GB, "
             f"wrote {r['output_bytes'] / 1e9:.2f} GB{ort}")
 
 
@@ -307,8 +331,8 @@ def judge(row: dict) -> dict:
     peers = [r["wall"] for t, r in row["tools"].items() if t != "passhost" and r["ok"]]
     return {"rss": mine["peak_rss"] <= RSS_SHARE * row["weight_bytes"] + RSS_FIXED,
             "peers": (mine["wall"] <= PEER_SHARE * min(peers)) if peers else None,
-            "cp": mine["wall"] <= CP_FACTOR * min(row["cp"]),
-            "cp_sync": mine["wall"] <= CP_FACTOR * min(row["cp_sync"])}
+            "cp": mine["wall"] <= CP_FACTOR * statistics.median(row["cp"]),
+            "cp_sync": mine["wall"] <= CP_FACTOR * statistics.median(row["cp_sync"])}
 
 
 def _ort_cell(diff: list) -> str:
@@ -317,12 +341,12 @@ def _ort_cell(diff: list) -> str:
 
 def goals_markdown(rows: list) -> str:
     """One line per model: each goal's bound, passhost's figure, met or not."""
-    lines = ["| model | peak RSS (bound) | wall / fastest peer (goal 0.5) | wall / cp (goal 2) | "
-             "wall / cp + sync (goal 2) |", "|---|---|---|---|---|"]
+    lines = ["| model | peak RSS (bound) | wall / fastest peer (goal 0.5) | the same, each + its sync | "
+             "wall / cp (goal 2) | wall / cp + sync (goal 2) |", "|---|---|---|---|---|---|"]
     for row in rows:
         mine = row["tools"].get("passhost")
         if not mine or not mine["ok"]:
-            lines.append(f"| {row['model']} | passhost {'failed' if mine else 'not run'} | | | |")
+            lines.append(f"| {row['model']} | passhost {'failed' if mine else 'not run'} | | | | |")
             continue
         g = row["goals"]
         yes = {True: "met", False: "**not met**", None: "no peer succeeded"}
@@ -330,27 +354,30 @@ def goals_markdown(rows: list) -> str:
         peers = {t: r["wall"] for t, r in row["tools"].items() if t != "passhost" and r["ok"]}
         fastest = min(peers, key=peers.get) if peers else None
         vs_peer = f"{mine['wall'] / peers[fastest]:.2f} ({fastest}) {yes[g['peers']]}" if fastest else yes[None]
+        durable = {t: r["wall"] + r["sync_after"] for t, r in row["tools"].items() if t != "passhost" and r["ok"]}
+        vs_durable = (f"{(mine['wall'] + mine['sync_after']) / min(durable.values()):.2f} "
+                      f"({min(durable, key=durable.get)})" if durable else "")
         lines.append(f"| {row['model']} | {mine['peak_rss'] / 1e9:.2f} GB ({bound / 1e9:.2f} GB) {yes[g['rss']]} | "
-                     f"{vs_peer} | {mine['wall'] / min(row['cp']):.2f} {yes[g['cp']]} | "
-                     f"{mine['wall'] / min(row['cp_sync']):.2f} {yes[g['cp_sync']]} |")
+                     f"{vs_peer} | {vs_durable} | {mine['wall'] / statistics.median(row['cp']):.2f} {yes[g['cp']]} | "
+                     f"{mine['wall'] / statistics.median(row['cp_sync']):.2f} {yes[g['cp_sync']]} |")
     return "\n".join(lines)
 
 
 def markdown(rows: list) -> str:
-    lines = ["| model | weights | cp (+ sync) | tool | wall | peak RSS | result |",
-             "|---|---:|---:|---|---:|---:|---|"]
+    lines = ["| model | weights | cp (+ sync) | tool | wall | then sync | peak RSS | result |",
+             "|---|---:|---:|---|---:|---:|---:|---|"]
     for row in rows:
-        cp = f"{min(row['cp']):.1f} s ({min(row['cp_sync']):.1f} s)"
+        cp = f"{statistics.median(row['cp']):.1f} s ({statistics.median(row['cp_sync']):.1f} s)"
         for tool, r in row["tools"].items():
             result = "ok" if r["ok"] else f"fails: {r['error']}"
             if r.get("ort"):
                 result += "; " + _ort_cell(r["ort"])
             lines.append(f"| {row['model']} | {row['weight_bytes'] / 1e9:.2f} GB | {cp} | {tool} | "
-                         f"{r['wall']:.1f} s | {r['peak_rss'] / 1e9:.2f} GB | {result} |")
+                         f"{r['wall']:.1f} s | {r['sync_after']:.1f} s | {r['peak_rss'] / 1e9:.2f} GB | {result} |")
         sib = row.get("sibling")
         if sib:
             diff = _ort_cell(sib["ort"]) if sib.get("ort") else f"fails: {sib['error'] or 'onnxruntime'}"
-            lines.append(f"| {row['model']} sibling | {sib['weight_bytes'] / 1e9:.2f} GB | | passhost | | | {diff} |")
+            lines.append(f"| {row['model']} sibling | {sib['weight_bytes'] / 1e9:.2f} GB | | passhost | | | | {diff} |")
     return "\n".join(lines)
 
 
@@ -362,7 +389,8 @@ def main(argv: Optional[list] = None) -> int:
     ap.add_argument("--limit", type=float, default=None, help="GB of RSS a tool may use before it is killed as "
                     "out of memory (default 12, or what is available now less 3 GB when that is less)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds a tool may take")
-    ap.add_argument("--repeat", type=int, default=3, help="runs of passhost (the median is compared); peers run once")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds: each times cp and runs every tool once, in an "
+                    "order that rotates; the medians are compared (a tool that fails runs once)")
     ap.add_argument("--dir", default=tempfile.gettempdir(), help="where the models are built")
     ap.add_argument("--keep", action="store_true", help="leave the built files")
     ap.add_argument("--json", metavar="FILE", help="write the rows as JSON")
@@ -371,6 +399,8 @@ def main(argv: Optional[list] = None) -> int:
     limit = args.limit * 1e9 if args.limit else min(12e9, max(2e9, available - 3e9))
     root = tempfile.mkdtemp(prefix="passhost-bench-large-", dir=args.dir)
     rows = []
+    # a benchmark stopped with kill (or a closed terminal) still deletes its gigabytes
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         for name in args.models.split(","):
             rows.append(bench_model(name, root, tuple(args.tools.split(",")), args.scale, limit, args.timeout,
@@ -379,6 +409,8 @@ def main(argv: Optional[list] = None) -> int:
             print(f"  goals: {rows[-1]['goals']}; cp {', '.join(f'{t:.1f}' for t in rows[-1]['cp'])} s, with sync "
                   f"{', '.join(f'{t:.1f}' for t in rows[-1]['cp_sync'])} s", file=sys.stderr)
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     print(f"cap: {limit / 1e9:.1f} GB resident per tool", file=sys.stderr)
@@ -389,6 +421,10 @@ def main(argv: Optional[list] = None) -> int:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(rows, f, indent=2)
     return 0
+
+
+def _stop(signum, frame) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _meminfo_kb(key: str) -> int:

@@ -302,3 +302,34 @@ def test_ab_onnx_extracts_a_revision_with_its_plugins(tmp_path):
     assert (tree / "passhost" / "__init__.py").exists()
     assert (tree / "benchmarks" / "bench_onnx.py").exists()
     assert any((tree / "plugins").glob("passhost-onnx/passhost_onnx/importer.py"))
+
+
+def test_bench_large_tiny(tmp_path, capsys):
+    """The large-model benchmark at a few megabytes: the model is built, cp and passhost
+    timed, the smaller sibling compared in onnxruntime, everything deleted."""
+    pytest.importorskip("onnxruntime")
+    from benchmarks import bench_large
+
+    out = tmp_path / "rows.json"
+    assert bench_large.main(["--models", "matmul-6g", "--tools", "passhost", "--scale", "0.002", "--repeat", "1",
+                             "--dir", str(tmp_path), "--json", str(out)]) == 0
+    row = json.loads(out.read_text())[0]
+    mine = row["tools"]["passhost"]
+    assert mine["ok"], mine["error"]
+    assert mine["output_bytes"] >= row["weight_bytes"] and len(row["cp"]) == 2, row
+    assert row["sibling"]["ok"] and row["sibling"]["ort"][0] < 1e-5, row["sibling"]
+    assert row["goals"]["rss"], mine
+    assert "| matmul-6g | " in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.json"]  # the models are gone
+
+
+def test_bench_large_caps_a_tool_that_takes_too_much_memory(tmp_path):
+    """A tool past the cap is killed (or fails to allocate) and reported as out of memory,
+    so the benchmark can run the peers on a shared machine."""
+    from benchmarks import bench_large
+
+    grow = "import time\nblocks = []\nwhile True:\n    blocks.append(bytearray(50 << 20))\n    time.sleep(0.01)\n"
+    r = bench_large.run_child([sys.executable, "-c", grow], 200e6, 60, str(tmp_path))
+    assert not r["ok"] and r["error"].startswith("out of memory (cap)")
+    ok = bench_large.run_child([sys.executable, "-c", "print('hi')"], 200e6, 60, str(tmp_path), capture=True)
+    assert ok["ok"] and ok["stdout"].strip() == "hi" and ok["peak_rss"] > 0
