@@ -33,6 +33,7 @@ PASSES: Final[Mapping[str, str]] = {
     "FuseRotaryEmbedding": "passhost-fuse-llm",
     "InferType": "passhost-infer-type",
     "Inline": "passhost-inline",
+    "ONNXComposites": "passhost-onnx",
     "PrintIR": "passhost-print-ir-pass",
     "RemoveUnusedFunctions": "passhost-remove-unused-functions",
     "SimplifyExpr": "passhost-simplify-expr",

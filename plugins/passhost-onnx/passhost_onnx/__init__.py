@@ -1,7 +1,5 @@
 """passhost-onnx: the ``onnx`` model format -- import ONNX models into passhost's IR
-and export optimised modules back to ONNX.
-
-::
+and export optimised modules back to ONNX::
 
     mod = passhost.ir.load("resnet50.onnx")                    # weights become constants
     mod, params = passhost.ir.load("resnet50.onnx", keep_params=True)
@@ -12,9 +10,10 @@ and export optimised modules back to ONNX.
 See ``docs/onnx.md`` for the operators, shapes, custom operators and converters from
 other plugins.
 """
-from passhost import plugin
+from passhost import pass_entry, plugin
 from passhost.hookspecs import FormatEntry
 from .exporter import to_onnx
+from .composite_rules import onnx_composites
 from .files import load, save
 from .importer import ShapeWarning, from_onnx
 from .node import ConversionError, Node
@@ -33,4 +32,4 @@ def supported_ops() -> list:
 
 plugin(FormatEntry("onnx", (".onnx",), load=load, save=save,
                    summary="ONNX models (opsets 7-21 in, 13-23 out), checked against onnxruntime"),
-       opaque_op(), matmul_nbits_op(), api=">=1.0,<2")
+       opaque_op(), matmul_nbits_op(), pass_entry(onnx_composites, name="ONNXComposites"), api=">=1.0,<2")

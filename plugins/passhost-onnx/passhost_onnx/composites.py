@@ -31,7 +31,7 @@ from passhost import ir
 from passhost.ir.pattern import (AltPattern, CallPattern, DFPattern, ExprPattern, TupleGetItemPattern, TuplePattern,
                                  partition)
 
-__all__ = ["Composite", "COMPOSITES", "composite", "partition_composites", "emitter_of", "scalar", "split", "calls"]
+__all__ = ["Composite", "COMPOSITES", "composite", "partition_composites", "emitter_of", "scalar", "split", "calls", "example"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,8 @@ class Composite:
     :param stage: composites partition in stages, lowest first: one whose pattern holds
         another's comes before it (``HardSwish`` holds ``HardSigmoid``'s)
     :param check: ``check(root) -> bool``, more than the pattern says (``partition``'s check)
+    :param examples: ``examples(rng) -> [ir.Function]``, graphs it should take that random
+        instances of its pattern rarely are (``passhost check-rules`` tries them first)
     """
 
     name: str
@@ -54,6 +56,7 @@ class Composite:
     since: int = 1
     stage: int = 1
     check: Optional[Callable] = None
+    examples: Optional[Callable] = None
 
 
 #: every composite, in the order declared (the family modules fill it as they are imported)
@@ -62,11 +65,11 @@ _BY_NAME: dict = {}
 
 
 def composite(name: str, pattern: DFPattern, *, since: int = 1, stage: int = 1,
-              check: Optional[Callable] = None) -> Callable:
+              check: Optional[Callable] = None, examples: Optional[Callable] = None) -> Callable:
     """Register the decorated function as the emitter of composite ``name`` (see :class:`Composite`)."""
 
     def register(fn: Callable) -> Callable:
-        c = Composite(name, pattern, fn, since, stage, check)
+        c = Composite(name, pattern, fn, since, stage, check, examples)
         COMPOSITES.append(c)
         _BY_NAME[name] = c
         return fn
@@ -147,3 +150,11 @@ def split(call: ir.Expr) -> tuple:
 def calls(e: ir.Expr, name: str) -> bool:
     """Whether ``e`` is a call of operator ``name``."""
     return type(e) is ir.Call and type(e.op) is ir.Op and e.op.name == name
+
+
+def example(rng, build: Callable, shape: Optional[tuple] = None) -> ir.Function:
+    """``fn (%x) { build(%x) }``, ``%x`` a float32 tensor of ``shape`` (default: random, rank 1 to 4)."""
+    if shape is None:
+        shape = tuple(int(d) for d in rng.randint(1, 5, size=rng.randint(1, 5)))
+    x = ir.var("x", shape=shape)
+    return ir.Function([x], build(x))

@@ -16,7 +16,7 @@ from passhost import ir
 from passhost.ir.pattern import is_constant, is_op, wildcard
 
 from .build import call, const, flatten_2d, reshape, static
-from .composites import composite
+from .composites import composite, example
 from .table import converter
 
 
@@ -373,7 +373,14 @@ def _wide_axis(root) -> Optional[int]:
     return axis if n == mid[-1] and ln.args[1].data.size == n and ln.args[2].data.size == n else None
 
 
-@composite("onnx.LayerNormalization/wide", _wide, since=17, check=lambda root: _wide_axis(root) is not None)
+def _wide_example(rng) -> list:
+    a, b, c = (int(d) for d in rng.randint(2, 5, size=3))
+    g, s = (ir.const(rng.randn(b * c).astype("float32")) for _ in "gs")
+    return [example(rng, lambda x: ir.reshape(ir.nn.layer_norm(ir.reshape(x, (a, b * c)), g, s), (a, b, c)), (a, b, c))]
+
+
+@composite("onnx.LayerNormalization/wide", _wide, since=17, check=lambda root: _wide_axis(root) is not None,
+           examples=_wide_example)
 def _wide_layer_norm_back(em, fn, args):
     """``reshape(nn.layer_norm(reshape(x[2,4,8], (2, 32)), g[32], b[32]), (2, 4, 8))``
     -> ``LayerNormalization(x, g[4,8], b[4,8], axis=1)``"""

@@ -16,8 +16,8 @@ from passhost.ir.pattern import is_op, wildcard
 from passhost.errors import FormatError
 
 from .build import call, const, expand_to, reshape
-from .composites import composite
-from .emit_ops import arg_node
+from .composites import composite, example
+from .emit_ops import arg_axes, arg_node
 from .table import converter
 
 
@@ -196,7 +196,7 @@ converter("ArgMin", 1)(_arg("argmin"))
 
 
 @composite("onnx.ArgMax", is_op("cast")(is_op("argmax")(wildcard()) | is_op("argmin")(wildcard()))
-           .has_attr({"dtype": "int64"}))
+           .has_attr({"dtype": "int64"}), check=lambda root: len(arg_axes(root.args[0])) == 1)
 def _arg_back(em, fn, args):
     """``cast(argmax(x), dtype="int64")`` -> ``ArgMax(x)`` (ONNX's is int64 already; ``ArgMin`` alike)"""
     return arg_node(em, fn.body.args[0], args)
@@ -249,8 +249,17 @@ def _block_move(root) -> Optional[tuple]:
     return None
 
 
+def _block_examples(rng) -> list:
+    n, c, h, w, b = 1 + rng.randint(2), 4 * (1 + rng.randint(2)), 2 + 2 * rng.randint(2), 2 * (1 + rng.randint(2)), 2
+    moves = [((n, c // 4, b, b, h, w), (0, 1, 4, 2, 5, 3), (n, c // 4, h * b, w * b)),   # DepthToSpace CRD
+             ((n, b, b, c // 4, h, w), (0, 3, 4, 1, 5, 2), (n, c // 4, h * b, w * b)),   # DCR
+             ((n, c, h // b, b, w // b, b), (0, 3, 5, 1, 2, 4), (n, c * b * b, h // b, w // b))]  # SpaceToDepth
+    return [example(rng, lambda x, m=m: ir.reshape(ir.transpose(ir.reshape(x, m[0]), m[1]), m[2]), (n, c, h, w))
+            for m in moves]
+
+
 @composite("onnx.BlockMove", is_op("reshape")(is_op("transpose")(is_op("reshape")(wildcard()))),
-           check=lambda root: _block_move(root) is not None)
+           check=lambda root: _block_move(root) is not None, examples=_block_examples)
 def _block_move_back(em, fn, args):
     """``reshape(transpose(reshape(x, (n, c/4, 2, 2, h, w)), (0, 1, 4, 2, 5, 3)), (n, c/4, 2h, 2w))``
     -> ``DepthToSpace(x, blocksize=2, mode="CRD")`` (DCR and ``SpaceToDepth`` alike)"""

@@ -15,7 +15,7 @@ from passhost import ir
 from passhost.ir.pattern import is_constant, is_op, wildcard
 
 from .build import call, const, reshape
-from .composites import calls, composite, split
+from .composites import calls, composite, example, split
 from .table import converter
 
 _UNARY = {"Erf": ("erf", 9), "Floor": ("floor", 6), "Ceil": ("ceil", 6), "Round": ("round", 11),
@@ -228,7 +228,13 @@ def _hard_swish_ok(root: ir.Call) -> bool:
     return False
 
 
-@composite("onnx.HardSwish", is_op("multiply")(_x, _hard_sigmoid_x6), since=14, stage=0, check=_hard_swish_ok)
+def _hard_swish_example(rng) -> list:
+    return [example(rng, lambda x: ir.multiply(x, ir.clip(ir.add(ir.multiply(x, ir.const(np.float32(_SIXTH))),
+                                                               ir.const(np.float32(0.5))), 0.0, 1.0)))]
+
+
+@composite("onnx.HardSwish", is_op("multiply")(_x, _hard_sigmoid_x6), since=14, stage=0, check=_hard_swish_ok,
+           examples=_hard_swish_example)
 def _hard_swish_back(em, fn, args):
     """``Mul(x, HardSigmoid(x, 1/6, 1/2))`` -> ``HardSwish(x)``"""
     return em.one("HardSwish", args)
@@ -291,8 +297,14 @@ def _plain_softplus_back(em, fn, args):
     return em.one("Softplus", args)
 
 
+def _shared_example(rng) -> list:
+    p = ir.var("p", shape=(3,))
+    sp = ir.Function([p], softplus(p, ir.const(np.float32(1))), attrs={"Composite": "onnx.Softplus"})
+    return [example(rng, lambda x: ir.multiply(x, ir.tanh(ir.Call(sp, [x]))), (3,))]
+
+
 @composite("onnx.Mish/shared", is_op("multiply")(_x, is_op("tanh")(wildcard())), since=18, stage=3,
-           check=lambda root: _mish_x(root, True) is not None)
+           check=lambda root: _mish_x(root, True) is not None, examples=_shared_example)
 def _mish_of_softplus_back(em, fn, args):
     """``multiply(x, tanh(s))``, ``s`` a Softplus of ``x`` read elsewhere too -> ``Mish(x)``
     (the Softplus stays for its other readers)"""

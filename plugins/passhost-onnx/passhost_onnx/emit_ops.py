@@ -130,13 +130,17 @@ def _pad(em, call, args):
     return em.one("Pad", [args[0], em.ints(pads), value], mode=call.attrs.pad_mode)
 
 
-def arg_node(em, call, args) -> str:
-    """The ``ArgMax``/``ArgMin`` node of an ``argmax``/``argmin`` ``call`` (int64, as ONNX's is)."""
+def arg_axes(call) -> list:
+    """The axes an ``argmax``/``argmin`` ``call`` reduces (ONNX's reduce one)."""
     a = call.attrs
     nd = len(_tensor(call, 0).shape)
     axes = list(range(nd)) if a.axis is None else [int(x) % nd for x in a.axis]
-    if a.exclude:
-        axes = [i for i in range(nd) if i not in axes]
+    return [i for i in range(nd) if i not in axes] if a.exclude else axes
+
+
+def arg_node(em, call, args) -> str:
+    """The ``ArgMax``/``ArgMin`` node of an ``argmax``/``argmin`` ``call`` (int64, as ONNX's is)."""
+    a, axes = call.attrs, arg_axes(call)
     if len(axes) != 1:
         raise FormatError(f"{call.op.name} over {len(axes)} axes has no ONNX export (ONNX reduces one axis)")
     onnx_op = "ArgMax" if call.op.name == "argmax" else "ArgMin"

@@ -79,3 +79,32 @@ def test_partition_walks_a_deep_chain_without_recursion():
 def test_every_composite_emitter_shows_its_form(c):
     # each emitter's docstring shows the IR it takes and the ONNX node it writes
     assert c.emit.__doc__ and "->" in c.emit.__doc__
+
+
+def _rules():
+    import passhost.passes
+
+    return passhost.passes.rules("ONNXComposites")
+
+
+def test_check_rules_checks_every_composite():
+    # passhost check-rules ONNXComposites: each composite's ONNX node against the host operators
+    from passhost.ir.pattern.soundness import check_rule
+
+    rules = _rules()
+    assert [r.name for r in rules] == [c.name for c in COMPOSITES]
+    for r in rules:
+        report = check_rule(r, max_seconds=2.0, min_fired=5)
+        assert report.sound is True, (r.name, str(report.counterexample))
+
+
+def test_check_rules_finds_an_emitter_that_writes_the_wrong_numbers():
+    import dataclasses
+
+    from passhost.ir.pattern.soundness import check_rule
+    from passhost_onnx.composite_rules import CompositeRule
+
+    c = next(c for c in COMPOSITES if c.name == "onnx.HardSigmoid")
+    wrong = dataclasses.replace(c, emit=lambda em, fn, args: em.one("HardSigmoid", args, alpha=0.2, beta=0.5))
+    report = check_rule(CompositeRule(wrong), max_seconds=2.0)
+    assert report.sound is False and "HardSigmoid" in report.counterexample.after
