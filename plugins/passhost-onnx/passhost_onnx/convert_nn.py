@@ -3,13 +3,17 @@ MatMul, Softmax, LRN, Dropout, Flatten."""
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import numpy as np
 
 from passhost import ir
+from passhost.ir.pattern import is_constant, is_op, wildcard
 
 from .build import broadcast_shapes, call, const, expand_axes, flatten_2d, reshape, static
+from .composites import calls, composite, example
 from .dtypes import FLOAT_DTYPES
+from .emit import EMITTERS
 from .node import Node
 from .table import converter
 
@@ -404,3 +408,80 @@ def _batch_matmul_symbolic(node, a, b, sa, sb):
     b3 = reshape(b, (n,) + tuple(sb[-2:]))
     out = call("nn.batch_matmul", a3, b3, transpose_a=False, transpose_b=False)
     return reshape(out, tuple(batch) + (sa[-2], sb[-1]))
+
+
+# -- the way back: a bias or a scale and shift joined into one node (see :mod:`.composites`) -----
+_x, _w, _b = wildcard(), is_constant(), is_constant()
+_weighted = is_op("nn.conv2d")(_x, _w) | is_op("nn.conv3d")(_x, _w) | is_op("nn.dense")(_x, _w)
+
+
+def _biased(root) -> Optional[tuple]:
+    """``(op, bias)`` of a matched ``nn.bias_add``/``add`` of a convolution's (or a 2-D float
+    dense's) result and a constant along its channel (output) axis, of its weight's dtype."""
+    op = next(a for a in root.args if type(a) is ir.Call)
+    b, w = next(a for a in root.args if type(a) is ir.Constant).data, op.args[1].data
+    x, n = op.args[0].checked_type, w.shape[0]
+    if b.dtype != w.dtype:
+        return None
+    if op.op.name == "nn.dense":
+        axis, ok = 1, len(x.shape) == 2 and x.dtype.startswith("float") and b.shape in ((n,), (1, n))
+    else:
+        axis, ok = 1, b.shape in ((n,) + (1,) * (w.ndim - 2), (1, n) + (1,) * (w.ndim - 2))
+    if calls(root, "nn.bias_add"):
+        ok = b.shape == (n,) and root.attrs.axis % len(root.checked_type.shape) == axis
+    return (op, b) if ok else None
+
+
+def _biased_examples(rng) -> list:
+    def r(*shape):
+        return ir.const(rng.randn(*shape).astype("float32"))
+
+    conv = lambda x: ir.nn.conv2d(x, r(4, 2, 3, 3), padding=(1, 1))  # noqa: E731
+    return [example(rng, lambda x: ir.nn.bias_add(conv(x), r(4)), (1, 2, 5, 5)),
+            example(rng, lambda x: ir.add(conv(x), r(4, 1, 1)), (1, 2, 5, 5)),
+            example(rng, lambda x: ir.nn.bias_add(ir.nn.dense(x, r(3, 5)), r(3)), (2, 5))]
+
+
+@composite("onnx.Biased", is_op("nn.bias_add")(_weighted, _b) | is_op("add")(_weighted, _b),
+           check=lambda root: _biased(root) is not None, examples=_biased_examples)
+def _biased_back(em, fn, args):
+    """``nn.bias_add(nn.conv2d(x, w), b)`` -> ``Conv(x, w, b)``; a constant ``add`` along the
+    channels alike, and ``Gemm(x, w, b)`` of a 2-D ``nn.dense``"""
+    op, b = _biased(fn.body)
+    c = next(a for a in fn.body.args if type(a) is ir.Constant)
+    bias = em.constant(c) if b.ndim == 1 else em.const(b.reshape(-1), source=em.constant(c))
+    return EMITTERS[op.op.name](em, op, [args[0], em.constant(op.args[1]), bias])
+
+
+def _per_channel(arr: np.ndarray) -> Optional[int]:
+    """The channel count of a floating-point ``(C, 1, 1)`` or ``(1, C, 1, 1)`` constant."""
+    if arr.dtype.kind != "f" or arr.ndim not in (3, 4) or arr.shape[-2:] != (1, 1) or arr.ndim == 4 and arr.shape[0] != 1:
+        return None
+    return arr.shape[-3]
+
+
+def _scale_shift(root) -> Optional[tuple]:
+    """``(s, b)`` of a matched ``add(multiply(x, s), b)``, ``x`` 4-D, ``s`` and ``b`` per channel."""
+    mul = next(a for a in root.args if type(a) is ir.Call)
+    s = next(a for a in mul.args if type(a) is ir.Constant).data
+    b = next(a for a in root.args if type(a) is ir.Constant).data
+    x = next((a for a in mul.args if type(a) is not ir.Constant), mul.args[0]).checked_type.shape
+    c = _per_channel(s)
+    return (s, b) if len(x) == 4 and c is not None and c == _per_channel(b) == x[1] and s.dtype == b.dtype else None
+
+
+def _scale_shift_example(rng) -> list:
+    s, b = (ir.const(rng.randn(3, 1, 1).astype("float32")) for _ in "sb")
+    return [example(rng, lambda x: ir.add(ir.multiply(x, s), b), (2, 3, 4, 4))]
+
+
+@composite("onnx.BatchNormalization", is_op("add")(is_op("multiply")(_x, is_constant()), _b),
+           check=lambda root: _scale_shift(root) is not None, examples=_scale_shift_example)
+def _scale_shift_back(em, fn, args):
+    """``add(multiply(x, s), b)``, ``x`` 4-D, ``s`` and ``b`` ``(C, 1, 1)`` constants (what
+    SimplifyInference leaves of a batch norm no convolution took) -> ``BatchNormalization(x, s, b,
+    mean=0, var=1, epsilon=0)``: exactly ``s * x + b``"""
+    s, b = _scale_shift(fn.body)
+    c, dt = s.size, s.dtype
+    stats = [em.const(s.reshape(-1)), em.const(b.reshape(-1)), em.const(np.zeros(c, dt)), em.const(np.ones(c, dt))]
+    return em.one("BatchNormalization", [args[0], *stats], epsilon=0.0)

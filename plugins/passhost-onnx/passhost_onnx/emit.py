@@ -303,8 +303,8 @@ def _dense(em, call, args):
     w = em.values.get(args[1])
     viewed = w is not None and w.ndim == 2 and not w.flags.c_contiguous and w.T.flags.c_contiguous
     if len(x.shape) == 2 and x.dtype.startswith("float"):  # (onnxruntime has no integer Gemm)
-        if viewed:
-            return em.one("Gemm", [args[0], em.const(w.T, source=args[1])])
+        if viewed:  # (a third argument: the bias a composite joins, see convert_nn)
+            return em.one("Gemm", [args[0], em.const(w.T, source=args[1]), *args[2:]])
         return em.one("Gemm", list(args), transB=1)
     # (w.T: a view; the writer writes it in C order, one weight at a time)
     wt = em.const(w.T, source=args[1]) if w is not None else em.one("Transpose", [args[1]], perm=[1, 0])

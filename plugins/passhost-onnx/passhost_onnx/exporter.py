@@ -147,6 +147,10 @@ class Emitter:
             self._const_names[key] = name
         return name
 
+    def constant(self, c: ir.Constant) -> str:
+        """The initializer of constant node ``c``, under the model's own name of it."""
+        return self.const(c.data, key=c, name=_span_name(c))
+
     def ints(self, values: Any) -> str:
         """A 1-D int64 tensor of ``values``: an initializer, or computed from the inputs'
         shapes where a value is a symbolic dimension."""
@@ -185,7 +189,7 @@ def _emit_body(em: Emitter, mod: ir.IRModule, body: ir.Expr, env: dict) -> Any:
         if t is ir.Var:
             raise FormatError(f"variable %{e.name_hint} is free in @main; bind it or make it a parameter")
         if t is ir.Constant:
-            vals[e] = em.const(e.data, key=e, name=_span_name(e))
+            vals[e] = em.constant(e)
         elif t is ir.Tuple:
             vals[e] = tuple(vals[f] for f in e.fields)
         elif t is ir.TupleGetItem:
@@ -449,7 +453,6 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     _merge_batch_reshapes(em)
     if em.quantized:
         _drop_nodes(em, join_qlinear_conv(em, *_uses_and_producers(em)))
-    _fuse_adds(em)
     _one_d_back(em)
     _transpose_pairs(em, set(names))
     if em.dim_values.cache:  # a peephole's symbolic target was computed after its reader
@@ -703,20 +706,6 @@ def _merge_batch_reshapes(em: Emitter) -> None:
     _drop_nodes(em, drop)
 
 
-def _fuse_adds(em: Emitter) -> None:
-    """The two peepholes on ``Add`` nodes, over one scan of the graph: a bias add becomes
-    the convolution's own input (:func:`_conv_bias`), a per-channel scale and shift one
-    ``BatchNormalization`` (:func:`_scale_shift`). They take different producers (a
-    ``Conv``/``Gemm``, a ``Mul``), so neither can take a node the other changed."""
-    inits = {name: arr for name, arr in em.inits}
-    uses, producer = _uses_and_producers(em)
-    drop: set = set()
-    for n in em.nodes:
-        if n.op_type == "Add" and len(n.input) == 2:
-            _conv_bias(em, n, inits, uses, producer, drop) or _scale_shift(em, n, inits, uses, producer, drop)
-    _drop_nodes(em, drop)
-
-
 def _scalar(inits: dict, name: str) -> Optional[float]:
     """The value of a one-element floating-point initializer, or ``None``."""
     arr = inits.get(name)
@@ -915,78 +904,3 @@ def _transpose_pairs(em: Emitter, outputs: set) -> None:
         for n in em.nodes:
             n.input[:] = [rename.get(x, x) for x in n.input]
         _drop_nodes(em, g.drop)
-
-
-def _conv_bias(em: Emitter, n: Any, inits: dict, uses: dict, producer: dict, drop: set) -> bool:
-    """``Add(Conv(x, w), b)`` with a constant ``b`` along the channel axis becomes ``Conv(x, w, b)``
-    (a ``b`` of shape ``(C,)`` broadcasts along the last axis instead, and stays an ``Add``), and
-    ``Add(Gemm(x, w), b)`` becomes ``Gemm(x, w, b)``: the bias add that conv2d/dense +
-    bias_add (or a folded batch norm) leaves is the ONNX operator's own input."""
-    for data, bias in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
-        j = producer.get(data)
-        b = inits.get(bias)
-        if j is None or b is None or uses.get(data) != 1:
-            continue
-        conv = em.nodes[j]
-        if conv.op_type not in ("Conv", "Gemm") or len(conv.input) != 2:
-            continue
-        w = inits.get(conv.input[1])
-        if w is None or b.dtype != w.dtype:
-            continue
-        if conv.op_type == "Gemm":  # Gemm(x, w[, transB=1]) + b: b of shape (N,) or (1, N)
-            attrs = {a.name: a.i for a in conv.attribute}
-            if set(attrs) - {"transB"} or w.ndim != 2:
-                continue
-            width = w.shape[0] if attrs.get("transB", 0) == 1 else w.shape[1]
-            shapes = ((width,), (1, width))
-        else:  # along the channel axis of the output, whatever the rank: (C, 1, ..) or (1, C, 1, ..)
-            c, spatial = w.shape[0], (1,) * (w.ndim - 2)
-            shapes = ((c,) + spatial, (1, c) + spatial)
-        if b.shape not in shapes:
-            continue
-        conv.input.append(em.const(b.reshape(-1), source=bias))
-        conv.output[0] = n.output[0]
-        drop.add(id(n))
-        uses[bias] -= 1
-        return True
-    return False
-
-
-def _per_channel(arr: Any) -> Optional[int]:
-    """The channel count of a floating-point ``(C, 1, 1)`` or ``(1, C, 1, 1)`` constant."""
-    if arr is None or arr.dtype.kind != "f":
-        return None
-    if arr.ndim == 3 and arr.shape[1:] == (1, 1):
-        return arr.shape[0]
-    if arr.ndim == 4 and arr.shape[0] == 1 and arr.shape[2:] == (1, 1):
-        return arr.shape[1]
-    return None
-
-
-def _scale_shift(em: Emitter, n: Any, inits: dict, uses: dict, producer: dict, drop: set) -> bool:
-    """``Add(Mul(x, s), b)`` on a 4-D ``x`` with per-channel constants ``s`` and ``b`` (what
-    SimplifyInference makes of a batch norm that no convolution absorbed) becomes one
-    ``BatchNormalization(x, s, b, mean=0, var=1, epsilon=0)``: exactly ``s * x + b``, one
-    node instead of two, as the model had it before."""
-    for m_name, b_name in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
-        j = producer.get(m_name)
-        b = inits.get(b_name)
-        if j is None or uses.get(m_name) != 1 or _per_channel(b) is None:
-            continue
-        mul = em.nodes[j]
-        if mul.op_type != "Mul" or id(mul) in drop:
-            continue
-        for x_name, s_name in ((mul.input[0], mul.input[1]), (mul.input[1], mul.input[0])):
-            s_arr = inits.get(s_name)
-            c = _per_channel(s_arr)
-            if c is None or c != _per_channel(b) or s_arr.dtype != b.dtype or len(em.shapes.get(x_name, ())) != 4:
-                continue
-            dt = b.dtype
-            bn = helper.make_node("BatchNormalization",
-                                  [x_name, em.const(s_arr.reshape(-1)), em.const(b.reshape(-1)),
-                                   em.const(np.zeros(c, dt)), em.const(np.ones(c, dt))],
-                                  [n.output[0]], epsilon=0.0)
-            n.CopyFrom(bn)
-            drop.add(id(mul))
-            return True
-    return False
