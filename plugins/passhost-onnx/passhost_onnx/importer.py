@@ -224,15 +224,15 @@ def _unsupported(graph: onnx.GraphProto, table: dict, opsets: dict, functions: F
     counts_of: dict = {}  # op_type -> its schema's (min in, max in, min out, max out), or ()
     opset = opsets[""]
     for n in all_nodes(graph):
-        op_type = n.op_type
-        if op_type in SUBGRAPH_OPS and n.domain in ("", "ai.onnx"):  # its subgraphs' nodes are checked in turn
+        op_type, raw = n.op_type, n.domain
+        if op_type in SUBGRAPH_OPS and raw in ("", "ai.onnx"):  # its subgraphs' nodes are checked in turn
             continue
-        if op_type in keep and n.domain in ("", "ai.onnx"):  # kept as it is: checked by ONNX's shape inference
+        if op_type in keep and raw in ("", "ai.onnx"):  # kept as it is: checked by ONNX's shape inference
             continue
-        domain = _domain(n.domain)
+        domain = _domain(raw)
         if lookup(table, domain, op_type, opsets.get(domain, 1)) is None:
             # (a custom-domain operator is kept opaque; one with a body is expanded)
-            if not domain and not functions.has_body(n.domain, op_type, opset):
+            if not domain and not functions.has_body(raw, op_type, opset):
                 missing[op_type] = missing.get(op_type, 0) + 1
                 continue
         if not domain:
@@ -469,10 +469,11 @@ def _check_bind_dims(bind_dims: Mapping, names: DimNames) -> None:
 
 
 def _bind_outputs(n: onnx.NodeProto, outs: Any, inputs: list, foldable: bool, env: dict, source: str,
-                  outer: Optional[onnx.NodeProto]) -> None:
-    """``env[output] = expression`` for each named output of node ``n``: spanned, typed, and
-    evaluated when the node's inputs were all constants."""
-    for name, expr in zip(n.output, outs):
+                  outer: Optional[onnx.NodeProto], outputs: Optional[list] = None) -> None:
+    """``env[output] = expression`` for each named output of node ``n`` (``outputs``: its
+    output names, when the caller read them already): spanned, typed, and evaluated when
+    the node's inputs were all constants."""
+    for name, expr in zip(n.output if outputs is None else outputs, outs):
         if not name:
             continue
         if expr is None:  # (an Identity of a missing optional input, say)
@@ -593,10 +594,13 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
         else:  # (kept as it is when read-only and contiguous); its name goes with it to the export
             env[name] = ir.set_span(ir.infer_type(ir.Constant(data)), ir.Span(source, name=name))
     weight_vars = [env[n] for n in weights]
-    customs = [n for n in graph.node if (_domain(n.domain)
-               and lookup(table, _domain(n.domain), n.op_type, opsets.get(_domain(n.domain), 1)) is None
-               and (n.domain, n.op_type) not in functions.local) or (not _domain(n.domain) and n.op_type in keep)
-]
+    customs = []
+    for n in graph.node:
+        raw, op_type = n.domain, n.op_type
+        d = _domain(raw)
+        if (d and lookup(table, d, op_type, opsets.get(d, 1)) is None and (raw, op_type) not in functions.local) \
+                or (not d and op_type in keep):
+            customs.append(n)
     types = _opaque_types(full_model(model, arrays), customs) if customs else {}
     # a stack of (node, its opsets, the model's node it was expanded from, depth): function
     # bodies are pushed in place of their node
@@ -619,6 +623,8 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
             pending.append((n, node_opsets, outer, depth))
             pending.extend((b, node_opsets, outer or n.node, depth + 1) for b in reversed(nodes))
             continue
+        # (protobuf reads each field anew, a container for the repeated ones: read once)
+        op_type = n.op_type
         domain = _domain(n.domain)
         try:
             inputs = [env[i] if i else None for i in n.input]
@@ -626,34 +632,34 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
             raise FormatError(f"{n.op_type} node {n.name or n.output[0]!r} reads {err.args[0]!r}, which no "
                               "earlier node, input or initializer defines (is the graph topologically sorted?)") \
                 from None
-        fn = lookup(table, domain, n.op_type, node_opsets.get(domain, 1))
+        fn = lookup(table, domain, op_type, node_opsets.get(domain, 1))
         if fn is _constant_converter and "Constant" not in keep:
             value = _constant_node(n)
             if value is not None:
                 env[n.output[0]] = value
                 continue
-        if fn in _SHAPE_CONVERTERS and n.op_type not in keep:
-            value = shape_node(n, n.op_type, inputs, node_opsets.get("", 1))
+        if fn in _SHAPE_CONVERTERS and op_type not in keep:
+            value = shape_node(n, op_type, inputs, node_opsets.get("", 1))
             if value is not None:
                 env[n.output[0]] = value
                 continue
-        if not domain and outer is None and n.op_type in RECURRENT and (n.op_type in keep or
-                                                                       dynamic_recurrence(n, inputs)):
+        if not domain and outer is None and op_type in RECURRENT and (op_type in keep or
+                                                                     dynamic_recurrence(n, inputs)):
             inputs = without_zero_states(n, inputs)
             _bind_outputs(n, _opaque(n, inputs, types, dim_names, shapes=recurrent_shapes(n, inputs)), inputs,
                           False, env, source, outer)
             continue
-        if not domain and outer is None and n.op_type in keep:
+        if not domain and outer is None and op_type in keep:
             _bind_outputs(n, _opaque(n, inputs, types, dim_names, node_opsets.get("", 1)), inputs, False, env,
                           source, outer)
             continue
-        if fn is None and not domain and n.op_type == "If":
+        if fn is None and not domain and op_type == "If":
             if depth >= MAX_DEPTH:
                 raise FormatError(f"{_label(outer or n)}: its If branches nest more than {MAX_DEPTH} deep")
             pending.extend(_expand_if(n, inputs[0] if inputs else None, node_opsets, outer, depth, functions, env))
             continue
-        if fn is None and not domain and n.op_type in ("Loop", "Scan"):
-            if n.op_type == "Scan" and node_opsets.get("", 1) < 9:
+        if fn is None and not domain and op_type in ("Loop", "Scan"):
+            if op_type == "Scan" and node_opsets.get("", 1) < 9:
                 raise FormatError(f"{_label(n)}: Scan of opset 8 (with a batch axis and sequence_lens) is not "
                                   "supported; export the model at opset 9 or later")
             if depth >= MAX_DEPTH:
@@ -671,11 +677,12 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
         if fn is None and outer is not None and not domain:
             raise FormatError(f"{_label(outer)}: its function body uses {n.op_type} (opset "
                               f"{node_opsets.get('', '?')}), which passhost has no converter for")
+        outputs = list(n.output)
         if fn is None:
             outs = _opaque(n, inputs, types, dim_names, node_opsets.get(domain, 1))
         else:
-            node = Node(n.op_type, domain, n.name, inputs, {a.name: _attr_value(a) for a in n.attribute},
-                        list(n.output), node_opsets.get(domain, 1))
+            node = Node(op_type, domain, n.name, inputs, {a.name: _attr_value(a) for a in n.attribute},
+                        outputs, node_opsets.get(domain, 1))
             try:
                 result = fn(node)
             except PasshostError:
@@ -688,14 +695,14 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
                                  "may not be what ONNX allows (onnx.checker.check_model checks the model); if they "
                                  f"are, the converter {where} has a bug: report it") from None
             outs = result if isinstance(result, tuple) else (result,)
-            if len(outs) < len([o for o in n.output if o]):
+            if len(outs) < len([o for o in outputs if o]):
                 raise FormatError(f"{node!r}: its converter produced {len(outs)} output(s), the node has "
-                                  f"{len(n.output)}")
+                                  f"{len(outputs)}")
         present = [x for x in inputs if x is not None]
         foldable = fn is not None and all(isinstance(x, ir.Constant) or _shape_data(x) for x in present)
         if foldable and not all(isinstance(x, ir.Constant) for x in present):
             foldable = _SHAPE  # shape arithmetic over the dynamic axes
-        _bind_outputs(n, outs, inputs, foldable, env, source, outer)
+        _bind_outputs(n, outs, inputs, foldable, env, source, outer, outputs)
     results = []
     for vi in graph.output:
         if vi.name not in env:
