@@ -10,8 +10,8 @@ import pytest
 from passhost import ir
 from passhost.errors import IRError
 from passhost.ir import Call, Function, Let, Tuple, TupleGetItem
-from passhost.ir.rewrite import (KEEP_TYPES, NO_TYPES, NamedValues, RuleTable, binding_uses, dataflow,
-                                 like_originals, use_counts, walk)
+from passhost.ir.rewrite import (KEEP_TYPES, NO_TYPES, NamedValues, RuleTable, binding_uses,
+                                 count_uses_into, dataflow, like_originals, use_counts, walk)
 from passhost.transform import function_pass
 
 
@@ -178,6 +178,20 @@ def test_use_counts_count_non_leaves_and_say_whether_a_scope_lies_below():
     counts = use_counts(ir.add(e, m))
     assert dict(counts) == {e: 3, m: 1} and not counts.scoped  # %x is a leaf, the root unused
     assert use_counts(Function([x], Let(a, e, a))).scoped
+
+
+def test_several_roots_counted_into_one_table_walk_a_shared_node_once():
+    x = _x()
+    e = ir.exp(x)
+    shared = ir.multiply(e, e)
+    first, second = ir.add(shared, x), ir.negative(shared)
+    table: dict = {}
+    assert count_uses_into(table, first) is False
+    assert table == {shared: 1, e: 2}
+    assert count_uses_into(table, second) is False
+    assert table == {shared: 2, e: 2}  # (the shared node's inside is not counted again)
+    assert count_uses_into(table, shared) is False and table == {shared: 2, e: 2}  # counted before: nothing
+    assert count_uses_into(table := {}, first) == use_counts(first).scoped and table == dict(use_counts(first))
 
 
 def test_answers_are_remembered_while_a_pass_runs_and_dropped_after():

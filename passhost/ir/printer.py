@@ -57,9 +57,10 @@ import numpy as np
 from ..errors import IRError
 from ._gc import gc_paused
 from ._scopes import Scopes
+from .rewrite.dataflow import count_uses_into
 from ._type_size import MAX_TYPE_DEPTH, MAX_TYPE_PARTS, measure
 from .dims import ANY, Dim
-from .expr import USES_OF, Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
 from .op import Op
 from .types import TensorType, Type
@@ -244,43 +245,11 @@ class _Printer:
 
     # -- helpers --------------------------------------------------------------
     def count_uses(self, root: Expr) -> bool:
-        """Count, for every non-atomic node under ``root``, how many parent edges use it
-        (one walk; nodes already counted by an earlier root are not entered again).
-        Whether a scope (function, ``if``, ``let``) is met below ``root``."""
-        uses = self.uses
-        get = uses.get
-        atomic = _ATOMIC
-        scoping = _SCOPING
-        _Call = Call
-        uses_of = USES_OF
-        if root in uses or type(root) in atomic:
-            return False
-        stack = [root]
-        push = stack.append
-        pop = stack.pop
-        scoped = False
-        while stack:
-            node = pop()
-            t = type(node)
-            if t is _Call:
-                kids = node.args
-                op = node.op
-                if type(op) not in atomic:
-                    kids = kids + (op,)
-            else:
-                kids = uses_of[t](node)
-                if t in scoping and node is not root:
-                    scoped = True
-            for k in kids:
-                if type(k) in atomic:
-                    continue
-                c = get(k)
-                if c is None:
-                    uses[k] = 1
-                    push(k)
-                else:
-                    uses[k] = c + 1
-        return scoped
+        """Count, for every non-atomic node under ``root``, how many parent edges use it,
+        into the table of this print call (the host's use analysis:
+        :func:`passhost.ir.rewrite.count_uses_into`). Whether a scope (function, ``if``,
+        ``let``) is met below ``root``."""
+        return count_uses_into(self.uses, root)
 
     def annot(self, node: Expr) -> str:
         """`` /* ty=T */`` for a typed node (TVM never annotates ``if`` and ``let``), when

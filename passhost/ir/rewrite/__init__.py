@@ -22,7 +22,7 @@ A pass that rewrites the IR is a table of rules over the walk::
   children first, sharing and identity kept, each node offered to its rule.
 * :mod:`.typing_policy` -- ``NO_TYPES``, ``KEEP_TYPES``, ``like_originals(mod)``: what a
   rewrite writes into ``checked_type``, the one place that decides it.
-* :func:`dataflow`, :func:`use_counts`, :func:`binding_uses` (:mod:`.dataflow`,
+* :func:`dataflow`, :func:`use_counts` (:func:`count_uses_into`), :func:`binding_uses` (:mod:`.dataflow`,
   :mod:`.binding_uses`) -- who uses each node, remembered per function while a pass runs;
   :class:`NamedValues` (:mod:`.named`) is the same question for graphs of named values
   (ONNX's node lists).
@@ -35,7 +35,7 @@ The pattern language (:mod:`passhost.ir.pattern`) builds a :class:`RuleTable` fr
 from __future__ import annotations
 
 from .binding_uses import binding_uses
-from .dataflow import LEAVES, Dataflow, UseCounts, dataflow, use_counts
+from .dataflow import LEAVES, Dataflow, UseCounts, count_uses_into, dataflow, use_counts
 from .driver import rewrite_post_order
 from .named import NamedValues
 from .table import RuleTable
@@ -45,5 +45,5 @@ from .walk import walk
 __all__ = [
     "RuleTable", "walk", "rewrite_post_order",
     "Typing", "NO_TYPES", "KEEP_TYPES", "like_originals",
-    "Dataflow", "UseCounts", "dataflow", "use_counts", "binding_uses", "LEAVES", "NamedValues",
+    "Dataflow", "UseCounts", "dataflow", "use_counts", "count_uses_into", "binding_uses", "LEAVES", "NamedValues",
 ]

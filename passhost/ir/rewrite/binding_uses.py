@@ -30,8 +30,9 @@ _INERT = frozenset({Constant, Op, GlobalVar})
 # the lets of a chain (a spine) and calls of variables and constants are handled in line,
 # without a stack entry or a helper call each
 @gc_paused
-def binding_uses(func: Function, dead: Callable[[Expr], bool], values: Optional[dict] = None) -> dict:
-    """``{let-bound variable: 0, 1 or 2}`` for the lets of ``func`` (see the module docs).
+def binding_uses(root: Expr, dead: Callable[[Expr], bool], values: Optional[dict] = None) -> dict:
+    """``{let-bound variable: 0, 1 or 2}`` for the lets of ``root``, a function (walked from
+    its body) or any expression (see the module docs).
 
     A run of nested lets (a *spine*) is registered top-down, its body walked, and only then
     are the bound values walked bottom-up, each only if its variable has been used by then
@@ -51,7 +52,7 @@ def binding_uses(func: Function, dead: Callable[[Expr], bool], values: Optional[
     is_dead = dead
     _Var, _Let, _Function, _Call, _TGI, _Op = Var, Let, Function, Call, TupleGetItem, Op
     inert = _INERT
-    stack: list = [(func.body, 0)]
+    stack: list = [(root.body if type(root) is Function else root, 0)]
     push = stack.append
     pop = stack.pop
     while stack:

@@ -36,7 +36,7 @@ from ..expr import CHILDREN_OF as _CHILDREN_OF
 from ..expr import USES_OF as _USES_OF
 from ..expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, TupleGetItem, Var
 
-__all__ = ["Dataflow", "UseCounts", "dataflow", "use_counts", "LEAVES"]
+__all__ = ["Dataflow", "UseCounts", "dataflow", "use_counts", "count_uses_into", "LEAVES"]
 
 #: nodes that use nothing (what :func:`use_counts` does not count)
 LEAVES = frozenset({Var, Constant, Op, GlobalVar})
@@ -170,20 +170,23 @@ def _build(root: Expr, skip: Optional[Callable[[Expr], bool]]) -> Dataflow:
             add_node(node)
             add_users([])
             t = type(node)
-            if t is _Call:
-                op = node.op
-                if type(op) is not _Op:
-                    users[index[op]].append(i)
-                for a in node.args:
-                    users[index[a]].append(i)
-            elif t is _Let:
-                users[index[node.value]].append(i)
-                users[index[node.body]].append(i)
-            elif t is _TGI:
-                users[index[node.tuple_value]].append(i)
-            else:
-                for k in uses_of[t](node):
-                    users[index[k]].append(i)
+            try:
+                if t is _Call:
+                    op = node.op
+                    if type(op) is not _Op:
+                        users[index[op]].append(i)
+                    for a in node.args:
+                        users[index[a]].append(i)
+                elif t is _Let:
+                    users[index[node.value]].append(i)
+                    users[index[node.body]].append(i)
+                elif t is _TGI:
+                    users[index[node.tuple_value]].append(i)
+                else:
+                    for k in uses_of[t](node):
+                        users[index[k]].append(i)
+            except KeyError:  # an operator used as a value (not a callee): not a node
+                _rest_of_uses(node, i, index, users)
             continue
         if node in seen:
             continue
@@ -227,6 +230,22 @@ def _build(root: Expr, skip: Optional[Callable[[Expr], bool]]) -> Dataflow:
     return Dataflow(root, nodes, index, users, functions)
 
 
+def _rest_of_uses(node: Expr, i: int, index: dict, users: list) -> None:
+    """The uses of ``node`` from its first operator child on (the ones before it are
+    recorded): those of the children that are nodes."""
+    if type(node) is Call:
+        kids = ((node.op,) if type(node.op) is not Op else ()) + node.args
+    elif type(node) is Let:
+        kids = (node.value, node.body)
+    else:
+        kids = _USES_OF[type(node)](node)
+    first = next(k for k, kid in enumerate(kids) if kid not in index)
+    for kid in kids[first + 1:]:
+        j = index.get(kid)
+        if j is not None:
+            users[j].append(i)
+
+
 class UseCounts(dict):
     """``{node: how often it is used}`` for every node under a root that is used and is not
     a leaf (a variable, constant, operator or global); see :func:`use_counts`.
@@ -258,13 +277,27 @@ def _counts_of(df: Dataflow) -> UseCounts:
     return out
 
 
-# hot loop: one step per node and per use; the printer runs it on every graph it prints
-@gc_paused
 def _count(root: Expr) -> UseCounts:
     uses = UseCounts()
-    uses.scoped = False
-    if type(root) in LEAVES:
-        return uses
+    uses.scoped = count_uses_into(uses, root)
+    return uses
+
+
+# hot loop: one step per node and per use; the printer runs it on every graph it prints
+@gc_paused
+def count_uses_into(uses: dict, root: Expr) -> bool:
+    """Add the uses under ``root`` to ``uses`` (``{node: count}``, non-leaf nodes): the
+    counting behind :func:`use_counts`, for a caller that counts several roots into one
+    table (the printer: the functions of a module). A node already in ``uses`` is not
+    entered again (only its count grows), so a node shared with an earlier root is walked
+    once. Returns whether a scope (a function, ``if`` or ``let`` other than ``root``) was
+    met::
+
+        count_uses_into(uses := {}, fn (%x) { %0 = exp(%x); add(%0, %0) })  ->  False
+        uses  ->  {add(%0, %0): 1, exp(%x): 2}     (the root is counted by its user)
+    """
+    if root in uses or type(root) in LEAVES:
+        return False
     get = uses.get
     leaves, scoping = LEAVES, _SCOPING
     _Call = Call
@@ -293,5 +326,4 @@ def _count(root: Expr) -> UseCounts:
                 push(k)
             else:
                 uses[k] = c + 1
-    uses.scoped = scoped
-    return uses
+    return scoped

@@ -10,13 +10,15 @@ The algorithm of TVM's ``relay.transform.DeadCodeElimination`` (``dead_code.cc``
    (recursion is assumed pure while it is analysed), never a function parameter, a
    function taken out of a tuple, or an ``Extern`` global. ``ignore_impurity=True``
    treats everything as pure.
-2. **Uses.** The function is walked from its body; the value of a pure binding is walked
-   only when the first use of its variable is found, so uses inside dead values do not
-   count and a whole dead chain disappears in one run. A use inside a nested function
-   counts twice (the function may run many times). Shared sub-expressions are walked at
-   most twice (only 0 / 1 / many matters).
+2. **Uses.** The host's use analysis counts each let-bound variable's uses on the live
+   paths (:func:`passhost.ir.rewrite.binding_uses`, told that a pure value is dead until
+   its variable is used): uses inside dead values do not count, so a whole dead chain
+   disappears in one run; a use inside a nested function counts twice (the function may
+   run many times); a use inside a shared sub-expression counts once per path (only 0 / 1
+   / many matters).
 3. **Rewrite.** Impure bindings stay; unused pure ones go; with ``inline_once`` a pure
-   binding used exactly once is replaced by its value at the use.
+   binding used exactly once is replaced by its value at the use: one walk of the rewrite
+   engine with a rule for lets and ``bind`` for the inlined variables.
 
 Everything is walked with explicit stacks and each node is handled a bounded number of
 times, so the pass is linear (TVM's re-visiting is quadratic on long let chains) and a
@@ -44,17 +46,24 @@ from __future__ import annotations
 from typing import Any
 
 from passhost.errors import PassError
-from passhost.ir import Expr, Function, IRModule, Let, Var, contains_any, rewrite_post_order
+from passhost.ir import Expr, Function, IRModule, Let, Var, contains_any
 from passhost.ir import paused_gc as _gc_paused
+from passhost.ir.rewrite import KEEP_TYPES, RuleTable, binding_uses, walk
 from passhost.transform import module_pass
 
 from .purity import Purity
-from .uses import count_uses
 
 __all__ = ["Purity", "count_uses", "eliminate_dead_code", "dead_code_elimination",
            "DeadCodeElimination"]
 
 _LET = frozenset({Let})
+
+
+def count_uses(func: Function, purity: Purity) -> dict:
+    """``{let-bound var: 0, 1 or 2 (= more than one)}`` for the lets of ``func``, counted on
+    the live paths (step 2 above): the host's :func:`~passhost.ir.rewrite.binding_uses`,
+    with a pure value dead until its variable is used. Fills ``purity.let_value``."""
+    return binding_uses(func, purity.is_pure, purity.let_value)
 
 
 def eliminate_dead_code(func: Function, purity: Purity = None, inline_once: bool = False) -> Function:
@@ -89,7 +98,7 @@ def eliminate_dead_code(func: Function, purity: Purity = None, inline_once: bool
 
 
 def _rewrite(func: Function, drop: set, inline: dict, counts: dict) -> Function:
-    """The rewrite, over the host's driver: an inlined binding's variable is bound to its
+    """The rewrite, one walk of the host's engine: an inlined binding's variable is bound to its
     (rewritten) value, where its let disappears, and a dropped let -- or one only dead
     code reaches, which the use count never met -- becomes its body."""
     inlined = {var for vs in inline.values() for var in vs}
@@ -101,7 +110,7 @@ def _rewrite(func: Function, drop: set, inline: dict, counts: dict) -> Function:
         var = let.var
         return let.body if var in drop or var not in counts else None
 
-    return rewrite_post_order(func, drop_let, keep_types=True, only=_LET, bind=bind if inlined else None)
+    return walk(func, RuleTable([(Let, drop_let)]), KEEP_TYPES, bind=bind if inlined else None)
 
 
 def dead_code_elimination(mod: IRModule, inline_once: bool = False, ignore_impurity: bool = False) -> IRModule:

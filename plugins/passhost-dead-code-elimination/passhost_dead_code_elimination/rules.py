@@ -1,10 +1,10 @@
 """DeadCodeElimination as one rule: the pass's reference semantics, in a reader's words
-(:mod:`.dead_code_elimination` with :mod:`.uses` is the same pass as a hand-fused walk, the
-one that runs; a property test holds the two to structurally equal results).
+(:mod:`.dead_code_elimination` is the same pass as one count of the live uses and one
+rewrite, the one that runs; a property test holds the two to structurally equal results).
 
-Bottom-up (:func:`passhost.ir.rewrite_post_order`), so that a dead binding inside a value
-is gone before the value's own binding is judged, each ``let %v = value; body`` whose value
-is pure (:class:`.purity.Purity`) is
+Bottom-up (a rule table over the rewrite engine's walk, :mod:`passhost.ir.rewrite`), so that
+a dead binding inside a value is gone before the value's own binding is judged, each
+``let %v = value; body`` whose value is pure (:class:`.purity.Purity`) is
 
 * ``body``, when ``%v`` is not used in ``body``;
 * with ``inline_once``: ``body`` with ``value`` for ``%v``, when ``%v`` is used once, and
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from passhost import ir
 from passhost.ir import Function, Let, Var
+from passhost.ir.rewrite import RuleTable, binding_uses, walk
 
 from .purity import Purity
 
@@ -30,24 +31,12 @@ __all__ = ["dce_rules", "uses_of"]
 
 def uses_of(var: Var, body: ir.Expr) -> int:
     """How often ``body`` uses ``var``: 0, 1 or 2 (= more than once, or inside a nested
-    function); each shared node is counted at most twice (only 0 / 1 / many matters)."""
-    count = 0
-    seen: dict = {}
-    stack = [(body, 1)]
-    while stack:
-        node, weight = stack.pop()
-        if node is var:
-            count += weight
-            if count >= 2:
-                return 2
-            continue
-        n = seen.get(node, 0)
-        if n >= 2:
-            continue
-        seen[node] = n + 1
-        inner = 2 if type(node) is Function else weight
-        stack.extend((k, inner) for k in ir.children(node))
-    return count
+    function), asked of the host's use analysis (a use inside a node shared by two parents
+    counts twice: only 0 / 1 / many matters)."""
+    return binding_uses(Let(var, _NOTHING, body), dead=lambda value: False).get(var, 0)
+
+
+_NOTHING = ir.Tuple([])  # a value that uses nothing, to bind ``var`` over ``body`` with
 
 
 def dce_rules(func: Function, purity: Purity = None, inline_once: bool = False) -> Function:
@@ -58,14 +47,17 @@ def dce_rules(func: Function, purity: Purity = None, inline_once: bool = False) 
         if type(node) is Let:
             purity.register_let(node)
 
-    def rule(node):
-        if type(node) is not Let or not purity.is_pure(node.value):
+    rules = RuleTable()
+
+    @rules.on(Let)
+    def dead_or_used_once(let):
+        if not purity.is_pure(let.value):
             return None
-        n = uses_of(node.var, node.body)
+        n = uses_of(let.var, let.body)
         if n == 0:
-            return node.body
+            return let.body
         if n == 1 and inline_once:
-            return ir.rewrite_post_order(node.body, None, memo={node.var: node.value})
+            return walk(let.body, None, memo={let.var: let.value})
         return None
 
-    return ir.rewrite_post_order(func, rule, only=frozenset({Let}))
+    return walk(func, rules)

@@ -2,7 +2,8 @@
 
 TVM's backward fold (``fold_scale_axis.cc``), in three linear, non-recursive sweeps:
 
-1. **prepare** (post-order): reference counts, then for every call with exactly one
+1. **prepare** (post-order): the use counts of the host's analysis
+   (:func:`passhost.ir.rewrite.use_counts`), then for every call with exactly one
    consumer a *message* -- the output axes that could absorb a per-channel scale:
    ``nn.conv2d`` and ``nn.conv3d`` offer the ``C`` axis of their output layout (``groups == 1`` or
    depthwise), ``nn.dense`` (2-D output) axis 1; ``nn.relu``/``nn.leaky_relu`` pass
@@ -47,9 +48,10 @@ from __future__ import annotations
 from typing import Optional
 
 from passhost import ir
-from passhost.ir import Call, Expr, Op, children, post_order, rewrite_post_order
+from passhost.ir import Call, Expr, Op, post_order, rewrite_post_order
 from passhost.ir import paused_gc as _gc_paused
 from passhost.ir import type_of
+from passhost.ir.rewrite import use_counts
 
 from ._common import (
     ADDSUB_OPS,
@@ -113,17 +115,9 @@ def _prep(call: Call, in_msgs: list) -> Optional[tuple]:
 _PREP_OPS = RELU_OPS | ADDSUB_OPS | CONVS | {DENSE, _BIAS_ADD}
 
 
-def _prepare(order: list) -> dict:
-    # TVM's GetExprRefCount, for the nodes that matter (operator calls): how many
-    # times each is referenced as a child
-    refs: dict = {}
-    get = refs.get
-    _Call = Call
-    for node in order:
-        kids = ((node.op,) + node.args) if type(node) is _Call else children(node)
-        for c in kids:
-            if type(c) is _Call:
-                refs[c] = get(c, 0) + 1
+def _prepare(order: list, root: Expr) -> dict:
+    # TVM's GetExprRefCount: how many times each call is used, from the host's use analysis
+    refs = use_counts(root)
     messages: dict = {}
     for node in order:
         if type(node) is Call and node.op in _PREP_OPS and refs.get(node, 0) == 1:
@@ -237,7 +231,7 @@ def backward_fold_scale_axis(expr: Expr) -> Expr:
         if not ir.calls_any(expr, FOLD_SOURCES):
             return expr  # no conv2d/dense: nothing can fold
         order = post_order(expr)
-        messages = _prepare(order)
+        messages = _prepare(order, expr)
         if not messages:
             return expr
         assigned, folded = _assign(order, messages)

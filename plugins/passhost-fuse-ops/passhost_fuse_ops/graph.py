@@ -4,12 +4,14 @@ Both follow TVM's ``IndexedForwardGraph`` and ``DominatorTree`` (``fuse_ops.cc``
 ``analysis/graph_partitioner.cc``), built without recursion so a 100,000-deep chain
 works at Python's default recursion limit.
 
-**Dataflow graph.** Every expression reachable from the root, except operators, is a
-node, numbered in post-DFS order (children before parents, left to right -- the order
-of :func:`passhost.ir.post_order`). A node records its *pattern* (an
+**Dataflow graph.** The host's use analysis (:func:`passhost.ir.rewrite.dataflow`) lists
+every expression reachable from the root, except operators, in post-DFS order (children
+before parents, left to right -- the order of :func:`passhost.ir.post_order`), with the
+users of each. On top of it a node records its *pattern* (an
 :class:`~passhost.ir.OpPattern` value), whether it is *extern* (used from outside the
 fusible dataflow: function parameters and bodies, operands of ``let``/``if``, non-tensor
-tuple fields ...) and its *outputs*: ``(consumer, edge pattern)`` pairs.
+tuple fields ...) and its *consumers*: the users it has a fusible edge to, each edge with
+a pattern (:meth:`DataflowGraph.edge_pattern`; ``outputs`` lists the pairs as TVM does).
 
 Nested functions are fusion barriers. A function marked ``Primitive`` (or carrying a
 ``Compiler`` attribute) is a leaf: nothing inside it is looked at. Any other nested
@@ -28,6 +30,8 @@ ancestor walk takes ``O(log depth)`` steps while accumulating exactly the same p
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from passhost.errors import PassError
@@ -44,8 +48,8 @@ from passhost.ir import (
     Tuple,
     TupleGetItem,
     TupleType,
-    Var,
 )
+from passhost.ir.rewrite import dataflow
 
 __all__ = ["DataflowGraph", "PostDominatorTree", "build_graph", "post_dominator_tree", "is_barrier_function"]
 
@@ -71,244 +75,177 @@ def is_barrier_function(fn: Function) -> bool:
     return ("Primitive" in attrs and _nonzero(attrs["Primitive"])) or "Compiler" in attrs
 
 
-class DataflowGraph:
-    """The indexed forward dataflow graph of one function.
+#: what a consumer is to each of its producers (``DataflowGraph.epat``): an edge pattern
+#: (>= 0), or one of these
+BCAST_EDGE = -1    # a broadcasting call: ELEMWISE from an operand of the result's shape, else BROADCAST
+NO_EDGE = -2       # a let, an if, a function: its parts are used outside the fusible dataflow
+TUPLE_EDGE = -3    # a tuple: INJECTIVE from a tensor field; a field of another type is extern
+CALLEE_EDGE = -4   # a call of an expression: OPAQUE; the callee itself is also extern
 
-    :ivar nodes: expressions in post-DFS order (operators excluded)
+
+class DataflowGraph:
+    """The indexed forward dataflow graph of one function, over the host's use analysis.
+
+    :ivar nodes: expressions in post-DFS order (operators excluded):
+        :func:`passhost.ir.rewrite.dataflow`'s order, ``Primitive`` functions not entered
     :ivar index: ``{expr: position in nodes}``
     :ivar pattern: node pattern kinds (ints, :class:`~passhost.ir.OpPattern` values)
     :ivar extern: ``extern[i]`` is true when node ``i`` is used outside the dataflow
-    :ivar outputs: ``outputs[i]`` lists ``(consumer index, edge pattern)`` pairs
+    :ivar consumers: ``consumers[i]`` lists the nodes node ``i`` flows into, one per use
+        (the host analysis' users, less the uses that are no fusible edge)
+    :ivar epat: ``epat[c]``: the pattern of the edges into consumer ``c``, or how to find it
+        (:data:`BCAST_EDGE`, :data:`TUPLE_EDGE`, :data:`CALLEE_EDGE`); see :meth:`edge_pattern`
+    :ivar rtype: ``rtype[c]``: the result type of a broadcasting call ``c`` (else None)
     :ivar opaque_functions: nested functions that were not entered (primitive/external)
     """
 
-    __slots__ = ("nodes", "index", "pattern", "extern", "outputs", "opaque_functions")
+    __slots__ = ("nodes", "index", "pattern", "extern", "consumers", "epat", "rtype", "opaque_functions")
 
-    def __init__(self) -> None:
-        self.nodes: list = []
-        self.index: dict = {}
-        self.pattern: list = []
-        self.extern: list = []
-        self.outputs: list = []
+    def __init__(self, nodes: list, index: dict) -> None:
+        n = len(nodes)
+        self.nodes = nodes
+        self.index = index
+        self.pattern: list = [OPAQUE] * n
+        self.extern: list = [False] * n
+        self.consumers: list = [None] * n
+        self.epat: list = [OPAQUE] * n
+        self.rtype: list = [None] * n
         self.opaque_functions: set = set()
 
     def __len__(self) -> int:
         return len(self.nodes)
 
+    def edge_pattern(self, v: int, c: int) -> int:
+        """The pattern of the edge from node ``v`` into its consumer ``c``."""
+        ep = self.epat[c]
+        if ep >= 0:
+            return ep
+        if ep == BCAST_EDGE:
+            rt = self.rtype[c]
+            at = self.nodes[v].checked_type
+            same = type(rt) is TensorType and (at is rt or (type(at) is TensorType and at.shape == rt.shape))
+            return ELEMWISE if same else BROADCAST
+        return INJECTIVE if ep == TUPLE_EDGE else OPAQUE
+
+    @property
+    def outputs(self) -> list:
+        """``outputs[i]``: ``(consumer, edge pattern)`` pairs of node ``i`` (TVM's form)."""
+        return [[(c, self.edge_pattern(v, c)) for c in cs] for v, cs in enumerate(self.consumers)]
+
     def dump(self) -> str:
         """A debugging listing: ``index: kind pattern [extern] -> consumers``."""
         lines = []
-        for i, node in enumerate(self.nodes):
-            outs = ", ".join(f"{c}:{p}" for c, p in self.outputs[i])
+        for i, (node, outs) in enumerate(zip(self.nodes, self.outputs)):
             flag = " extern" if self.extern[i] else ""
-            lines.append(f"{i}: {type(node).__name__} pattern={self.pattern[i]}{flag} -> [{outs}]")
+            lines.append(f"{i}: {type(node).__name__} pattern={self.pattern[i]}{flag} -> "
+                         f"[{', '.join(f'{c}:{p}' for c, p in outs)}]")
         return "\n".join(lines)
-
-
-_FIN = object()    # stack marker: the next entry below is a node whose children are done
-_SCOPE = object()  # stack marker: the next entry below is the scope number to switch to
 
 
 def build_graph(root: Expr) -> DataflowGraph:
     """Build the dataflow graph of ``root`` (normally a typed :class:`~passhost.ir.Function`).
 
-    One explicit-stack walk numbers the nodes in post-DFS order and, as each node is
-    finished (its operands are numbered by then), records its pattern, its edges and the
-    extern marks it causes. The stack holds bare nodes and two kinds of marker (no tuple
-    per entry): ``_FIN`` above a node whose children are done, ``_SCOPE`` above a scope
-    number. Scope switches are pushed in balanced pairs around a function's params and
-    body, so the current scope when an entry is popped is the scope of the node that
-    pushed it.
+    The nodes, their order and their users are the host's use analysis
+    (:func:`passhost.ir.rewrite.dataflow`, which does not enter ``Primitive`` functions);
+    one loop over them in reverse post-DFS order (consumers before producers) records
+    each node's pattern and what it is to its producers, and keeps of each node's users
+    the ones that are fusible edges, marking the node extern for the others.
 
     :raises IRError: if an expression lacks its inferred type (run InferType first)
     :raises PassError: on a tuple access of something that is not a tuple
     """
-    g = DataflowGraph()
+    df = dataflow(root, skip=is_barrier_function)
+    g = DataflowGraph(df.nodes, df.index)
+    scoped = any(f is not root for f in df.functions)
+    _label(g, df.users, df.owners() if scoped else None, df.functions)
+    g.extern[df.index[root]] = True
+    return g
+
+
+# hot loop: one step per node and per use of the function FuseOps fuses (every -O3 run); a
+# helper call per node would cost as much as the work, so each kind of node is handled in line
+def _label(g: DataflowGraph, users: list, owners: Optional[list], entered: dict) -> None:
     nodes, index = g.nodes, g.index
-    pattern, extern, outputs = g.pattern, g.extern, g.outputs
-    skipped = g.opaque_functions
-    scopes: list = []
-    seen: set = set()
-    mark_seen = seen.add
-    next_scope = 1
-    scope = 0
-    _Call, _Tuple, _TGI, _Function, _Let, _If, _Op, _Const, _Var, _TensorType, _TupleType = (
-        Call, Tuple, TupleGetItem, Function, Let, If, Op, Constant, Var, TensorType, TupleType)
-    FIN, SCOPE = _FIN, _SCOPE
-    index_get = index.get
+    pattern, extern, consumers, epat, rtype = g.pattern, g.extern, g.consumers, g.epat, g.rtype
+    opaque = g.opaque_functions
+    _Call, _Tuple, _TGI, _Function, _Let, _If, _Op, _Const, _TensorType, _TupleType = (
+        Call, Tuple, TupleGetItem, Function, Let, If, Op, Constant, TensorType, TupleType)
     op_pattern: dict = {}  # Op -> its pattern int, looked up once per operator
-    stack: list = [root]
-    push = stack.append
-    pop = stack.pop
-    add_node, add_scope, add_pattern, add_extern, add_outputs = (
-        nodes.append, scopes.append, pattern.append, extern.append, outputs.append)
-
-    def mark_extern(expr: Expr) -> None:
-        j = index_get(expr)
-        if j is not None:
-            extern[j] = True
-
-    while stack:
-        node = pop()
-        if node is SCOPE:
-            scope = pop()
-            continue
-        if node is not FIN:
-            if node in seen:
-                continue
-            t = type(node)
-            if t is _Op:
-                continue
-            mark_seen(node)
-            if t is _Var or t is _Const:
-                # a leaf is numbered at once (no FIN round trip); it adds no edges
-                index[node] = len(nodes)
-                add_node(node)
-                add_scope(scope)
-                add_extern(False)
-                add_outputs([])
-                if t is _Const:
-                    data = node.data
-                    add_pattern(ELEMWISE if data.ndim == 0 and data.dtype.name in SIMPLE_CONST_DTYPES
-                                else OPAQUE)
-                else:
-                    add_pattern(OPAQUE)
-                continue
-            push(node)
-            push(FIN)
-            if t is _Call:
-                args = node.args
-                if len(args) == 2:
-                    a, b = args
-                    if b not in seen:
-                        push(b)
-                    if a not in seen:
-                        push(a)
-                else:
-                    for k in range(len(args) - 1, -1, -1):
-                        push(args[k])
-                op = node.op
-                if type(op) is not _Op:
-                    push(op)
-            elif t is _Tuple:
-                fields = node.fields
-                for k in range(len(fields) - 1, -1, -1):
-                    push(fields[k])
-            elif t is _TGI:
-                push(node.tuple_value)
-            elif t is _Function:
-                if node is not root and is_barrier_function(node):
-                    skipped.add(node)
-                    continue
-                push(scope)
-                push(SCOPE)
-                push(node.body)
-                params = node.params
-                for k in range(len(params) - 1, -1, -1):
-                    push(params[k])
-                push(next_scope)
-                push(SCOPE)
-                next_scope += 1
-            elif t is _Let:
-                push(node.body)
-                push(node.value)
-                push(node.var)
-            elif t is _If:
-                push(node.false_branch)
-                push(node.true_branch)
-                push(node.cond)
-            continue
-
-        # FIN: number the node below the marker and record what it contributes
-        node = pop()
-        i = len(nodes)
-        index[node] = i
-        add_node(node)
-        add_scope(scope)
-        add_extern(False)
-        add_outputs([])
+    for v in range(len(nodes) - 1, -1, -1):
+        node = nodes[v]
         t = type(node)
+        # what node v is to its producers (they come later in this loop)
         if t is _Call:
             op = node.op
             if type(op) is _Op:
                 pat = op_pattern.get(op)
                 if pat is None:
                     pat = op_pattern[op] = OPAQUE if op.stateful else int(op.pattern)
-            else:
-                pat = OPAQUE
-                j = index_get(op)
-                if j is not None:
-                    extern[j] = True
-                    if scopes[j] == scope:
-                        outputs[j].append((i, OPAQUE))
-            add_pattern(pat)
-            if pat == BROADCAST:
-                # an operand of the result's own shape is an element-wise edge
-                rtype = node.checked_type
-                rshape = rtype.shape if type(rtype) is _TensorType else None
-                for a in node.args:
-                    j = index_get(a)
-                    if j is None:
-                        continue
-                    if scopes[j] != scope:
-                        extern[j] = True
-                        continue
-                    at = a.checked_type
-                    if rshape is not None and (at is rtype or (type(at) is _TensorType and at.shape == rshape)):
-                        outputs[j].append((i, ELEMWISE))
-                    else:
-                        outputs[j].append((i, BROADCAST))
-                continue
-            for a in node.args:
-                j = index_get(a)
-                if j is None:
-                    continue
-                if scopes[j] != scope:
-                    extern[j] = True
-                    continue
-                outputs[j].append((i, pat))
-        elif t is _Tuple:
-            add_pattern(TUPLE)
-            for f in node.fields:
-                j = index_get(f)
-                if j is None:
-                    continue
-                if scopes[j] != scope or type(f.checked_type) is not _TensorType:
-                    extern[j] = True
+                pattern[v] = pat
+                if pat == BROADCAST:
+                    epat[v] = BCAST_EDGE
+                    rtype[v] = node.checked_type
                 else:
-                    outputs[j].append((i, INJECTIVE))
+                    epat[v] = pat
+            else:
+                epat[v] = CALLEE_EDGE
+        elif t is _Const:
+            data = node.data
+            if data.ndim == 0 and data.dtype.name in SIMPLE_CONST_DTYPES:
+                pattern[v] = ELEMWISE
+        elif t is _Tuple:
+            pattern[v] = TUPLE
+            epat[v] = TUPLE_EDGE
         elif t is _TGI:
-            tv = node.tuple_value
-            ttype = tv.checked_type
+            ttype = node.tuple_value.checked_type
             if type(ttype) is not _TupleType:
                 raise PassError(f"FuseOps: tuple access .{node.index} of an expression of type {ttype}, "
                                 "which is not a tuple; fix the program (run InferType to check it)",
                                 "FuseOps")
-            j = index_get(tv)
-            if j is None:
-                add_pattern(OPAQUE)
-            elif scopes[j] != scope or any(type(ft) is not _TensorType for ft in ttype.fields):
-                extern[j] = True
-                add_pattern(OPAQUE)
+            j = index[node.tuple_value]
+            if (owners is not None and owners[j] != owners[v]) or any(
+                    type(ft) is not _TensorType for ft in ttype.fields):
+                epat[v] = NO_EDGE
             else:
-                add_pattern(INJECTIVE)
-                outputs[j].append((i, INJECTIVE))
-        else:
-            add_pattern(OPAQUE)  # Var, GlobalVar, Let, If, Function: opaque
-            if t is _Let:
-                mark_extern(node.var)
-                mark_extern(node.value)
-                mark_extern(node.body)
-            elif t is _If:
-                mark_extern(node.cond)
-                mark_extern(node.true_branch)
-                mark_extern(node.false_branch)
-            elif t is _Function and node not in skipped:
+                pattern[v] = INJECTIVE
+                epat[v] = INJECTIVE
+        elif t is _Let:
+            epat[v] = NO_EDGE
+            extern[index[node.var]] = True
+        elif t is _If:
+            epat[v] = NO_EDGE
+        elif t is _Function:
+            if node in entered:
+                epat[v] = NO_EDGE
                 for prm in node.params:
-                    mark_extern(prm)
-                mark_extern(node.body)
-    mark_extern(root)
-    return g
+                    extern[index[prm]] = True
+            else:
+                opaque.add(node)
+        # which of its users node v flows into (each was labelled above, at its own step)
+        us = users[v]
+        keep = us
+        for k in range(len(us)):
+            c = us[k]
+            ep = epat[c]
+            if ep == NO_EDGE:
+                ok = False
+            elif ep == TUPLE_EDGE:
+                ok = type(node.checked_type) is _TensorType
+            elif ep == CALLEE_EDGE:
+                ok = True
+                if nodes[c].op is node:
+                    extern[v] = True
+            else:
+                ok = True
+            if ok and owners is not None and owners[c] != owners[v]:
+                ok = False
+            if not ok:
+                extern[v] = True
+                if keep is us:
+                    keep = us[:k]
+            elif keep is not us:
+                keep.append(c)
+        consumers[v] = keep
 
 
 class PostDominatorTree:
@@ -400,16 +337,20 @@ class PostDominatorTree:
         return a, acc
 
 
+# hot loop: one step per node and per edge of the graph (every -O3 run of FuseOps); the
+# tree attachment and the edge patterns are in line for the same reason
 def post_dominator_tree(graph: DataflowGraph) -> PostDominatorTree:
     """The post-dominator tree of ``graph`` (see the module docstring)."""
     n = len(graph.nodes)
     tree = PostDominatorTree(n)
-    extern, outputs = graph.extern, graph.outputs
+    extern, consumers = graph.extern, graph.consumers
+    nodes, epat, rtype = graph.nodes, graph.epat, graph.rtype
     lca = tree.lca
     tparent, depth, tpattern, jump, jmax = tree.parent, tree.depth, tree.pattern, tree._jump, tree._jmax
     height = tree.height
+    _TensorType = TensorType
     for v in range(n - 1, -1, -1):
-        outs = outputs[v]
+        outs = consumers[v]
         if not outs:
             tpattern[v] = OPAQUE if extern[v] else ELEMWISE
             jump[v] = v
@@ -417,24 +358,37 @@ def post_dominator_tree(graph: DataflowGraph) -> PostDominatorTree:
         if extern[v]:
             # a root: parent -1, depth 1, jump to itself (PostDominatorTree._attach inline)
             h = 0
-            for consumer, _ in outs:
+            for consumer in outs:
                 if height[consumer] > h:
                     h = height[consumer]
             height[v] = h + 1
             tpattern[v] = OPAQUE
             jump[v] = v
             continue
-        p, acc = outs[0]
-        h = height[p]
-        if len(outs) > 1:
-            for k in range(1, len(outs)):
-                consumer, ep = outs[k]
-                if height[consumer] > h:
-                    h = height[consumer]
-                if p >= 0 and p != consumer:  # lca(p, p, acc) is (p, acc)
-                    p, acc = lca(p, consumer, acc)
-                if ep > acc:
-                    acc = ep
+        at = None  # node v's type, read at its first broadcasting consumer
+        p = -1
+        acc = h = 0
+        for k in range(len(outs)):
+            consumer = outs[k]
+            ep = epat[consumer]
+            if ep < 0:  # DataflowGraph.edge_pattern in line
+                if ep == BCAST_EDGE:
+                    rt = rtype[consumer]
+                    if at is None:
+                        at = nodes[v].checked_type
+                    ep = ELEMWISE if type(rt) is _TensorType and (
+                        at is rt or (type(at) is _TensorType and at.shape == rt.shape)) else BROADCAST
+                else:
+                    ep = INJECTIVE if ep == TUPLE_EDGE else OPAQUE
+            if k == 0:
+                p, acc, h = consumer, ep, height[consumer]
+                continue
+            if height[consumer] > h:
+                h = height[consumer]
+            if p >= 0 and p != consumer:  # lca(p, p, acc) is (p, acc)
+                p, acc = lca(p, consumer, acc)
+            if ep > acc:
+                acc = ep
         height[v] = h + 1
         tpattern[v] = acc
         if p < 0:

@@ -148,7 +148,7 @@ class Partition:
         gparent = self.parent
         find = self.find
         dparent, dpattern = tree.parent, tree.pattern
-        merge, num, outputs = self._merge, self.num_nodes, self.graph.outputs
+        merge, num, outputs = self._merge, self.num_nodes, self.graph.consumers
         height = tree.height
         try_region = self._fusible_region
         for nid in range(len(pattern)):
@@ -205,7 +205,7 @@ class Partition:
             # rd: d's group, found once above (no merge since)
             outs = outputs[nid]
             total = num[rd] + num[nid]
-            if len(outs) == 1 and outs[0][0] == d:
+            if len(outs) == 1 and outs[0] == d:
                 # the common case, a direct edge: nothing lies between nid and d
                 if total <= max_depth and cond(pattern[rd], True):
                     merge(nid, d)
@@ -227,7 +227,7 @@ class Partition:
         :meth:`count_fused_nodes` (``total`` starts at the sink group's and ``src``'s node
         counts) and :meth:`check_path` (the sink itself was checked by the caller), and
         listing what :meth:`commit_fuse` would merge."""
-        outputs = self.graph.outputs
+        outputs = self.graph.consumers
         num = self.num_nodes
         pattern = self.pattern
         gparent = self.parent
@@ -236,7 +236,7 @@ class Partition:
         region: list = []
         stack = []
         pop, push, seen, keep = stack.pop, stack.append, visited.add, region.append
-        for c, _ in outputs[src]:
+        for c in outputs[src]:
             if c not in visited:
                 seen(c)
                 push(c)
@@ -253,7 +253,7 @@ class Partition:
             if not cond(pattern[r], False):
                 return None
             keep(v)
-            for c, _ in outputs[v]:
+            for c in outputs[v]:
                 if c not in visited:
                     seen(c)
                     push(c)
