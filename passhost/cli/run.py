@@ -297,9 +297,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, shown: Optional[Progress]) -> int:
-    from .. import instruments as instruments_facade
-    from ..pipeline import default_pipeline, parse_element, pipeline
-
     reg = registry(args)
     inputs = list(args.input or [])
     args.input = inputs[0] if inputs else None
@@ -309,21 +306,61 @@ def _run(args: argparse.Namespace, shown: Optional[Progress]) -> int:
     repro = reproduce.apply_reproduce(args)  # --reproduce DIR fills the pipeline and settings
     args.disable = pass_names(reg, args.disable, "--disable", installed=False)
     args.require = pass_names(reg, args.require, "--require", installed=True)
-    if args.pipeline is not None:
-        seq = pipeline(args.pipeline)
-        if repro is None:  # a replay reruns what was recorded, gating included
-            _note_gated(seq, args)
-    else:
-        seq = default_pipeline(args.opt_level, required=tuple(args.require))
-        if not reg.pass_names():
-            print("passhost: warning: no passes are installed, so the default pipeline is empty and the module "
-                  "is written unchanged; install the first-party passes (`bash scripts/dev-install.sh` in the "
-                  "repository, or e.g. `pip install passhost-fold-constant`)", file=sys.stderr)
+    seq = _pipeline_of(args, reg, repro)
     if args.print_pipeline:
         print(seq.spec, file=stdout())
         return ExitCode.OK
     if _is_batch(args, inputs):
         return cmd_batch(args, inputs, seq)
+    _check_single_run(args)
+    out_options = save_options(args, args.output) if args.output else None
+    insts, report, tracker, summary, ctx = _context(args, seq, shown, repro)
+    # the input comes last: every cheap argument is checked before a workload is built
+    mod = repro.module if repro is not None else _read_module(args)
+    if args.params:
+        mod = bind_params(mod, args.params)
+    if tracker is not None:
+        tracker.module = mod
+    start = time.perf_counter()
+    try:
+        with ctx:
+            out = seq(mod)
+            # reports are read inside the context: instruments may drop them on exit (timing)
+            reports = _render(insts)
+    except Exception as err:
+        if args.traceback:
+            raise
+        return _failed(args, err, report, tracker, seq, ctx, reg)
+    if report is not None:
+        write_atomic(args.report, json.dumps(report.as_dict(), indent=2) + "\n")
+    for rendered in reports:
+        if rendered:
+            print(rendered.rstrip("\n"), file=sys.stderr)
+    if summary is not None and summary.render():
+        print(summary.render(), file=sys.stderr)
+    _write_or_print(args, out, out_options, summary)
+    return _check(args, mod, out, start) if args.check else ExitCode.OK
+
+
+def _pipeline_of(args: argparse.Namespace, reg: Any, repro: Any) -> Any:
+    """The pipeline ``-p`` names, or the default one of ``-O``."""
+    from ..pipeline import default_pipeline, pipeline
+
+    if args.pipeline is not None:
+        seq = pipeline(args.pipeline)
+        if repro is None:  # a replay reruns what was recorded, gating included
+            _note_gated(seq, args)
+        return seq
+    seq = default_pipeline(args.opt_level, required=tuple(args.require))
+    if not reg.pass_names():
+        print("passhost: warning: no passes are installed, so the default pipeline is empty and the module "
+              "is written unchanged; install the first-party passes (`bash scripts/dev-install.sh` in the "
+              "repository, or e.g. `pip install passhost-fold-constant`)", file=sys.stderr)
+    return seq
+
+
+def _check_single_run(args: argparse.Namespace) -> None:
+    """The options of a batch, given to one input, and ``--to`` without ``-o``."""
     if args.jobs not in (None, 1):
         raise CommandError("-j runs several INPUTs in parallel; give more than one INPUT and -o DIR/")
     if args.executor != "local" or args.transfer != "auto":
@@ -331,7 +368,14 @@ def _run(args: argparse.Namespace, shown: Optional[Progress]) -> int:
         raise CommandError(f"{flag} applies to a batch: give several INPUTs, or -o DIR/ for one")
     if args.to_format not in (None, "text") and not args.output:
         raise CommandError(f"--to {args.to_format} writes a file: give -o OUT")
-    out_options = save_options(args, args.output) if args.output else None
+
+
+def _context(args: argparse.Namespace, seq: Any, shown: Optional[Progress], repro: Any) -> tuple:
+    """``(instruments, report, tracker, summary, PassContext)`` of one run; the output and
+    report directories are checked to exist."""
+    from .. import instruments as instruments_facade
+    from ..pipeline import parse_element
+
     insts = []
     for text in args.instrument:
         try:
@@ -355,55 +399,45 @@ def _run(args: argparse.Namespace, shown: Optional[Progress]) -> int:
         directory = os.path.dirname(os.path.abspath(path)) if path else None
         if directory and not os.path.isdir(directory):
             raise CommandError(f"cannot write {path!r}: the directory {directory!r} does not exist")
-    # the input comes last: every cheap argument is checked before a workload is built
-    if repro is not None:
-        mod = repro.module
-    else:
-        shapes = parse_input_shapes(args.input_shape)
-        if args.example:
-            if shapes or args.from_format or args.keep_op or args.bind_dim:
-                raise CommandError("--input-shape, --bind-dim, --keep-op and --from apply to INPUT files, "
-                                   "not --example")
-            mod = example(args.example)
-        else:
-            if sys.stderr.isatty() and args.input != "-":  # a large model takes a moment: say so
-                sys.stderr.write(f"reading {args.input} ...")
-                sys.stderr.flush()
-            try:
-                mod = load_input(args.input, args.from_format, shapes or None,
-                                 load_options(args.keep_op, args.bind_dim))
-            finally:
-                if sys.stderr.isatty() and args.input != "-":
-                    sys.stderr.write("\r" + " " * (len(args.input) + 12) + "\r")
-                    sys.stderr.flush()
-    if args.params:
-        mod = bind_params(mod, args.params)
-    if tracker is not None:
-        tracker.module = mod
-    start = time.perf_counter()
+    return insts, report, tracker, summary, ctx
+
+
+def _read_module(args: argparse.Namespace) -> Any:
+    """``--example``'s program, or INPUT read (saying so on a terminal: a large model takes a moment)."""
+    shapes = parse_input_shapes(args.input_shape)
+    if args.example:
+        if shapes or args.from_format or args.keep_op or args.bind_dim:
+            raise CommandError("--input-shape, --bind-dim, --keep-op and --from apply to INPUT files, "
+                               "not --example")
+        return example(args.example)
+    said = sys.stderr.isatty() and args.input != "-"
+    if said:
+        sys.stderr.write(f"reading {args.input} ...")
+        sys.stderr.flush()
     try:
-        with ctx:
-            out = seq(mod)
-            # reports are read inside the context: instruments may drop them on exit (timing)
-            reports = _render(insts)
-    except Exception as err:
-        if args.traceback:
-            raise
-        code, message = run_failure(err)
-        if report is not None:
-            write_atomic(args.report, json.dumps(report.as_dict(), indent=2) + "\n")
-        if tracker is not None and code == ExitCode.PASS_FAILED and transform.failed_pass(err) is not None:
-            message += reproduce.save_after_failure(args.crash_dir, args.instrument, tracker, seq, ctx, reg,
-                                                    err, message)
-        print(f"passhost: error: {message}", file=sys.stderr)
-        return code
+        return load_input(args.input, args.from_format, shapes or None, load_options(args.keep_op, args.bind_dim))
+    finally:
+        if said:
+            sys.stderr.write("\r" + " " * (len(args.input) + 12) + "\r")
+            sys.stderr.flush()
+
+
+def _failed(args: argparse.Namespace, err: Exception, report: Any, tracker: Any, seq: Any, ctx: Any,
+            reg: Any) -> int:
+    """A pipeline that raised: its one-line message (and a reproducer), the report kept."""
+    code, message = run_failure(err)
     if report is not None:
         write_atomic(args.report, json.dumps(report.as_dict(), indent=2) + "\n")
-    for rendered in reports:
-        if rendered:
-            print(rendered.rstrip("\n"), file=sys.stderr)
-    if summary is not None and summary.render():
-        print(summary.render(), file=sys.stderr)
+    if tracker is not None and code == ExitCode.PASS_FAILED and transform.failed_pass(err) is not None:
+        message += reproduce.save_after_failure(args.crash_dir, args.instrument, tracker, seq, ctx, reg,
+                                                err, message)
+    print(f"passhost: error: {message}", file=sys.stderr)
+    return code
+
+
+def _write_or_print(args: argparse.Namespace, out: Any, out_options: Optional[dict], summary: Any) -> None:
+    """``-o OUT`` written (with what was written and the peak memory in the summary), else
+    the program's text on standard output (constant data elided on a terminal)."""
     if args.output:
         written, saving = written_bytes(), time.perf_counter()
         notes = ir.save(out, args.output, format=args.to_format, **out_options)
@@ -413,31 +447,32 @@ def _run(args: argparse.Namespace, shown: Optional[Progress]) -> int:
         if summary is not None:
             print(f"passhost: wrote {human_bytes(written_bytes() - written)} to {args.output} in "
                   f"{time.perf_counter() - saving:.1f} s; peak memory {human_bytes(peak_memory())}", file=sys.stderr)
-    else:
-        show = args.meta_data
-        if show is None:  # a terminal gets the program, not megabytes of base64 weights
-            show = not getattr(stdout(), "isatty", lambda: False)()
-            if not show:
-                print("passhost: note: constant data elided on a terminal; use -o FILE, a pipe or "
-                      "--meta-data to get a text that reads back", file=sys.stderr)
-        text = ir.astext(out, show_meta_data=show)
-        stdout().write(text if text.endswith("\n") else text + "\n")
-        stdout().flush()
-    if args.check:
-        from .batch import format_table
-        from .check import max_difference
+        return
+    show = args.meta_data
+    if show is None:  # a terminal gets the program, not megabytes of base64 weights
+        show = not getattr(stdout(), "isatty", lambda: False)()
+        if not show:
+            print("passhost: note: constant data elided on a terminal; use -o FILE, a pipe or "
+                  "--meta-data to get a text that reads back", file=sys.stderr)
+    text = ir.astext(out, show_meta_data=show)
+    stdout().write(text if text.endswith("\n") else text + "\n")
+    stdout().flush()
 
-        from .check import SignatureChanged
 
-        row = {"model": args.input or args.example, "ops_before": count_module_ops(mod),
-               "ops_after": count_module_ops(out), "seconds": time.perf_counter() - start, "error": None,
-               "max_diff": None}
-        try:
-            row["max_diff"] = max_difference(args.input or "", mod, args.output, out,
-                                             specialised=bool(args.input_shape or args.bind_dim))
-        except SignatureChanged as err:
-            row["error"] = str(err)
-        print(format_table([row]), file=sys.stderr)
-        if row["error"] is not None:
-            return SignatureChanged.exit_code
+def _check(args: argparse.Namespace, mod: Any, out: Any, start: float) -> int:
+    """``--check``: the outputs (and the signature) of the result against the input's."""
+    from .batch import format_table
+    from .check import SignatureChanged, max_difference
+
+    row = {"model": args.input or args.example, "ops_before": count_module_ops(mod),
+           "ops_after": count_module_ops(out), "seconds": time.perf_counter() - start, "error": None,
+           "max_diff": None}
+    try:
+        row["max_diff"] = max_difference(args.input or "", mod, args.output, out,
+                                         specialised=bool(args.input_shape or args.bind_dim))
+    except SignatureChanged as err:
+        row["error"] = str(err)
+    print(format_table([row]), file=sys.stderr)
+    if row["error"] is not None:
+        return SignatureChanged.exit_code
     return ExitCode.OK
