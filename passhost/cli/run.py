@@ -57,6 +57,18 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     src.add_argument("--example", choices=EXAMPLES, help="a built-in workload instead of INPUT")
     src.add_argument("--reproduce", metavar="DIR",
                      help="replay a crash reproducer directory written by a failed run")
+    _pipeline_arguments(p)
+    _output_arguments(p)
+    _model_arguments(p)
+    _weights_arguments(p)
+    _batch_arguments(p)
+    _checking_arguments(p)
+    p.set_defaults(func=cmd_run)
+    return p
+
+
+def _pipeline_arguments(p: argparse.ArgumentParser) -> None:
+    """-p, -O, --disable, --require, --instrument, --config, --params, --print-pipeline."""
     p.add_argument("-p", "--pipeline", metavar="PIPELINE",
                    help="passes to run, e.g. 'FoldConstant,FuseOps(fuse_opt_level=2)' "
                         "(default: the default pipeline for -O)")
@@ -72,6 +84,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="PassContext config option; VALUE is a Python literal or else a string (repeatable)")
     p.add_argument("--params", metavar="FILE.npz", help="bind arrays to main's parameters by name")
     p.add_argument("--print-pipeline", action="store_true", help="print the pipeline text and exit")
+
+
+def _output_arguments(p: argparse.ArgumentParser) -> None:
+    """--meta-data, -o, --from, --to."""
     meta = p.add_mutually_exclusive_group()
     meta.add_argument("--no-meta-data", dest="meta_data", action="store_false", default=None,
                       help="omit the #[metadata] section (constant data) from the output")
@@ -83,6 +99,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         "a directory (DIR/) takes one output per INPUT")
     p.add_argument("--from", dest="from_format", metavar="FORMAT", help="read INPUT in this format (default: by suffix)")
     p.add_argument("--to", dest="to_format", metavar="FORMAT", help="write OUT in this format (default: by suffix)")
+
+
+def _model_arguments(p: argparse.ArgumentParser) -> None:
+    """How a model file is read: --input-shape, --bind-dim, --keep-op."""
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D1,D2,...",
                    help="specialise a model input to a concrete shape (repeatable; dynamic axes are kept "
                         "without it)")
@@ -91,6 +111,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--keep-op", action="append", default=[], metavar="OP[,OP...]",
                    help="ONNX: keep these standard operators as they are (e.g. LSTM,GRU: not unrolled into "
                         "their arithmetic); the passes leave them alone and the export writes them back (repeatable)")
+
+
+def _weights_arguments(p: argparse.ArgumentParser) -> None:
+    """How a model file is written: --opset, --target, --external-data, --inline-below, --weights-in-memory."""
     p.add_argument("--opset", type=int, metavar="N", help="ONNX opset of the written model (default: the input model's, within 13..23, "
                    "else 17; with --target onnxruntime 23 once a fusion made RMSNormalization/RotaryEmbedding/Attention)")
     p.add_argument("--target", choices=("onnx", "onnxruntime"), default=None,
@@ -107,6 +131,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="new weights the passes compute (folded batch norms, scales) stay in memory up to SIZE in "
                         "all (default 256M); further ones go to a scratch file in the temporary directory and are "
                         "mapped back, so a model larger than memory folds one weight at a time")
+
+
+def _batch_arguments(p: argparse.ArgumentParser) -> None:
+    """Several INPUTs: -j, --executor, --transfer."""
     p.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
                    help="run several INPUTs in N processes (default 1; with --executor dask: N workers)")
     p.add_argument("--executor", default="local", metavar="NAME[://ADDRESS]",
@@ -116,6 +144,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--transfer", choices=("auto", "paths", "bytes"), default="auto",
                    help="how an executor on other machines gets the models: paths (the workers share this file "
                         "system), bytes (each model is sent, its output sent back); auto checks which works")
+
+
+def _checking_arguments(p: argparse.ArgumentParser) -> None:
+    """--check, --report, --crash-dir, --summary, --no-verify-each."""
     p.add_argument("--check", action="store_true",
                    help="compare the outputs of the result with the original's on random inputs "
                         "(onnxruntime for ONNX files when installed, else passhost's interpreter)")
@@ -133,8 +165,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--no-verify-each", action="store_true",
                    help="do not verify the module after every pass (verification names the pass that "
                         "leaves malformed IR; it is on by default, as in mlir-opt)")
-    p.set_defaults(func=cmd_run)
-    return p
 
 
 def run_failure(err: BaseException) -> tuple:
