@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from passhost import ir
-from passhost.ir.pattern import DFPatternCallback, is_constant, is_op, is_var, rewrite, wildcard
+from passhost.ir.pattern import DFPatternCallback, is_constant, is_op, is_tuple_get_item, is_var, rewrite, wildcard
 from passhost.ir.pattern.match import _Matcher, compile_simple
 from passhost.ir.pattern.needs import needed_ops
 from passhost.ir.pattern.prefilter import prefilter
@@ -185,6 +185,22 @@ def test_needed_ops_are_one_clause_per_operator_and_one_per_alternative_of_opera
         frozenset({"add"}), frozenset({"mean"}), frozenset({"multiply"}), frozenset({"power"}),
         frozenset({"subtract"}), frozenset({"divide", "rsqrt"}), frozenset({"sqrt", "rsqrt"})}
     assert needed_ops(wildcard()) == () and needed_ops(is_constant() | is_op("add")(x, b)) == ()
+
+
+def test_needed_ops_remembered_by_structure_tell_operators_and_shapes_apart():
+    # rule passes rebuild their patterns every run: the clauses are remembered by structure,
+    # which must still tell apart patterns differing in an operator, an argument or a nesting
+    def make(inner, arity=2):
+        return is_op("add")(is_op(inner)(*[wildcard() for _ in range(arity)]), wildcard())
+
+    assert needed_ops(make("nn.dense")) == (frozenset({"add"}), frozenset({"nn.dense"}))
+    assert needed_ops(make("nn.dense")) == (frozenset({"add"}), frozenset({"nn.dense"}))  # a new object
+    assert needed_ops(make("nn.matmul")) == (frozenset({"add"}), frozenset({"nn.matmul"}))
+    assert needed_ops(is_op("add")(wildcard(), wildcard())) == (frozenset({"add"}),)
+    assert needed_ops(is_op("add")(wildcard(), wildcard()).has_attr({"k": 1})) == (frozenset({"add"}),)
+    assert needed_ops(is_op("add")(wildcard(), wildcard()) | is_op("nn.dense")(wildcard(), wildcard())) == \
+        (frozenset({"add", "nn.dense"}),)
+    assert needed_ops(is_tuple_get_item(is_op("split")(wildcard()), 0)) == (frozenset({"split"}),)
 
 
 class _DenseBias(DFPatternCallback):
