@@ -411,7 +411,7 @@ def _batch_matmul_symbolic(node, a, b, sa, sb):
 
 
 # -- the way back: a bias or a scale and shift joined into one node (see :mod:`.composites`) -----
-_x, _w, _b = wildcard(), is_constant(), is_constant()
+_x, _y, _w, _b = wildcard(), wildcard(), is_constant(), is_constant()
 _weighted = is_op("nn.conv2d")(_x, _w) | is_op("nn.conv3d")(_x, _w) | is_op("nn.dense")(_x, _w)
 
 
@@ -485,3 +485,35 @@ def _scale_shift_back(em, fn, args):
     c, dt = s.size, s.dtype
     stats = [em.const(s.reshape(-1)), em.const(b.reshape(-1)), em.const(np.zeros(c, dt)), em.const(np.ones(c, dt))]
     return em.one("BatchNormalization", [args[0], *stats], epsilon=0.0)
+
+
+def _batch(root) -> Optional[tuple]:
+    """The batch axes of a matched ``reshape(nn.batch_matmul(reshape(a), reshape(b)))`` whose
+    reshapes merge the leading axes into one and split them back: ``MatMul`` batches over
+    leading axes itself (``?`` sizes are not known to be equal)."""
+    mm = root.args[0]
+    out, f0, f1 = (tuple(e.checked_type.shape) for e in (root, *mm.args))
+    if mm.attrs.transpose_a or mm.attrs.transpose_b or len(out) < 3 or any(ir.dims.has_any(s) for s in (out, f0, f1)):
+        return None
+    batch = out[:-2]
+    same = f0[0] == f1[0] == math.prod(batch) and f0[2] == f1[1] and out[-2:] == (f0[1], f1[2])
+    return batch if same else None
+
+
+def _batch_example(rng) -> list:
+    b = ir.var("b", shape=(2, 3, 5, 4))
+    return [ir.Function([x, b], ir.reshape(ir.nn.batch_matmul(ir.reshape(x, (6, 4, 5)), ir.reshape(b, (6, 5, 4)),
+                                                              transpose_b=False), (2, 3, 4, 4)))
+            for x in [ir.var("x", shape=(2, 3, 4, 5))]]
+
+
+@composite("onnx.MatMul/batched", is_op("reshape")(is_op("nn.batch_matmul")(is_op("reshape")(_x), is_op("reshape")(_y))),
+           check=lambda root: _batch(root) is not None, examples=_batch_example)
+def _batched_back(em, fn, args):
+    """``reshape(nn.batch_matmul(reshape(a[1,4,64,64], (4, 64, 64)), reshape(b, (4, 64, 64))), (1, 4, 64, 64))``
+    -> ``MatMul(a, b)``; an operand of another shape keeps a reshape, to the batched shape"""
+    batch, operands = _batch(fn.body), []
+    for r in fn.body.args[0].args:
+        x, want = args[fn.params.index(r.args[0])], batch + tuple(r.checked_type.shape)[1:]
+        operands.append(x if tuple(r.args[0].checked_type.shape) == want else em.one("Reshape", [x, em.ints(want)]))
+    return em.one("MatMul", operands)

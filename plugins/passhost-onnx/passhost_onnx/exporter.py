@@ -13,7 +13,6 @@ module was imported from (``mod.attrs["onnx.outputs"]``), else ``output_0``, ``o
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Optional
 
 import numpy as np
@@ -450,7 +449,6 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
                      if isinstance(p.checked_type, ir.TensorType))
     em.outputs = set(names)
     llm_peepholes(em)
-    _merge_batch_reshapes(em)
     if em.quantized:
         _drop_nodes(em, join_qlinear_conv(em, *_uses_and_producers(em)))
     _one_d_back(em)
@@ -648,62 +646,6 @@ def _drop_nodes(em: Emitter, drop: set) -> None:
     are left out once, at the end of :func:`export_parts`)."""
     if drop:
         em.nodes[:] = [n for n in em.nodes if id(n) not in drop]
-
-
-def _merge_batch_reshapes(em: Emitter) -> None:
-    """``Reshape(MatMul(Reshape(a), Reshape(b)))`` that merges leading axes into one batch axis
-    and splits it back afterwards is ``MatMul`` on the batched operands: ONNX's MatMul batches
-    over leading axes itself. The importer reads a 4-D attention ``MatMul`` as TVM does, a 3-D
-    ``nn.batch_matmul`` between reshapes; this writes it back as one node (four fewer per
-    attention product)::
-
-        Reshape(a[1,4,64,64] -> [4,64,64]), Reshape(b -> [4,64,64]), MatMul, Reshape(-> [1,4,64,64])
-        ->  MatMul(a, b)
-
-    An operand that is not already in the batched shape (``v[1,1,4,64,64]`` sliced out of a
-    packed ``qkv``) keeps its reshape, now to the batched shape ``[1,4,64,64]``; the reshape
-    of the result goes either way.
-    """
-    if not any(n.op_type == "MatMul" for n in em.nodes):
-        return
-    uses, producer = _uses_and_producers(em)
-    shapes = em.shapes
-    drop = set()
-    for n in em.nodes:
-        if n.op_type != "Reshape" or id(n) in drop or uses.get(n.input[0]) != 1 or n.input[0] not in producer:
-            continue
-        mm = em.nodes[producer[n.input[0]]]
-        if mm.op_type != "MatMul" or id(mm) in drop:
-            continue
-        inner = [em.nodes[producer[x]] if x in producer and uses.get(x) == 1 else None for x in mm.input]
-        # (a reshape an earlier merge dropped no longer produces what the scan says it does)
-        if any(r is None or r.op_type != "Reshape" or id(r) in drop for r in inner):
-            continue
-        out = shapes.get(n.output[0])
-        flat = [shapes.get(r.output[0]) for r in inner]
-        if out is None or len(out) < 3 or any(f is None or len(f) != 3 for f in flat):
-            continue
-        batch = out[:-2]
-        if any(ir.dims.has_any(f) for f in [out] + flat):  # (two ?s are not known to be equal)
-            continue
-        if (flat[0][0] != math.prod(batch) or flat[1][0] != flat[0][0]
-                or flat[0][2] != flat[1][1] or out[-2:] != (flat[0][1], flat[1][2])):
-            continue
-        operands = []
-        for r, f in zip(inner, flat):
-            want = batch + f[1:]
-            if shapes.get(r.input[0]) == want:
-                operands.append(r.input[0])
-                drop.add(id(r))
-            else:  # keep the reshape, to the batched shape
-                if f != want:
-                    r.input[1] = em.ints(want)
-                    shapes[r.output[0]] = want
-                operands.append(r.output[0])
-        mm.input[:] = operands
-        mm.output[0] = n.output[0]
-        drop.add(id(n))
-    _drop_nodes(em, drop)
 
 
 def _scalar(inits: dict, name: str) -> Optional[float]:
