@@ -183,66 +183,28 @@ def _infer_module(mod: IRModule) -> None:
                 gv._set_checked_type(ft)
         elif gv._checked_type is not None:
             gv._set_checked_type(None)  # stale: its function changed
-
-    in_progress: set = set()
-    memo: dict = {}  # type relation results, shared by every function of the module
-    provisional: dict = {}  # recursive global -> its signature with the inferred return type
-    probing: list = [None]  # (global, signature returning IncompleteType) while one is probed
-
-    def resolve(gv: GlobalVar) -> FuncType:
-        own, fn = _lookup(mod, gv)
-        if fn is None:
-            names = ", ".join("@" + g.name_hint for g in mod.get_global_vars()) or "none"
-            raise TypeInferenceError(
-                f"@{gv.name_hint} is not defined in the module (functions: {names}): add it "
-                "to the module or call an existing function")
-        ft = fn._checked_type
-        if ft is None:
-            ft = _signature(fn) or provisional.get(own)
-            if ft is None:
-                probe = probing[0]
-                if probe is not None and probe[0] is own:
-                    ft = probe[1]  # the recursive call, while its return type is read off the rest
-                    gv._set_checked_type(ft)  # taken back with the rest of the probe
-                    return ft
-                if own in in_progress:
-                    if probe is not None or all(p.type_annotation is not None for p in fn.params):
-                        raise _NeedReturnType(own)  # (inside a probe: mutual recursion, an error)
-                    raise _recursion_error(gv.name_hint)
-                raise _NeedGlobal(own)
-        gv._set_checked_type(ft)
-        return ft
-
-    def probe_return_type(own: GlobalVar) -> FuncType:
-        """The signature of recursive ``own`` with the return type its non-recursive branches give."""
-        fn = mod._funcs[own]
-        ptypes = [p.type_annotation for p in fn.params]
-        probing[0] = (own, FuncType(ptypes, _INCOMPLETE))
-        try:
-            _infer_expr(fn, resolve, name=own.name_hint, memo={})
-        except (_NeedGlobal, _NeedReturnType) as need:  # mutual recursion: located at the call
-            from .visitor import post_order
-
-            err = _recursion_error(own.name_hint)
-            err.node = next((n for n in post_order(fn) if type(n) is Call and type(n.op) is GlobalVar
-                             and n.op.name_hint == need.gv.name_hint), None)
-            raise err from None
-        finally:
-            probing[0] = None
-            body_type = fn.body._checked_type
-            _forget_incomplete(fn)
-        if body_type is None or has_incomplete(body_type):
-            err = TypeInferenceError(
-                f"@{own.name_hint} calls itself on every path, so no branch gives its return type: "
-                "annotate its return type")
-            err.node = fn  # located at its definition
-            _name_span(err, fn)
-            raise err
-        return FuncType(ptypes, body_type)
-
+    typing = _ModuleTyping(mod)
     for gv, fn in items:
-        if fn._checked_type is not None:
-            continue
+        if fn._checked_type is None:
+            typing.infer(gv)
+
+
+class _ModuleTyping:
+    """The functions of one module typed in the order their calls need them: a function
+    calling a global not yet typed is set aside until that one is (an explicit work
+    stack, no recursion), and a recursive one gets its return type from the branches that
+    do not recurse (a *probe*) before it is typed again."""
+
+    def __init__(self, mod: IRModule) -> None:
+        self.mod = mod
+        self.in_progress: set = set()
+        self.memo: dict = {}  # type relation results, shared by every function of the module
+        self.provisional: dict = {}  # recursive global -> its signature with the inferred return type
+        self.probing: Optional[tuple] = None  # (global, signature returning IncompleteType) while one is probed
+
+    def infer(self, gv: GlobalVar) -> None:
+        """Type ``gv``'s function and, first, every global it needs."""
+        mod, in_progress = self.mod, self.in_progress
         work = [gv]
         while work:
             g = work[-1]
@@ -253,16 +215,69 @@ def _infer_module(mod: IRModule) -> None:
                 continue
             in_progress.add(g)
             try:
-                _infer_expr(f, resolve, name=g.name_hint, memo=memo)
+                _infer_expr(f, self.resolve, name=g.name_hint, memo=self.memo)
             except _NeedGlobal as need:
                 work.append(need.gv)
                 continue
             except _NeedReturnType as need:
-                provisional[need.gv] = probe_return_type(need.gv)
+                self.provisional[need.gv] = self.probe_return_type(need.gv)
                 continue  # type it again, the recursive calls now typed
             g._set_checked_type(f._checked_type)
             in_progress.discard(g)
             work.pop()
+
+    def resolve(self, gv: GlobalVar) -> FuncType:
+        """The type of a call's global: known, provisional (recursion), or raise for the
+        work stack (:class:`_NeedGlobal`, :class:`_NeedReturnType`)."""
+        own, fn = _lookup(self.mod, gv)
+        if fn is None:
+            names = ", ".join("@" + g.name_hint for g in self.mod.get_global_vars()) or "none"
+            raise TypeInferenceError(
+                f"@{gv.name_hint} is not defined in the module (functions: {names}): add it "
+                "to the module or call an existing function")
+        ft = fn._checked_type
+        if ft is None:
+            ft = _signature(fn) or self.provisional.get(own)
+            if ft is None:
+                probe = self.probing
+                if probe is not None and probe[0] is own:
+                    ft = probe[1]  # the recursive call, while its return type is read off the rest
+                    gv._set_checked_type(ft)  # taken back with the rest of the probe
+                    return ft
+                if own in self.in_progress:
+                    if probe is not None or all(p.type_annotation is not None for p in fn.params):
+                        raise _NeedReturnType(own)  # (inside a probe: mutual recursion, an error)
+                    raise _recursion_error(gv.name_hint)
+                raise _NeedGlobal(own)
+        gv._set_checked_type(ft)
+        return ft
+
+    def probe_return_type(self, own: GlobalVar) -> FuncType:
+        """The signature of recursive ``own`` with the return type its non-recursive branches give."""
+        fn = self.mod._funcs[own]
+        ptypes = [p.type_annotation for p in fn.params]
+        self.probing = (own, FuncType(ptypes, _INCOMPLETE))
+        try:
+            _infer_expr(fn, self.resolve, name=own.name_hint, memo={})
+        except (_NeedGlobal, _NeedReturnType) as need:  # mutual recursion: located at the call
+            from .visitor import post_order
+
+            err = _recursion_error(own.name_hint)
+            err.node = next((n for n in post_order(fn) if type(n) is Call and type(n.op) is GlobalVar
+                             and n.op.name_hint == need.gv.name_hint), None)
+            raise err from None
+        finally:
+            self.probing = None
+            body_type = fn.body._checked_type
+            _forget_incomplete(fn)
+        if body_type is None or has_incomplete(body_type):
+            err = TypeInferenceError(
+                f"@{own.name_hint} calls itself on every path, so no branch gives its return type: "
+                "annotate its return type")
+            err.node = fn  # located at its definition
+            _name_span(err, fn)
+            raise err
+        return FuncType(ptypes, body_type)
 
 
 def _name_span(err: TypeInferenceError, node: Expr) -> None:
