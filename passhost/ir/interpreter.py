@@ -260,6 +260,7 @@ class _Machine:
                     "function is created") from None
         return clo
 
+    # hot loop: one step per node evaluated; the kinds of node are handled in line
     def run(self, root: Expr, env: dict) -> Any:
         memo = env
         stack: list = [(_EVAL, root, memo, None)]

@@ -314,6 +314,7 @@ class _Parser(TokenReader):
                 return self.simple_atom()
         return None
 
+    # hot loop: one step per token of the common forms (calls, variables, literals), in line
     def fast_expr(self) -> Optional[Expr]:
         """The common shapes ``atom``, ``atom(atoms..., attrs)`` and ``atom.N`` parsed
         without nested parsers; ``None`` (nothing consumed) for anything else.

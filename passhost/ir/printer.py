@@ -435,6 +435,7 @@ class _Printer:
         return self.scopes.pop()
 
     # -- the machine ------------------------------------------------------------
+    # hot loop: one step per node printed (the explicit-stack machine); each kind of node in line
     def scope(self, root: Expr, depth: int, scoped: bool = True) -> list:
         """Print ``root`` as the result of a new scope at ``depth``; return the scope
         ``[lines, depth, result]``. ``scoped``: whether ``root`` holds nested scopes

@@ -88,6 +88,8 @@ class _Equal:
         rmap[b] = a
         return True
 
+    # hot loop: one step per pair of nodes compared, each kind in line (structural_equal of two 100k-node
+    # graphs)
     def exprs(self, a: Expr, b: Expr) -> bool:
         """Compare two expression graphs; the maps are extended as a side effect."""
         lmap, rmap = self.lmap, self.rmap

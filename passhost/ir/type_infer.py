@@ -426,6 +426,8 @@ def _relate(op: Op, arg_types: list, attrs) -> Type:
     return ty
 
 
+# hot loop: one step per node of every graph typed; each kind of node is handled in line (a helper call
+# per node would cost as much as the step)
 def _infer_expr(root: Expr, resolve: _Resolver, name: Optional[str] = None,
                 memo: Optional[dict] = None) -> Type:
     """Type ``root`` and everything under it that is not typed yet.

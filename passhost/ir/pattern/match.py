@@ -86,6 +86,7 @@ class _Matcher:
         p, e = pairs[i]
         return self.visit(p, e, lambda: self.seq(pairs, i + 1, k, labels), labels(i) if labels else "")
 
+    # hot loop: one dispatch per pattern node tried against an expression; each pattern kind in line
     def _visit(self, p: DFPattern, e: Expr, k: Callable[[], bool]) -> bool:  # noqa: C901 - one dispatch
         t = type(p)
         if t is WildcardPattern:

@@ -101,6 +101,8 @@ def eliminate_common_subexpr(expr: Expr, fskip: Optional[Callable[[Expr], bool]]
         return _cse(expr, fskip)
 
 
+# hot loop: one step per node of every function CSE sees; rules.py holds the same pass as rules, the
+# reference
 def _cse(expr: Expr, fskip: Optional[Callable[[Expr], bool]]) -> Expr:
     """One explicit-stack post-order walk that rewrites and merges as it goes.
 

@@ -140,6 +140,7 @@ class _GroupInfo:
         return Call(Function(self.params, body, ret_type, attrs), self.args)
 
 
+# hot loop: one step per node of the function FuseOps rebuilds into fused groups, each kind in line
 def _rewrite(func: Function, graph: DataflowGraph, part: Partition, link_params: bool) -> Function:
     nodes, index, skipped = graph.nodes, graph.index, graph.opaque_functions
     root = part.root
