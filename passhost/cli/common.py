@@ -230,14 +230,16 @@ def comma_names(items: Sequence[str]) -> list:
     return names
 
 
-def load_options(keep_op: Sequence[str], bind_dim: Sequence[str] = ()) -> dict:
-    """``--keep-op`` values (repeatable, each a comma list) and ``--bind-dim NAME=VALUE``
-    (repeatable) as the reader's options."""
+def load_options(keep_op: Sequence[str], bind_dim: Sequence[str] = (), inline_functions: bool = False) -> dict:
+    """``--keep-op`` values (repeatable, each a comma list), ``--bind-dim NAME=VALUE``
+    (repeatable) and ``--inline-functions`` as the reader's options."""
     names = comma_names(keep_op)
     options: dict = {"keep_ops": tuple(names)} if names else {}
     bindings = parse_bind_dims(bind_dim)
     if bindings:
         options["bind_dims"] = bindings
+    if inline_functions:
+        options["inline_functions"] = True
     return options
 
 

@@ -111,6 +111,9 @@ def _model_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep-op", action="append", default=[], metavar="OP[,OP...]",
                    help="ONNX: keep these standard operators as they are (e.g. LSTM,GRU: not unrolled into "
                         "their arithmetic); the passes leave them alone and the export writes them back (repeatable)")
+    p.add_argument("--inline-functions", action="store_true",
+                   help="ONNX: expand the model's local functions into the graph (by default each is kept: "
+                        "optimised as a function and written back as one)")
 
 
 def _weights_arguments(p: argparse.ArgumentParser) -> None:
@@ -288,7 +291,7 @@ def cmd_batch(args: argparse.Namespace, inputs: list, seq: Any) -> int:
     for src, dst in zip(inputs, outputs):
         jobs.append(Job(src, dst, seq.spec, args.opt_level, tuple(args.disable), tuple(args.require), config,
                         args.from_format, args.to_format, shapes,
-                        save_options(args, dst) if dst else {}, args.check, load_options(args.keep_op, args.bind_dim)))
+                        save_options(args, dst) if dst else {}, args.check, load_options(args.keep_op, args.bind_dim, args.inline_functions)))
     rows = run_batch(jobs, executor=executor)
     print(format_table(rows), file=stdout())
     return batch_exit(rows)
@@ -436,16 +439,16 @@ def _read_module(args: argparse.Namespace) -> Any:
     """``--example``'s program, or INPUT read (saying so on a terminal: a large model takes a moment)."""
     shapes = parse_input_shapes(args.input_shape)
     if args.example:
-        if shapes or args.from_format or args.keep_op or args.bind_dim:
-            raise CommandError("--input-shape, --bind-dim, --keep-op and --from apply to INPUT files, "
-                               "not --example")
+        if shapes or args.from_format or args.keep_op or args.bind_dim or args.inline_functions:
+            raise CommandError("--input-shape, --bind-dim, --keep-op, --inline-functions and --from apply to "
+                               "INPUT files, not --example")
         return example(args.example)
     said = sys.stderr.isatty() and args.input != "-"
     if said:
         sys.stderr.write(f"reading {args.input} ...")
         sys.stderr.flush()
     try:
-        return load_input(args.input, args.from_format, shapes or None, load_options(args.keep_op, args.bind_dim))
+        return load_input(args.input, args.from_format, shapes or None, load_options(args.keep_op, args.bind_dim, args.inline_functions))
     finally:
         if said:
             sys.stderr.write("\r" + " " * (len(args.input) + 12) + "\r")

@@ -27,6 +27,7 @@ from . import emit_ops  # noqa: F401  (registers its emitters)
 from .emit_qnn import join_qlinear_conv
 from .composites import emitter_of, partition_composites
 from .control import all_nodes
+from .local_functions import emit_function_call, function_protos, kept_function
 from .dim_values import DimValues, dim_sources, onnx_dims
 from .model_fields import keep_model_fields
 from .dtypes import raw_bytes, to_onnx_type
@@ -97,6 +98,8 @@ class Emitter:
         self.node_names: set = set()
         #: initializer -> the initializer it is a reshaped copy of
         self.copies: dict = {}
+        #: the model-local functions the graph calls (:mod:`.local_functions`): GlobalVar -> Function
+        self.kept_functions: dict = {}
 
     def fresh(self, hint: str = "t") -> str:
         while True:
@@ -213,7 +216,12 @@ def _emit_body(em: Emitter, mod: ir.IRModule, body: ir.Expr, env: dict) -> Any:
                     vals[e] = _emit_body(em, mod, op.body, dict(zip(op.params, args)))
             elif type(op) is ir.GlobalVar:
                 fn = mod[op]
-                vals[e] = _emit_body(em, mod, fn.body, dict(zip(fn.params, args)))
+                if kept_function(fn):  # a model-local function: called, written once as a FunctionProto
+                    start = len(em.nodes)
+                    vals[e] = emit_function_call(em, mod, op, args, dict(mod.attrs.get("onnx.opset_imports", ())))
+                    _name_nodes(em, e, start)
+                else:
+                    vals[e] = _emit_body(em, mod, fn.body, dict(zip(fn.params, args)))
             else:
                 raise FormatError(f"a call of {type(op).__name__} cannot be exported to ONNX")
         elif t is ir.If:
@@ -472,6 +480,9 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
         opsets.append(helper.make_opsetid(domain, original_opsets.get(domain, version)))
     model = helper.make_model(graph, opset_imports=opsets, producer_name="passhost")
     model.ir_version = min(model.ir_version, _ir_version_for(opset))
+    if em.kept_functions:
+        model.functions.extend(function_protos(em, export_parts, _full_tensor))
+        model.ir_version = max(model.ir_version, 8)  # (model-local functions: IR version 8 on)
     keep_model_fields(model, mod.attrs)
     # an initializer nothing reads (a peephole's leftover, or one an emitter wrote a reshaped
     # copy of) is left out

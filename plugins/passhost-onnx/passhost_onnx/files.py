@@ -34,9 +34,10 @@ def _extra_converters() -> list:
 
 
 def load(path: str, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False,
-         keep_ops: Iterable[str] = (), bind_dims: Optional[Mapping] = None) -> Any:
+         keep_ops: Iterable[str] = (), bind_dims: Optional[Mapping] = None, inline_functions: bool = False) -> Any:
     """Read ``path`` (external data next to it is loaded too) and import it (``keep_ops``:
-    standard operators kept as they are; ``bind_dims``: size variables specialised; see
+    standard operators kept as they are; ``bind_dims``: size variables specialised;
+    ``inline_functions``: the model's local functions expanded, not kept; see
     :func:`.importer.from_onnx`)."""
     layout: dict = {}
     try:
@@ -55,7 +56,7 @@ def load(path: str, *, input_shapes: Optional[Mapping] = None, keep_params: bool
     try:
         out = from_onnx(model, input_shapes=input_shapes, keep_params=keep_params,
                         extra_converters=_extra_converters(), source=os.path.basename(path), arrays=arrays,
-                        keep_ops=keep_ops, bind_dims=bind_dims)
+                        keep_ops=keep_ops, bind_dims=bind_dims, inline_functions=inline_functions)
     except FormatError as err:
         raise FormatError(f"{path}: {err}") from None
     if layout:  # the weights' files, so that the export writes them the same way

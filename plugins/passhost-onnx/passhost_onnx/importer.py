@@ -32,6 +32,7 @@ from .convert_tensor import _constant as _constant_converter
 from .control import SUBGRAPH_OPS, Join, all_nodes, branches, condition_value, defined_names, rename_branch
 from .dtypes import FLOAT_DTYPES, tensor_array, to_dtype
 from .functions import MAX_DEPTH, Functions
+from .local_functions import FunctionSite, outline
 from .reader import full_model
 from .shape_chain import SHAPE_OPS, shape_node
 from .recurrent import RECURRENT, dynamic_recurrence, recurrent_shapes, without_zero_states
@@ -452,12 +453,13 @@ def _initializer_array(name: str, tensor: onnx.TensorProto) -> np.ndarray:
 
 def from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False,
               extra_converters: Optional[list] = None, source: str = "", arrays: Optional[Mapping] = None,
-              keep_ops: Iterable[str] = (), bind_dims: Optional[Mapping] = None) -> Any:
+              keep_ops: Iterable[str] = (), bind_dims: Optional[Mapping] = None,
+              inline_functions: bool = False) -> Any:
     """Import ``model`` (see :func:`_from_onnx`), with the cyclic GC paused while the graph grows."""
     with ir.paused_gc():
         return _from_onnx(model, input_shapes=input_shapes, keep_params=keep_params,
                           extra_converters=extra_converters, source=source, arrays=arrays, keep_ops=keep_ops,
-                          bind_dims=bind_dims)
+                          bind_dims=bind_dims, inline_functions=inline_functions)
 
 
 def _check_bind_dims(bind_dims: Mapping, names: DimNames) -> None:
@@ -531,7 +533,8 @@ def _expand_if(n: onnx.NodeProto, cond: Any, opsets: dict, outer: Any, depth: in
 
 def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None, keep_params: bool = False,
                extra_converters: Optional[list] = None, source: str = "", arrays: Optional[Mapping] = None,
-               keep_ops: Iterable[str] = (), bind_dims: Optional[Mapping] = None) -> Any:
+               keep_ops: Iterable[str] = (), bind_dims: Optional[Mapping] = None,
+               inline_functions: bool = False) -> Any:
     """Import ``model``: an :class:`~passhost.ir.IRModule` (with ``keep_params``: and a params dict).
 
     Dynamic axes stay dynamic: each ``dim_param`` becomes a size variable (see
@@ -554,6 +557,9 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
         shape inference, left alone by the passes and written back unchanged (instead of,
         say, an LSTM unrolled into its per-step arithmetic); the interpreter runs it with
         ``onnx.reference``. An LSTM, GRU or RNN over dynamic axes is kept without asking
+    :param inline_functions: expand every call of the model's local functions into the
+        graph; by default the graph's own calls are kept as global functions
+        (:mod:`.local_functions`)
     :raises FormatError: unsupported operators (all of them, with counts), bad shapes, ...
     """
     graph = model.graph
@@ -606,11 +612,15 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
     # bodies are pushed in place of their node
     pending = [(n, opsets, None, 0) for n in reversed(graph.node)]
     unroll_budget = [MAX_UNROLLED_NODES]  # body nodes the model's loops may still unroll
+    sites: Optional[list] = None if inline_functions or not functions.local else []
     while pending:
         n, node_opsets, outer, depth = pending.pop()
         if type(n) is Join:  # both branches of an If are converted: bind its outputs
             values, read = n.outputs(env)
             _bind_outputs(n.node, values, read, False, env, source, outer)
+            continue
+        if type(n) is FunctionSite:  # a graph-level call of a local function, its body converted
+            n.record(env)
             continue
         if type(n) is Unroll:  # the next iteration of a Loop or Scan, or its outputs after the last
             step = n.step(env, functions.prefix(n.node.op_type, n.own))
@@ -672,6 +682,9 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
                                   f"(at {n.op_type}; does a local function call itself?)")
             body, body_opsets = functions.expand(n, node_opsets.get(domain, 1),
                                                  [None if x is None else x.checked_type for x in inputs])
+            if sites is not None and outer is None and (n.domain, n.op_type) in functions.local:
+                pending.append((FunctionSite(n, inputs, functions.local[n.domain, n.op_type], sites), node_opsets,
+                                None, depth))
             pending.extend((b, {**node_opsets, **body_opsets}, outer or n, depth + 1) for b in reversed(body))
             continue
         if fn is None and outer is not None and not domain:
@@ -712,8 +725,11 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
                               "(as tuples), not as its outputs")
         results.append(env[vi.name])
     body = results[0] if len(results) == 1 else ir.Tuple(results)
+    body, kept = outline(sites, body, {"main"}) if sites else (body, [])
     func = ir.Function(params + weight_vars, body)
     mod = ir.IRModule.from_expr(func)
+    for gv, fn in kept:
+        mod[gv] = fn
     mod.attrs["onnx.outputs"] = tuple(vi.name for vi in graph.output)
     if dim_names.original:
         mod.attrs["onnx.dim_params"] = tuple(sorted(dim_names.original.items()))
