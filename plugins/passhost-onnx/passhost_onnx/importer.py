@@ -414,6 +414,31 @@ def _constant_node(n: onnx.NodeProto) -> Optional[ir.Constant]:
     return ir.infer_type(ir.Constant(data))
 
 
+def _known_value(n: onnx.NodeProto, fn: Any, op_type: str, inputs: list, keep: frozenset,
+                 opsets: dict) -> Optional[ir.Expr]:
+    """The typed value of node ``n`` when the import knows it without converting the node:
+    a plain ``Constant`` (:func:`_constant_node`) or shape scaffolding over known values
+    (:func:`.shape_chain.shape_node`), their built-in converters in use; else ``None``."""
+    if fn is _constant_converter and "Constant" not in keep:
+        return _constant_node(n)
+    if fn in _SHAPE_CONVERTERS and op_type not in keep:
+        return shape_node(n, op_type, inputs, opsets.get("", 1))
+    return None
+
+
+def _customs(graph: onnx.GraphProto, table: dict, opsets: dict, functions: Functions, keep: frozenset) -> list:
+    """The nodes of ``graph`` imported opaque: custom-domain operators without a converter
+    or a local function, and the standard ones ``keep`` names (each node's fields read once)."""
+    out = []
+    for n in graph.node:
+        raw, op_type = n.domain, n.op_type
+        d = _domain(raw)
+        if (d and lookup(table, d, op_type, opsets.get(d, 1)) is None and (raw, op_type) not in functions.local) \
+                or (not d and op_type in keep):
+            out.append(n)
+    return out
+
+
 def _fold(expr: ir.Expr) -> ir.Expr:
     """``expr`` (built from constants only) evaluated to a constant, if it can be, its
     value is at most :data:`MAX_IMPORT_FOLD_BYTES`, and it calls no quantized operator;
@@ -600,13 +625,7 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
         else:  # (kept as it is when read-only and contiguous); its name goes with it to the export
             env[name] = ir.set_span(ir.infer_type(ir.Constant(data)), ir.Span(source, name=name))
     weight_vars = [env[n] for n in weights]
-    customs = []
-    for n in graph.node:
-        raw, op_type = n.domain, n.op_type
-        d = _domain(raw)
-        if (d and lookup(table, d, op_type, opsets.get(d, 1)) is None and (raw, op_type) not in functions.local) \
-                or (not d and op_type in keep):
-            customs.append(n)
+    customs = _customs(graph, table, opsets, functions, keep)
     types = _opaque_types(full_model(model, arrays), customs) if customs else {}
     # a stack of (node, its opsets, the model's node it was expanded from, depth): function
     # bodies are pushed in place of their node
@@ -643,16 +662,10 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
                               "earlier node, input or initializer defines (is the graph topologically sorted?)") \
                 from None
         fn = lookup(table, domain, op_type, node_opsets.get(domain, 1))
-        if fn is _constant_converter and "Constant" not in keep:
-            value = _constant_node(n)
-            if value is not None:
-                env[n.output[0]] = value
-                continue
-        if fn in _SHAPE_CONVERTERS and op_type not in keep:
-            value = shape_node(n, op_type, inputs, node_opsets.get("", 1))
-            if value is not None:
-                env[n.output[0]] = value
-                continue
+        value = _known_value(n, fn, op_type, inputs, keep, node_opsets)
+        if value is not None:
+            env[n.output[0]] = value
+            continue
         if not domain and outer is None and op_type in RECURRENT and (op_type in keep or
                                                                      dynamic_recurrence(n, inputs)):
             inputs = without_zero_states(n, inputs)
