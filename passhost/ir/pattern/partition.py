@@ -1,7 +1,7 @@
 """Partitioning: every match of a pattern becomes a call of a function holding it."""
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from ..expr import Call, Expr, Function, Tuple, TupleGetItem, Var
 from ..op import Op
@@ -10,7 +10,7 @@ from .nodes import DFPattern, VarPattern, WildcardPattern
 
 
 def partition(pattern: DFPattern, expr: Expr, attrs: Optional[dict] = None,
-              check: Optional[Callable[[Expr], bool]] = None) -> Expr:
+              check: Optional[Callable[[Expr], bool]] = None, typing: Any = None) -> Expr:
     """Wrap every match of ``pattern`` in ``expr`` in a function called in its place.
 
     The function's parameters are the nodes the match's wildcards and variable patterns
@@ -27,6 +27,10 @@ def partition(pattern: DFPattern, expr: Expr, attrs: Optional[dict] = None,
                    nn.relu(add(nn.conv2d(%FunctionVar_0_0, %FunctionVar_0_1), %FunctionVar_0_2))
                  };
                  %0(%x, %w, %b)
+
+    ``typing`` is the rebuild's typing policy (:mod:`passhost.ir.rewrite`; default
+    ``NO_TYPES``: what is rebuilt is left untyped): ``like_originals()`` types each call
+    of a new function like the match it replaces, and keeps the types above it.
     """
     from ..rewrite import RuleTable, use_counts, walk
 
@@ -54,7 +58,8 @@ def partition(pattern: DFPattern, expr: Expr, attrs: Optional[dict] = None,
         return _extract(pre, post, m.memo, leaves, attrs, count)
 
     ops = root_ops(pattern)
-    return walk(expr, RuleTable([(None if ops is None else [Op.get(n) for n in ops], rule)], with_original=True))
+    table = RuleTable([(None if ops is None else [Op.get(n) for n in ops], rule)], with_original=True)
+    return walk(expr, table) if typing is None else walk(expr, table, typing)
 
 
 def _outside_uses(node: Expr, inner: dict, users: dict) -> int:

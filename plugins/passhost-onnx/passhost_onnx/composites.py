@@ -30,6 +30,7 @@ from typing import Callable, Optional
 from passhost import ir
 from passhost.ir.pattern import (AltPattern, CallPattern, DFPattern, ExprPattern, TupleGetItemPattern, TuplePattern,
                                  partition)
+from passhost.ir.rewrite import like_originals
 
 __all__ = ["Composite", "COMPOSITES", "composite", "partition_composites", "emitter_of", "scalar", "split", "calls", "example"]
 
@@ -48,6 +49,8 @@ class Composite:
     :param check: ``check(root) -> bool``, more than the pattern says (``partition``'s check)
     :param examples: ``examples(rng) -> [ir.Function]``, graphs it should take that random
         instances of its pattern rarely are (``passhost check-rules`` tries them first)
+    :param target: ``"onnxruntime"``: for an export to onnxruntime (its contrib operators; the
+        emitter declines any other, and check-rules has no reference to check it against)
     """
 
     name: str
@@ -57,6 +60,7 @@ class Composite:
     stage: int = 1
     check: Optional[Callable] = None
     examples: Optional[Callable] = None
+    target: str = ""
 
 
 #: every composite, in the order declared (the family modules fill it as they are imported)
@@ -65,11 +69,11 @@ _BY_NAME: dict = {}
 
 
 def composite(name: str, pattern: DFPattern, *, since: int = 1, stage: int = 1,
-              check: Optional[Callable] = None, examples: Optional[Callable] = None) -> Callable:
+              check: Optional[Callable] = None, examples: Optional[Callable] = None, target: str = "") -> Callable:
     """Register the decorated function as the emitter of composite ``name`` (see :class:`Composite`)."""
 
     def register(fn: Callable) -> Callable:
-        c = Composite(name, pattern, fn, since, stage, check, examples)
+        c = Composite(name, pattern, fn, since, stage, check, examples, target)
         COMPOSITES.append(c)
         _BY_NAME[name] = c
         return fn
@@ -78,18 +82,23 @@ def composite(name: str, pattern: DFPattern, *, since: int = 1, stage: int = 1,
 
 
 def partition_composites(expr: ir.Expr, opset: int) -> ir.Expr:
-    """``expr``, typed, with every match of a composite available at ``opset`` wrapped in
-    a function (``Composite=name``), stage by stage, typed. A composite calling an
-    operator ``expr`` does not call costs nothing; a match inside a composite made
-    before is not taken (its emitter reads its body as matched)."""
+    """``expr`` (typed) with every match of a composite available at ``opset`` wrapped in a
+    function (``Composite=name``), stage by stage; each call of one is typed like the
+    match it replaces (its body is typed when it is emitted). A
+    composite calling no operator of one of its clauses (:func:`_needed`) costs nothing; a
+    match inside a composite made before is not taken (its emitter reads its body as
+    matched)."""
     called = set(ir.count_ops(expr))
-    inside: set = set()  # ids of the nodes of composite functions' bodies
+    inside: Optional[set] = set()  # ids of the nodes of composite functions' bodies (None: not known yet)
     for c in sorted(COMPOSITES, key=lambda c: c.stage):
-        if c.since <= opset and _needed(c.pattern) <= called:
-            done = partition(c.pattern, expr, attrs={"Composite": c.name}, check=_outside(inside, c.check))
-            if done is not expr:  # (what is rebuilt above a composite is typed for the next stage)
-                expr = ir.infer_type(done)
-                inside = _composite_bodies(expr)
+        if c.since > opset or not all(k & called for k in _needed(c.pattern)):
+            continue
+        if inside is None:
+            inside = _composite_bodies(expr)
+        done = partition(c.pattern, expr, attrs={"Composite": c.name}, check=_outside(inside, c.check),
+                         typing=like_originals())
+        if done is not expr:
+            expr, inside = done, None
     return expr
 
 
@@ -104,29 +113,31 @@ def _composite_bodies(expr: ir.Expr) -> set:
 
 
 def emitter_of(fn: ir.Function) -> Optional[Callable]:
-    """The emitter of composite function ``fn``, or ``None`` for another function."""
+    """The emitter of composite function ``fn`` (typed first), or ``None`` for another function."""
     name = fn.attrs.get("Composite") if fn.attrs else None
     c = _BY_NAME.get(name) if name else None
-    return c.emit if c is not None else None
+    if c is None:
+        return None
+    if fn.body._checked_type is None:
+        ir.infer_type(fn)
+    return c.emit
 
 
-def _needed(p: DFPattern) -> set:
-    """The operators every match of ``p`` calls (those outside its alternatives)."""
-    out: set = set()
-    stack = [p]
-    while stack:
-        p = stack.pop()
-        if isinstance(p, CallPattern):
-            if isinstance(p.op, ExprPattern) and isinstance(p.op.expr, ir.Op):
-                out.add(p.op.expr.name)
-            stack.extend(p.args or ())
-        elif isinstance(p, TuplePattern):
-            stack.extend(p.fields or ())
-        elif isinstance(p, TupleGetItemPattern):
-            stack.append(p.tuple)
-        elif not isinstance(p, AltPattern) and isinstance(getattr(p, "pattern", None), DFPattern):
-            stack.append(p.pattern)  # (attributes and types narrow the inner pattern)
-    return out
+def _needed(p: DFPattern) -> list:
+    """Sets of operators of which every match of ``p`` calls one or more (clauses): an
+    alternative needs one of either side's."""
+    t = type(p)
+    if isinstance(p, CallPattern):
+        ops = [{p.op.expr.name}] if isinstance(p.op, ExprPattern) and isinstance(p.op.expr, ir.Op) else []
+        return ops + [k for a in p.args or () for k in _needed(a)]
+    if t is AltPattern:
+        return [a | b for a in _needed(p.left) for b in _needed(p.right)][:16]
+    if t is TuplePattern:
+        return [k for f in p.fields or () for k in _needed(f)]
+    if t is TupleGetItemPattern:
+        return _needed(p.tuple)
+    inner = getattr(p, "pattern", None)  # (attributes and types narrow the inner pattern)
+    return _needed(inner) if isinstance(inner, DFPattern) else []
 
 
 def scalar(e: ir.Expr) -> Optional[float]:

@@ -24,7 +24,8 @@ After the nodes are written, :func:`llm_peepholes` keeps the heads in 3-D around
 and ``RotaryEmbedding`` (:func:`heads_in_3d`), and with ``target="onnxruntime"``
 (``ir.save(..., target="onnxruntime")``, ``--target onnxruntime``) writes onnxruntime's
 ``com.microsoft`` operators where onnxruntime 1.32's CPU kernels measured faster than the
-standard ones: SiLU, ``Mul(x, Sigmoid(x))``, as one ``QuickGelu(alpha=1)`` (half the time at 128
+standard ones: SiLU, ``Mul(x, Sigmoid(x))``, as one ``QuickGelu(alpha=1)`` (a composite of
+``convert_contrib``; half the time at 128
 tokens; onnxruntime fuses it itself only at ``ORT_ENABLE_EXTENDED`` and above). The others were
 measured and are not written: ``Skip(Simplified)LayerNormalization`` is slower than ``Add`` and
 the standard norm (2x for RMS, 7x for LayerNorm at 128 tokens of 256), ``FastGelu`` is the
@@ -370,39 +371,6 @@ def helper_attr(name: str, value: int):
     return helper.make_attribute(name, int(value))
 
 
-def quick_gelu(em) -> None:
-    """``Mul(x, Sigmoid(x))`` (SiLU, the gate of Llama's and Qwen2's MLP) as onnxruntime's
-    ``QuickGelu(x, alpha=1)``, where the Sigmoid's output is read by that Mul alone."""
-    readers, producer = _readers_and_producers(em)
-    pinned = set(em.outputs) | em.captured
-    drop = set()
-    for n in em.nodes:
-        if n.op_type != "Mul" or n.domain or len(n.input) != 2:
-            continue
-        for i in (0, 1):
-            sig = producer.get(n.input[i])
-            if (sig is not None and sig.op_type == "Sigmoid" and not sig.domain and sig.input[0] == n.input[1 - i]
-                    and readers.get(n.input[i]) == [n] and n.input[i] not in pinned and id(sig) not in drop):
-                x = n.input[1 - i]
-                n.op_type, n.domain = "QuickGelu", MS
-                del n.input[:]
-                n.input.append(x)
-                n.attribute.extend([_float_attr("alpha", 1.0)])
-                drop.add(id(sig))
-                break
-    if drop:
-        em.domains.setdefault(MS, 1)
-        em.nodes[:] = [n for n in em.nodes if id(n) not in drop]
-
-
-def _float_attr(name: str, value: float):
-    from onnx import helper
-
-    return helper.make_attribute(name, float(value))
-
-
 def llm_peepholes(em) -> None:
     """What the export does once every node is written (see the module doc)."""
     heads_in_3d(em)
-    if _target(em) == "onnxruntime":
-        quick_gelu(em)
