@@ -483,7 +483,8 @@ def _scale_shift_back(em, fn, args):
     mean=0, var=1, epsilon=0)``: exactly ``s * x + b``"""
     s, b = _scale_shift(fn.body)
     c, dt = s.size, s.dtype
-    stats = [em.const(s.reshape(-1)), em.const(b.reshape(-1)), em.const(np.zeros(c, dt)), em.const(np.ones(c, dt))]
+    zero, one = (em.const(f(c, dt), key=(f, c, dt.str)) for f in (np.zeros, np.ones))  # (one of each per size)
+    stats = [em.const(s.reshape(-1)), em.const(b.reshape(-1)), zero, one]
     return em.one("BatchNormalization", [args[0], *stats], epsilon=0.0)
 
 
