@@ -130,26 +130,24 @@ def _requantize(em, call, args):
     return _round_and_saturate(em, y, _along(em, z_out, nd, axis), out_dtype)
 
 
-def join_qlinear_conv(em, uses: dict, producer: dict) -> set:
-    """The ids of the nodes a ``QLinearConv`` or ``QLinearMatMul`` replaces (see the
-    module); each ``QuantizeLinear`` it joins becomes that node in place."""
-    drop: set = set()
-    nodes = em.nodes
-    for n in nodes:
+def join_qlinear_conv(em, view) -> None:
+    """Each ``QuantizeLinear`` ending a chain (see the module) is replaced by the
+    ``QLinearConv`` or ``QLinearMatMul`` it stands for, through ``view``
+    (:class:`~.node_view.NodeView`), and the chain's other nodes go."""
+    for n in view.alive():
         rec = em.quantized.get(n.output[0]) if n.op_type == "QuantizeLinear" else None
         if rec is None:
             continue
         _, acc, s_in, s_out, zp = rec
-        mul = _single(nodes, uses, producer, n.input[0], "Mul")
-        cast = _single(nodes, uses, producer, mul.input[0], "Cast") if mul is not None else None
+        mul = view.made(n.input[0], "Mul")
+        cast = view.made(mul.input[0], "Cast") if mul is not None else None
         if cast is None or cast.input[0] != acc:
             continue
-        bias, prod = None, _single(nodes, uses, producer, acc, "ConvInteger") or \
-            _single(nodes, uses, producer, acc, "MatMulInteger")
-        add = _single(nodes, uses, producer, acc, "Add") if prod is None else None
+        bias, prod = None, view.made(acc, "ConvInteger") or view.made(acc, "MatMulInteger")
+        add = view.made(acc, "Add") if prod is None else None
         if add is not None:  # (QLinearConv's bias: QLinearMatMul has none)
             for c, b in ((add.input[0], add.input[1]), (add.input[1], add.input[0])):
-                prod = _single(nodes, uses, producer, c, "ConvInteger")
+                prod = view.made(c, "ConvInteger")
                 if prod is not None:
                     bias = b
                     break
@@ -164,18 +162,9 @@ def join_qlinear_conv(em, uses: dict, producer: dict) -> set:
                 continue
             inputs.append(em.const(b.reshape(-1)))
         op_type = "QLinearConv" if prod.op_type == "ConvInteger" else "QLinearMatMul"
-        n.CopyFrom(helper.make_node(op_type, inputs, list(n.output),
-                                    **{x.name: helper.get_attribute_value(x) for x in prod.attribute}))
-        drop.update(id(x) for x in (prod, add, cast, mul) if x is not None)
-    return drop
-
-
-def _single(nodes: list, uses: dict, producer: dict, name: str, op_type: str):
-    """The node of ``op_type`` that produces ``name``, read only once; else None."""
-    j = producer.get(name)
-    if j is None or uses.get(name) != 1 or nodes[j].op_type != op_type:
-        return None
-    return nodes[j]
+        view.replace(n, helper.make_node(op_type, inputs, list(n.output),
+                                         **{x.name: helper.get_attribute_value(x) for x in prod.attribute}))
+        view.drop(*(x for x in (mul, cast, add, prod) if x is not None))
 
 
 def _scales_match(em, xs: str, ws: str, s_in: str, s_out: str, conv) -> bool:

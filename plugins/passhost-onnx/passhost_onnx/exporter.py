@@ -21,10 +21,11 @@ from onnx import helper, numpy_helper
 
 from passhost import ir
 from passhost.errors import FormatError
-from passhost.ir.rewrite import KEEP_TYPES, NamedValues, RuleTable, walk
+from passhost.ir.rewrite import KEEP_TYPES, RuleTable, walk
 
 from . import emit_ops  # noqa: F401  (registers its emitters)
 from .emit_qnn import join_qlinear_conv
+from .node_view import NodeView
 from .composites import emitter_of, partition_composites
 from .control import all_nodes
 from .local_functions import emit_function_call, function_protos, kept_function
@@ -457,10 +458,12 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
                      if isinstance(p.checked_type, ir.TensorType))
     em.outputs = set(names)
     llm_peepholes(em)
+    view = NodeView(em.nodes, [*em.captured, *em.outputs])  # (what stays at the ONNX level)
     if em.quantized:
-        _drop_nodes(em, join_qlinear_conv(em, *_uses_and_producers(em)))
-    _one_d_back(em)
-    _transpose_pairs(em, set(names))
+        join_qlinear_conv(em, view)
+    _one_d_back(em, view)
+    _transpose_pairs(view)
+    em.nodes = view.alive()
     if em.dim_values.cache:  # a peephole's symbolic target was computed after its reader
         em.nodes[:] = _topological(em.nodes)
         _merge_duplicates(em, set(names))
@@ -640,69 +643,6 @@ def _flat_types(ty: ir.Type) -> list:
     return out
 
 
-def _uses_and_producers(em: Emitter) -> tuple:
-    """``(uses, producer)`` of the graph's values from the host's use analysis
-    (:class:`passhost.ir.rewrite.NamedValues`): a value read inside an If's branch or
-    returned by the graph counts one use more, so it is never a single use to merge away."""
-    g = _named(em)
-    return g.counts(), g.producer
-
-
-def _named(em: Emitter) -> NamedValues:
-    return NamedValues(em.nodes, outside=[*em.captured, *em.outputs])
-
-
-def _drop_nodes(em: Emitter, drop: set) -> None:
-    """Remove the nodes whose ids are in ``drop`` (the initializers nothing reads any more
-    are left out once, at the end of :func:`export_parts`)."""
-    if drop:
-        em.nodes[:] = [n for n in em.nodes if id(n) not in drop]
-
-
-def _scalar(inits: dict, name: str) -> Optional[float]:
-    """The value of a one-element floating-point initializer, or ``None``."""
-    arr = inits.get(name)
-    if arr is None or arr.size != 1 or arr.dtype.kind != "f":
-        return None
-    return float(arr.reshape(()))
-
-
-class _Nodes:
-    """The graph's nodes by what they produce, for the peepholes below: ``made(name,
-    op_type)`` is the node of that type writing ``name``, if nothing else reads ``name``
-    and no peephole has taken the node yet (``drop``, which :func:`_drop_nodes` removes)."""
-
-    def __init__(self, em: Emitter) -> None:
-        self.em = em
-        self.inits = {name: arr for name, arr in em.inits}
-        self.values = _named(em)
-        self.uses, self.producer = self.values.counts(), self.values.producer
-        self.drop: set = set()
-
-    def made(self, name: str, op_type: str) -> Optional[Any]:
-        return self.produced(name, op_type) if self.uses.get(name) == 1 else None
-
-    def produced(self, name: str, op_type: str) -> Optional[Any]:
-        """The node of type ``op_type`` writing ``name``, however many nodes read it (and
-        not taken yet)."""
-        j = self.producer.get(name)
-        if j is None:
-            return None
-        node = self.em.nodes[j]
-        return node if node.op_type == op_type and id(node) not in self.drop else None
-
-    def scalar(self, name: str) -> Optional[float]:
-        return _scalar(self.inits, name)
-
-    def become(self, node: Any, op_type: str, inputs: list, taken: list, **attrs: Any) -> None:
-        """``node`` becomes ``op_type(inputs)``; the ``taken`` nodes go."""
-        node.op_type = op_type
-        node.input[:] = inputs
-        del node.attribute[:]
-        node.attribute.extend(helper.make_attribute(k, v) for k, v in attrs.items())
-        self.drop.update(id(t) for t in taken)
-
-
 #: the 2-D operators a 1-D one imports as (``convert_lift``), and their attributes with the
 #: value the lifted height axis has in each (``pads``: begin and end)
 _ONE_D = {"Conv": {"kernel_shape": 1, "strides": 1, "dilations": 1},
@@ -742,7 +682,7 @@ def _reshaped_to(r: Any, shapes: dict, inits: dict) -> Optional[tuple]:
     return shape
 
 
-def _one_d_back(em: Emitter) -> None:
+def _one_d_back(em: Emitter, view: NodeView) -> None:
     """A 1-D convolution or pooling imports as the 2-D operator between two reshapes (a
     height axis of 1, ``convert_lift``); it goes back out as the 1-D operator::
 
@@ -757,16 +697,14 @@ def _one_d_back(em: Emitter) -> None:
     front when nothing else reads it."""
     shapes = em.shapes
     lifted = []  # the 2-D operators whose result has a height of 1 (usually none: one scan)
-    for n in em.nodes:
+    for n in view.alive():
         if n.op_type in _ONE_D and len(n.output) == 1:
             out = shapes.get(n.output[0])
             if out is not None and len(out) == 4 and out[2] == 1 and n.output[0] not in em.captured:
                 lifted.append(n)
     if not lifted:
         return
-    g = _Nodes(em)
-    inits, producer = g.inits, g.producer
-    readers = {x: g.values.readers_of(x) for x in g.values.readers}
+    inits = {name: arr for name, arr in em.inits}
     attrs: dict = {}  # id(node) -> its 1-D attributes, for the operators that may go back
     for n in lifted:
         w = inits.get(n.input[1]) if n.op_type == "Conv" else None
@@ -777,7 +715,7 @@ def _one_d_back(em: Emitter) -> None:
             attrs[id(n)] = new
 
     def lifted_input(n: Any) -> bool:
-        up = em.nodes[producer[n.input[0]]] if n.input[0] in producer else None
+        up = view.writer(n.input[0])
         if up is None:
             return False
         if id(up) in attrs:
@@ -788,72 +726,70 @@ def _one_d_back(em: Emitter) -> None:
     changed = True
     while changed:  # drop the candidates whose input or readers do not qualify, to a fixed point
         changed = False
-        for n in em.nodes:
-            if id(n) in attrs and (not lifted_input(n) or not readers.get(n.output[0]) or any(
+        for n in lifted:
+            readers = view.readers_of(n.output[0])
+            if id(n) in attrs and (not lifted_input(n) or not readers or any(
                     not (r.op_type == "Reshape" and r.input[0] == n.output[0]) and id(r) not in attrs
-                    for r in readers[n.output[0]])):
+                    for r in readers)):
                 del attrs[id(n)]
                 changed = True
-    if not attrs:
-        return
     renamed: dict = {}  # a taken operator's 2-D output -> its 1-D output
-    for n in em.nodes:  # (graph order: producers first)
-        if id(n) not in attrs:
-            continue
-        x = n.input[0]
-        if x in renamed:
-            n.input[0] = renamed[x]
+    fronts: dict = {}  # the reshapes in front, dropped once nothing reads them
+    for n in lifted:  # (graph order: producers first)
+        if id(n) in attrs:
+            _one_d(em, view, n, attrs, renamed, fronts, inits)
+    view.drop(*(r for r in fronts.values() if not view.readers.get(r.output[0])))
+
+
+def _one_d(em: Emitter, view: NodeView, n: Any, attrs: dict, renamed: dict, fronts: dict, inits: dict) -> None:
+    """Lifted operator ``n`` as the 1-D operator (see :func:`_one_d_back`)."""
+    shapes, x = em.shapes, n.input[0]
+    new = onnx.NodeProto()
+    new.CopyFrom(n)
+    if x in renamed:
+        new.input[0] = renamed[x]
+    else:
+        up = view.writer(x)
+        new.input[0] = up.input[0]
+        fronts[id(up)] = up
+    if n.op_type == "Conv":
+        w = inits[n.input[1]]
+        new.input[1] = em.const(w.reshape(w.shape[0], w.shape[1], w.shape[3]))
+    del new.attribute[:]
+    new.attribute.extend(attrs[id(n)])
+    out2 = shapes[n.output[0]]
+    out1 = (out2[0], out2[1], out2[3])
+    after = [r for r in view.readers_of(n.output[0]) if id(r) not in attrs]
+    same = [r for r in after if _reshaped_to(r, shapes, inits) == out1]
+    new.output[0] = same[0].output[0] if same else em.fresh()
+    renamed[n.output[0]] = new.output[0]
+    shapes[new.output[0]] = out1
+    view.replace(n, new)
+    for r in after:
+        if same and r is same[0]:
+            view.drop(r)
         else:
-            up = em.nodes[producer[x]]
-            n.input[0] = up.input[0]
-            if all(id(r) in attrs for r in readers[x]):
-                g.drop.add(id(up))
-        if n.op_type == "Conv":
-            w = inits[n.input[1]]
-            n.input[1] = em.const(w.reshape(w.shape[0], w.shape[1], w.shape[3]))
-        del n.attribute[:]
-        n.attribute.extend(attrs[id(n)])
-        out2 = shapes[n.output[0]]
-        out1 = (out2[0], out2[1], out2[3])
-        after = [r for r in readers[n.output[0]] if id(r) not in attrs]
-        same = [r for r in after if _reshaped_to(r, shapes, inits) == out1]
-        old = n.output[0]
-        n.output[0] = same[0].output[0] if same else em.fresh()
-        renamed[old] = n.output[0]
-        shapes[n.output[0]] = out1
-        first = same[0] if same else None
-        for r in after:
-            if r is first:
-                g.drop.add(id(r))
-            else:
-                r.input[0] = n.output[0]
-    _drop_nodes(em, g.drop)
+            view.move_reader(r, n.output[0], new.output[0])
 
 
-def _transpose_pairs(em: Emitter, outputs: set) -> None:
+def _transpose_pairs(view: NodeView) -> None:
     """Two transposes that undo each other go, their reader reading the first one's input
     (an emitter's transpose meeting the import's: GridSample's grid is ``[N, H, W, 2]`` in
     ONNX and ``[N, 2, H, W]`` in TVM's ``image.grid_sample``)::
 
         Transpose(Transpose(g, perm=[0, 3, 1, 2]), perm=[0, 2, 3, 1])  ->  g
     """
-    if sum(n.op_type == "Transpose" for n in em.nodes) < 2:
+    alive = view.alive()
+    if sum(n.op_type == "Transpose" for n in alive) < 2:
         return
-    g = _Nodes(em)
-    rename: dict = {}
-    for n in em.nodes:
-        if n.op_type != "Transpose" or id(n) in g.drop or n.output[0] in outputs or n.output[0] in em.captured:
+    for n in alive:
+        if n.op_type != "Transpose" or id(n) not in view.at or n.output[0] in view.pinned:
             continue
-        t = g.made(n.input[0], "Transpose")
+        t = view.made(n.input[0], "Transpose")
         if t is None:
             continue
         p1 = [list(a.ints) for a in t.attribute if a.name == "perm"]
         p2 = [list(a.ints) for a in n.attribute if a.name == "perm"]
-        if not p1 or not p2 or len(p1[0]) != len(p2[0]) or [p1[0][i] for i in p2[0]] != list(range(len(p2[0]))):
-            continue
-        rename[n.output[0]] = rename.get(t.input[0], t.input[0])
-        g.drop.update((id(n), id(t)))
-    if rename:
-        for n in em.nodes:
-            n.input[:] = [rename.get(x, x) for x in n.input]
-        _drop_nodes(em, g.drop)
+        if p1 and p2 and len(p1[0]) == len(p2[0]) and [p1[0][i] for i in p2[0]] == list(range(len(p2[0]))):
+            view.move_readers(n.output[0], t.input[0])
+            view.drop(n, t)
