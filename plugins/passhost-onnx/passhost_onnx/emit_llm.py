@@ -38,10 +38,10 @@ import math
 from typing import Optional
 
 import numpy as np
+import onnx
 
 from passhost import ir
 from passhost.errors import FormatError
-from passhost.ir.rewrite import NamedValues
 
 from .dtypes import to_onnx_type
 from .emit import _reduce_node, _tensor, emitter
@@ -264,28 +264,31 @@ def _ints_attr(node, name: str):
     return next((list(a.ints) for a in node.attribute if a.name == name), None)
 
 
-def heads_in_3d(em) -> None:
+def heads_in_3d(em, view) -> None:
     """``Attention`` (and the ``RotaryEmbedding`` before it) on the projections as they come,
     ``(batch, seq, heads * head)``, with ``q_num_heads``/``kv_num_heads`` (``num_heads``): the
     exporters' ``Reshape`` to ``(batch, seq, heads, head)`` and ``Transpose`` to ``(batch, heads,
     seq, head)`` of the query, key and value go, and so do the ``Transpose`` back and the
     ``Reshape`` of the output. Eight nodes a layer fewer for the same kernels (a decode step's
-    time is mostly such small nodes). Only where every one of them is read by this chain alone."""
-    atts = [n for n in em.nodes if n.op_type == "Attention" and not n.domain and _int_attr(n, "q_num_heads") is None]
+    time is mostly such small nodes). Only where every one of them is read by this chain alone;
+    the changes go through ``view`` (:class:`~.node_view.NodeView`)."""
+    atts = [n for n in view.alive() if n.op_type == "Attention" and not n.domain
+            and _int_attr(n, "q_num_heads") is None]
     if not atts:
         return
-    readers, producer = _readers_and_producers(em)
-    pinned = set(em.outputs) | em.captured
 
     def only_reader(name: str, node) -> bool:
-        return name not in pinned and readers.get(name, []) == [node]
+        return view.only_reader(name) is node
+
+    def readers_of(name: str) -> list:
+        return view.readers_of(name)
 
     def split_heads(name: str, reader):
         """``(x3, heads, [nodes to drop])`` for ``Transpose(Reshape(x3, (b, s, h, d)), [0, 2, 1, 3])``."""
-        t = producer.get(name)
+        t = view.writer(name)
         if t is None or t.op_type != "Transpose" or _ints_attr(t, "perm") != [0, 2, 1, 3] or not only_reader(name, reader):
             return None
-        r = producer.get(t.input[0])
+        r = view.writer(t.input[0])
         if r is None or r.op_type != "Reshape" or not only_reader(t.input[0], t):
             return None
         four, three = em.shapes.get(r.output[0]), em.shapes.get(r.input[0])
@@ -300,7 +303,7 @@ def heads_in_3d(em) -> None:
         heads = []
         for i in range(3):
             name = att.input[i]
-            rot = producer.get(name)
+            rot = view.writer(name)
             if rot is not None and rot.op_type == "RotaryEmbedding" and not rot.domain and only_reader(name, att) \
                     and _int_attr(rot, "num_heads") is None:
                 got = split_heads(rot.input[0], rot)
@@ -316,12 +319,11 @@ def heads_in_3d(em) -> None:
             plan["drop"].extend(got[2])
         else:
             y = att.output[0]
-            t2 = readers.get(y, [None])[0]
-            if (t2 is None or not only_reader(y, t2) or t2.op_type != "Transpose"
-                    or _ints_attr(t2, "perm") != [0, 2, 1, 3] or len(readers.get(t2.output[0], [])) != 1
-                    or t2.output[0] in pinned):
+            t2 = view.only_reader(y)
+            if (t2 is None or t2.op_type != "Transpose" or _ints_attr(t2, "perm") != [0, 2, 1, 3]
+                    or view.only_reader(t2.output[0]) is None):
                 continue
-            r2 = readers[t2.output[0]][0]
+            r2 = readers_of(t2.output[0])[0]
             target = em.values.get(r2.input[1]) if r2.op_type == "Reshape" and len(r2.input) > 1 else None
             out = em.shapes.get(r2.output[0])  # (None for a graph output, renamed since)
             if r2.op_type != "Reshape" or (out is not None and len(out) not in (2, 3)) or (
@@ -329,40 +331,35 @@ def heads_in_3d(em) -> None:
                 continue
             plan.update(heads=heads, t2=t2, r2=r2)
             plans.append(plan)
-    if not plans:
-        return
-    drop: set = set()
-    rename: dict = {}
     for plan in plans:
-        att, heads = plan["att"], plan["heads"]
-        for rot, x3, h in plan["rotary"]:
-            rot.input[0] = x3
-            rot.attribute.extend([helper_attr("num_heads", h)])
-        for i, (name, _) in enumerate(heads):
-            att.input[i] = name
-        att.attribute.extend([helper_attr("q_num_heads", heads[0][1]), helper_attr("kv_num_heads", heads[1][1])])
-        r2, y = plan["r2"], att.output[0]
-        r2.input[0] = y
-        drop.update(id(n) for n in plan["drop"])
-        drop.add(id(plan["t2"]))
-        four = em.shapes.get(plan["t2"].output[0])
-        if (four is not None and len(four) == 4 and type(four[2]) is int and type(four[3]) is int
-                and em.shapes.get(r2.output[0]) == (four[0], four[1], four[2] * four[3]) and r2.output[0] not in pinned):
-            rename[r2.output[0]] = y  # a reshape to the shape the output has now
-            drop.add(id(r2))
-    em.nodes[:] = [n for n in em.nodes if id(n) not in drop]
-    for n in em.nodes:
-        for i, x in enumerate(n.input):
-            if x in rename:
-                n.input[i] = rename[x]
+        _heads_in_3d(em, view, plan)
 
 
-def _readers_and_producers(em) -> tuple:
-    """``({name: [nodes reading it]}, {name: node writing it})`` from the host's use analysis."""
-    g = NamedValues(em.nodes)
-    nodes = g.nodes
-    return ({x: [nodes[i] for i in r] for x, r in g.readers.items()},
-            {o: nodes[i] for o, i in g.producer.items()})
+def _heads_in_3d(em, view, plan: dict) -> None:
+    """One attention's plan (see :func:`heads_in_3d`) carried out: new nodes in the old ones' places."""
+    att, heads, t2 = plan["att"], plan["heads"], plan["t2"]
+    for rot, x3, h in plan["rotary"]:
+        view.replace(rot, _with(rot, {0: x3}, num_heads=h))
+    y = att.output[0]
+    view.replace(att, _with(att, {i: name for i, (name, _) in enumerate(heads)},
+                            q_num_heads=heads[0][1], kv_num_heads=heads[1][1]))
+    r2 = view.move_reader(plan["r2"], t2.output[0], y)
+    view.drop(t2, *plan["drop"])
+    four = em.shapes.get(t2.output[0])
+    if (four is not None and len(four) == 4 and type(four[2]) is int and type(four[3]) is int
+            and em.shapes.get(r2.output[0]) == (four[0], four[1], four[2] * four[3]) and r2.output[0] not in view.pinned):
+        view.move_readers(r2.output[0], y)  # a reshape to the shape the output has now
+        view.drop(r2)
+
+
+def _with(node, inputs: dict, **ints):
+    """A copy of ``node`` with the inputs at the given positions and the int attributes added."""
+    new = onnx.NodeProto()
+    new.CopyFrom(node)
+    for i, name in inputs.items():
+        new.input[i] = name
+    new.attribute.extend([helper_attr(k, v) for k, v in ints.items()])
+    return new
 
 
 def helper_attr(name: str, value: int):
@@ -371,6 +368,6 @@ def helper_attr(name: str, value: int):
     return helper.make_attribute(name, int(value))
 
 
-def llm_peepholes(em) -> None:
-    """What the export does once every node is written (see the module doc)."""
-    heads_in_3d(em)
+def llm_peepholes(em, view) -> None:
+    """What the export does once every node is written (see the module doc), through ``view``."""
+    heads_in_3d(em, view)

@@ -457,8 +457,8 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     em.shapes.update((p.name_hint, tuple(p.checked_type.shape)) for p in main.params
                      if isinstance(p.checked_type, ir.TensorType))
     em.outputs = set(names)
-    llm_peepholes(em)
     view = NodeView(em.nodes, [*em.captured, *em.outputs])  # (what stays at the ONNX level)
+    llm_peepholes(em, view)
     if em.quantized:
         join_qlinear_conv(em, view)
     _one_d_back(em, view)

@@ -73,12 +73,13 @@ class NodeView:
         self.nodes[i] = new
         self.at[id(new)] = i
 
-    def move_reader(self, node: onnx.NodeProto, name: str, to: str) -> None:
-        """``node`` reads ``to`` where it read ``name`` (a new node in its place)."""
+    def move_reader(self, node: onnx.NodeProto, name: str, to: str) -> onnx.NodeProto:
+        """``node`` reads ``to`` where it read ``name``: the new node in its place."""
         new = onnx.NodeProto()
         new.CopyFrom(node)
         new.input[:] = [to if x == name else x for x in node.input]
         self.replace(node, new)
+        return new
 
     def move_readers(self, name: str, to: str) -> None:
         """Every node reading ``name`` reads ``to`` instead."""
