@@ -10,6 +10,18 @@ Constants become initializers. The functions FuseOps makes (``Primitive=1``) and
 of other global functions are inlined back into the graph: ONNX runtimes optimise a flat
 graph best. Inputs keep ``@main``'s parameter names and outputs the names of the model the
 module was imported from (``mod.attrs["onnx.outputs"]``), else ``output_0``, ``output_1``...
+
+The export in three steps:
+
+1. ``@main`` (fused functions inlined) is partitioned with the composite patterns the
+   family modules declare beside their converters (:mod:`.composites`): each match becomes
+   a function standing for one ONNX operator;
+2. every call is written 1:1 through the operator emitters (:mod:`.emit`), every
+   composite through its emitter;
+3. what must stay at the ONNX level goes through one :class:`~.node_view.NodeView` of the
+   written nodes (:func:`_one_d_back`, :func:`_transpose_pairs`, the attention heads and
+   the QLinear join), built once. A graph output cannot be lost: the partition never takes
+   a value read outside a match, and the view never drops the writer of a graph output.
 """
 from __future__ import annotations
 
