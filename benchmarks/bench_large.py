@@ -6,8 +6,10 @@ a fresh process of its own, one at a time: passhost (``passhost run MODEL -O3 -o
 onnxslim, onnxscript's optimizer (over onnx-ir, which maps external data lazily) and
 onnx-simplifier. ``--repeat`` rounds (3) each time ``cp`` and run every tool once, the
 order rotating from round to round, and the medians are compared: on a shared machine
-the disk and the CPU drift by 2x within minutes. A tool's peak RSS is the kernel's ``ru_maxrss`` of its process (the
-``VmHWM`` at exit). Each tool is capped so that a shared machine neither swaps nor has
+the disk and the CPU drift by 2x within minutes. A tool's peak RSS is its ``VmHWM`` (the
+high-water mark of its resident set), read every 50 ms while it runs; not ``ru_maxrss``,
+which Linux raises at ``exec`` to the resident set of the process that forked the child (a
+pytest worker of a few hundred megabytes, say). Each tool is capped so that a shared machine neither swaps nor has
 its other processes killed: a watchdog kills a tool whose resident set passes ``--limit``
 (12 GB by default) and the row says ``out of memory (cap)``; behind it, the tool's
 private memory (``RLIMIT_DATA``: heap and anonymous maps, not read-only file maps) is
@@ -119,7 +121,8 @@ def _cap(limit: float):
 
 
 def run_child(cmd: list, limit: float, timeout: float, cwd: str, capture: bool = False) -> dict:
-    """Run ``cmd``; ``{ok, wall, peak_rss, error}``. Peak RSS is the child's ``ru_maxrss``;
+    """Run ``cmd``; ``{ok, wall, peak_rss, error}``. Peak RSS is the child's ``VmHWM``, read
+    while it runs (``ru_maxrss`` only for a child gone before the first reading);
     a child whose resident set passes ``limit`` bytes is killed, and one whose allocation
     fails at the ``RLIMIT_DATA`` behind it fails: both are ``out of memory (cap)``. With
     ``capture`` the row has the child's ``stdout``. Its output goes to files, never pipes
@@ -130,12 +133,14 @@ def run_child(cmd: list, limit: float, timeout: float, cwd: str, capture: bool =
     proc = subprocess.Popen(cmd, stdout=out_file, stderr=err_file, cwd=cwd, start_new_session=True,
                             preexec_fn=_cap(limit))
     killed = None
+    hwm = 0
     try:
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
             rss = _status_kb(proc.pid, "VmRSS") * 1024
+            hwm = max(hwm, _status_kb(proc.pid, "VmHWM") * 1024)
             elapsed = time.perf_counter() - t0
             if killed is None and (rss > limit or elapsed > timeout):
                 killed = (f"out of memory (cap): killed at {rss / 1e9:.1f} GB resident (cap {limit / 1e9:.1f} GB)"
@@ -150,7 +155,7 @@ def run_child(cmd: list, limit: float, timeout: float, cwd: str, capture: bool =
     proc.returncode = os.waitstatus_to_exitcode(status)
     err = _drain(err_file).strip()
     out = _drain(out_file) if capture else None
-    peak = usage.ru_maxrss * 1024
+    peak = hwm or usage.ru_maxrss * 1024
     if killed or proc.returncode != 0:
         last = [line for line in err.splitlines() if line.strip()][-1:] or [f"exit {proc.returncode}"]
         error = killed or last[0][:300]
