@@ -89,16 +89,17 @@ def partition_composites(expr: ir.Expr, opset: int) -> ir.Expr:
     match inside a composite made before is not taken (its emitter reads its body as
     matched)."""
     called = set(ir.count_ops(expr))
-    inside: Optional[set] = set()  # ids of the nodes of composite functions' bodies (None: not known yet)
+    inside: set = set()  # ids of the nodes of earlier stages' composite functions' bodies
+    made = known = None  # the stage of the last composite made; of the last ``inside``
     for c in sorted(COMPOSITES, key=lambda c: c.stage):
         if c.since > opset or not all(k & called for k in _needed(c.pattern)):
             continue
-        if inside is None:
-            inside = _composite_bodies(expr)
+        if made is not None and made < c.stage and known != made:  # (a stage's patterns do not nest)
+            inside, known = _composite_bodies(expr), made
         done = partition(c.pattern, expr, attrs={"Composite": c.name}, check=_outside(inside, c.check),
                          typing=like_originals())
         if done is not expr:
-            expr, inside = done, None
+            expr, made = done, c.stage
     return expr
 
 
