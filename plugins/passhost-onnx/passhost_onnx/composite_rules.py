@@ -24,7 +24,7 @@ from passhost.ir.pattern import DFPatternCallback, partition
 from passhost.ir.rewrite import KEEP_TYPES, RuleTable, walk
 from passhost.transform import function_pass
 
-from .composites import COMPOSITES, Composite, partition_composites
+from .composites import COMPOSITES, Composite, partition_composites, typed
 from .exporter import MAX_OPSET, Emitter
 from .opaque import opaque
 
@@ -48,13 +48,15 @@ class CompositeRule(DFPatternCallback):
         return (as_opaque(c, ir.infer_type(part), self.opset) if type(part) is ir.Call else None) or post
 
 
-def as_opaque(c: Composite, call: ir.Call, opset: int) -> Optional[ir.Expr]:
+def as_opaque(c: Composite, call: ir.Call, opset: int, ty: Optional[ir.Type] = None) -> Optional[ir.Expr]:
     """The node composite ``c``'s emitter writes for ``call`` (of a function ``c`` made), as
     an ``onnx.opaque`` call on ``call``'s arguments and the node's initializers; ``None``
-    when the emitter declines or writes more than one node."""
+    when the emitter declines or writes more than one node. ``ty``: ``call``'s type (default:
+    its checked type)."""
     fn, em = call.op, Emitter(opset)
     if type(fn) is not ir.Function:
         return None
+    typed(fn)
     names = [f"in{i}" for i in range(len(fn.params))]
     em.taken.update(names)
     if not isinstance(c.emit(em, fn, names), str) or len(em.nodes) != 1:
@@ -66,7 +68,7 @@ def as_opaque(c: Composite, call: ir.Call, opset: int) -> Optional[ir.Expr]:
     bare.CopyFrom(node)
     bare.input[:] = ["?"] * len(node.input)
     bare.output[:] = ["?"]
-    ty = call.checked_type
+    ty = ty or call.checked_type
     return ir.Call(opaque(), args, {"domain": node.domain, "op_type": node.op_type,
                                     "node": bare.SerializeToString().hex(), "out_shapes": (tuple(ty.shape),),
                                     "out_dtypes": (ty.dtype,), "opset": opset})
@@ -77,12 +79,12 @@ def onnx_composites(opset: int = MAX_OPSET):
     (an onnx.opaque call) at opset ``opset``: passhost check-rules ONNXComposites checks them."""
     by_name = {c.name: c for c in COMPOSITES}
 
-    def lower(call: ir.Call) -> Optional[ir.Expr]:
+    def lower(call: ir.Call, old: ir.Call) -> Optional[ir.Expr]:
         fn = call.op
         c = by_name.get(fn.attrs.get("Composite")) if type(fn) is ir.Function else None
-        return as_opaque(c, call, opset) if c is not None else None
+        return as_opaque(c, call, opset, old.checked_type) if c is not None else None
 
-    table = RuleTable([(ir.Call, lower)])
+    table = RuleTable([(ir.Call, lower)], with_original=True)
 
     def transform(func, mod, ctx):
         body = walk(partition_composites(func.body, opset), table, KEEP_TYPES)  # (standard operators)

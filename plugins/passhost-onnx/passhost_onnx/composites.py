@@ -32,7 +32,7 @@ from passhost.ir.pattern import (AltPattern, CallPattern, DFPattern, ExprPattern
                                  partition)
 from passhost.ir.rewrite import like_originals
 
-__all__ = ["Composite", "COMPOSITES", "composite", "partition_composites", "emitter_of", "scalar", "split", "calls", "example"]
+__all__ = ["Composite", "COMPOSITES", "composite", "partition_composites", "emitter_of", "scalar", "split", "calls", "example", "typed"]
 
 
 @dataclass(frozen=True)
@@ -119,9 +119,15 @@ def emitter_of(fn: ir.Function) -> Optional[Callable]:
     c = _BY_NAME.get(name) if name else None
     if c is None:
         return None
-    if fn.body._checked_type is None:
-        ir.infer_type(fn)
+    typed(fn)
     return c.emit
+
+
+def typed(fn: ir.Function) -> ir.Function:
+    """``fn`` with its body typed (a partition types the call of a composite, not its body)."""
+    if not fn.body.has_type:
+        ir.infer_type(fn)
+    return fn
 
 
 def _needed(p: DFPattern) -> list:

@@ -469,13 +469,7 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     em.shapes.update((p.name_hint, tuple(p.checked_type.shape)) for p in main.params
                      if isinstance(p.checked_type, ir.TensorType))
     em.outputs = set(names)
-    view = NodeView(em.nodes, [*em.captured, *em.outputs])  # (what stays at the ONNX level)
-    llm_peepholes(em, view)
-    if em.quantized:
-        join_qlinear_conv(em, view)
-    _one_d_back(em, view)
-    _transpose_pairs(view)
-    em.nodes = view.alive()
+    _onnx_level(em)
     if em.dim_values.cache:  # a peephole's symbolic target was computed after its reader
         em.nodes[:] = _topological(em.nodes)
         _merge_duplicates(em, set(names))
@@ -504,6 +498,17 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     live = {x for n in em.nodes for x in n.input} | em.captured | set(names)
     inits = [(name, arr) for name, arr in em.inits if name in live]
     return model, _names_of_copies(em, model.graph, inits, live)
+
+
+def _onnx_level(em: Emitter) -> None:
+    """What stays at the ONNX level, through one view of the written nodes, built once."""
+    view = NodeView(em.nodes, [*em.captured, *em.outputs])
+    llm_peepholes(em, view)
+    if em.quantized:
+        join_qlinear_conv(em, view)
+    _one_d_back(em, view)
+    _transpose_pairs(view)
+    em.nodes = view.alive()
 
 
 def _with_composites(main: ir.Function, opset: int) -> ir.Function:
