@@ -589,16 +589,32 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
     """
     graph = model.graph
     source = source or graph.name or "onnx model"
-    opsets = {}
-    for imp in model.opset_import:
-        opsets[_domain(imp.domain)] = int(imp.version)
+    opsets = {_domain(imp.domain): int(imp.version) for imp in model.opset_import}
     opsets.setdefault("", 1)
     table = merged(extra_converters or [])
     functions = Functions(model)
     keep = _kept(keep_ops, graph)
     _unsupported(graph, table, opsets, functions, keep)
-    shapes = dict(input_shapes or {})
     inits = {t.name: t for t in graph.initializer}
+    env, params, dim_names = _graph_inputs(graph, dict(input_shapes or {}), bind_dims or {}, inits)
+    weights = _initializers(inits, arrays, keep_params, source, env)
+    customs = _customs(graph, table, opsets, functions, keep)
+    types = _opaque_types(full_model(model, arrays), customs) if customs else {}
+    sites: Optional[list] = None if inline_functions or not functions.local else []
+    _convert_graph(graph, opsets, env, _Context(table, functions, keep, types, dim_names, source, sites))
+    body = _graph_outputs(graph, env)
+    body, kept = outline(sites, body, {"main"}) if sites else (body, [])
+    mod = ir.IRModule.from_expr(ir.Function(params + [env[n] for n in weights], body))
+    for gv, fn in kept:
+        mod[gv] = fn
+    _record_signature(mod.attrs, model, dim_names, opsets)
+    mod = ir.infer_type(mod)
+    return (mod, weights) if keep_params else mod
+
+
+def _graph_inputs(graph: onnx.GraphProto, shapes: dict, bind_dims: Mapping, inits: dict) -> tuple:
+    """``(env, params, dim_names)``: a typed variable for each graph input that is not an
+    initializer, its dimensions named (``--input-shape`` and ``--bind-dim`` applied)."""
     names = [vi.name for vi in graph.input if vi.name not in inits]
     unknown = sorted(set(shapes) - set(names))
     if unknown:
@@ -606,32 +622,55 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
                           f"as an input (its inputs: {', '.join(map(repr, names)) or 'none'})")
     env: dict = {}
     params = []
-    dim_names = DimNames(_given_bindings(graph, shapes, bind_dims or {}))
+    dim_names = DimNames(_given_bindings(graph, shapes, bind_dims))
     for vi in graph.input:
         if vi.name in inits:
             continue
         v = ir.infer_type(ir.var(vi.name, _input_type(vi, shapes, dim_names)))
         env[vi.name] = v
         params.append(v)
-    _check_bind_dims(bind_dims or {}, dim_names)
+    _check_bind_dims(bind_dims, dim_names)
+    return env, params, dim_names
+
+
+def _initializers(inits: dict, arrays: Optional[Mapping], keep_params: bool, source: str, env: dict) -> dict:
+    """Each initializer into ``env``: a constant named after it (kept as it is when read-only
+    and contiguous: its name goes with it to the export), or with ``keep_params`` a float one
+    as a parameter; returns those parameters' arrays by name."""
     weights: dict = {}
     for name, tensor in inits.items():
         to_dtype(tensor.data_type, f"initializer {name!r}")
         data = arrays[name] if arrays and name in arrays else _initializer_array(name, tensor)
         if keep_params and data.dtype.name in FLOAT_DTYPES:  # (bfloat16 and float8 are numpy kind "V")
-            v = ir.infer_type(ir.var(name, shape=data.shape, dtype=str(data.dtype)))
-            env[name] = v
+            env[name] = ir.infer_type(ir.var(name, shape=data.shape, dtype=str(data.dtype)))
             weights[name] = data
-        else:  # (kept as it is when read-only and contiguous); its name goes with it to the export
+        else:
             env[name] = ir.set_span(ir.infer_type(ir.Constant(data)), ir.Span(source, name=name))
-    weight_vars = [env[n] for n in weights]
-    customs = _customs(graph, table, opsets, functions, keep)
-    types = _opaque_types(full_model(model, arrays), customs) if customs else {}
+    return weights
+
+
+class _Context:
+    """What converting one node needs besides the node: the converter table, the model's
+    functions, the operators kept as they are and their types, the size variables' names,
+    the spans' source, and the local-function calls to outline (``None``: none)."""
+
+    __slots__ = ("table", "functions", "keep", "types", "dim_names", "source", "sites", "unroll_budget")
+
+    def __init__(self, table: Any, functions: Functions, keep: Any, types: dict, dim_names: DimNames, source: str,
+                 sites: Optional[list]) -> None:
+        self.table, self.functions, self.keep, self.types = table, functions, keep, types
+        self.dim_names, self.source, self.sites = dim_names, source, sites
+        self.unroll_budget = [MAX_UNROLLED_NODES]  # body nodes the model's loops may still unroll
+
+
+# hot loop: one step per ONNX node (and per node of every expanded body and unrolled loop);
+# the markers of control flow are handled in line, each kind of node by a function of its own
+def _convert_graph(graph: onnx.GraphProto, opsets: dict, env: dict, cx: _Context) -> None:
+    """Every node of ``graph`` converted into ``env`` (name -> expression), in order."""
     # a stack of (node, its opsets, the model's node it was expanded from, depth): function
     # bodies are pushed in place of their node
     pending = [(n, opsets, None, 0) for n in reversed(graph.node)]
-    unroll_budget = [MAX_UNROLLED_NODES]  # body nodes the model's loops may still unroll
-    sites: Optional[list] = None if inline_functions or not functions.local else []
+    table, keep, source = cx.table, cx.keep, cx.source
     while pending:
         n, node_opsets, outer, depth = pending.pop()
         if type(n) is Join:  # both branches of an If are converted: bind its outputs
@@ -642,15 +681,7 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
             n.record(env)
             continue
         if type(n) is Unroll:  # the next iteration of a Loop or Scan, or its outputs after the last
-            step = n.step(env, functions.prefix(n.node.op_type, n.own))
-            if step is None:
-                _bind_outputs(n.node, n.outputs(), n.carried, False, env, source, outer)
-                continue
-            nodes, inits = step
-            for name, tensor in inits:
-                env[name] = ir.infer_type(ir.Constant(_initializer_array(name, tensor)))
-            pending.append((n, node_opsets, outer, depth))
-            pending.extend((b, node_opsets, outer or n.node, depth + 1) for b in reversed(nodes))
+            _unroll_step(n, node_opsets, outer, depth, pending, env, cx)
             continue
         # (protobuf reads each field anew, a container for the repeated ones: read once)
         op_type = n.op_type
@@ -666,69 +697,113 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
         if value is not None:
             env[n.output[0]] = value
             continue
-        if not domain and outer is None and op_type in RECURRENT and (op_type in keep or
-                                                                     dynamic_recurrence(n, inputs)):
-            inputs = without_zero_states(n, inputs)
-            _bind_outputs(n, _opaque(n, inputs, types, dim_names, shapes=recurrent_shapes(n, inputs)), inputs,
-                          False, env, source, outer)
-            continue
-        if not domain and outer is None and op_type in keep:
-            _bind_outputs(n, _opaque(n, inputs, types, dim_names, node_opsets.get("", 1)), inputs, False, env,
-                          source, outer)
-            continue
-        if fn is None and not domain and op_type == "If":
-            if depth >= MAX_DEPTH:
-                raise FormatError(f"{_label(outer or n)}: its If branches nest more than {MAX_DEPTH} deep")
-            pending.extend(_expand_if(n, inputs[0] if inputs else None, node_opsets, outer, depth, functions, env))
-            continue
-        if fn is None and not domain and op_type in ("Loop", "Scan"):
-            if op_type == "Scan" and node_opsets.get("", 1) < 9:
-                raise FormatError(f"{_label(n)}: Scan of opset 8 (with a batch axis and sequence_lens) is not "
-                                  "supported; export the model at opset 9 or later")
-            if depth >= MAX_DEPTH:
-                raise FormatError(f"{_label(outer or n)}: its loop bodies nest more than {MAX_DEPTH} deep")
-            pending.append((Unroll(n, inputs, unroll_budget), node_opsets, outer, depth))
-            continue
-        if fn is None and functions.has_body(n.domain, n.op_type, node_opsets.get(domain, 1)):
-            if depth >= MAX_DEPTH:
-                raise FormatError(f"{_label(outer or n)}: its function bodies nest more than {MAX_DEPTH} deep "
-                                  f"(at {n.op_type}; does a local function call itself?)")
-            body, body_opsets = functions.expand(n, node_opsets.get(domain, 1),
-                                                 [None if x is None else x.checked_type for x in inputs])
-            if sites is not None and outer is None and (n.domain, n.op_type) in functions.local:
-                pending.append((FunctionSite(n, inputs, functions.local[n.domain, n.op_type], sites), node_opsets,
-                                None, depth))
-            pending.extend((b, {**node_opsets, **body_opsets}, outer or n, depth + 1) for b in reversed(body))
-            continue
-        if fn is None and outer is not None and not domain:
-            raise FormatError(f"{_label(outer)}: its function body uses {n.op_type} (opset "
-                              f"{node_opsets.get('', '?')}), which passhost has no converter for")
-        outputs = list(n.output)
+        if not domain and outer is None and (op_type in keep or op_type in RECURRENT):
+            if _kept_node(n, op_type, inputs, node_opsets, env, cx):
+                continue
         if fn is None:
-            outs = _opaque(n, inputs, types, dim_names, node_opsets.get(domain, 1))
-        else:
-            node = Node(op_type, domain, n.name, inputs, {a.name: _attr_value(a) for a in n.attribute},
-                        outputs, node_opsets.get(domain, 1))
-            try:
-                result = fn(node)
-            except PasshostError:
-                raise
-            except Exception as err:  # noqa: BLE001 - one message naming the node, never a traceback
-                if not domain:
-                    _check_attribute_types(n, node_opsets[""])
-                where = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}"
-                raise node.error(f"converting it failed ({type(err).__name__}: {err}); its inputs or attributes "
-                                 "may not be what ONNX allows (onnx.checker.check_model checks the model); if they "
-                                 f"are, the converter {where} has a bug: report it") from None
-            outs = result if isinstance(result, tuple) else (result,)
-            if len(outs) < len([o for o in outputs if o]):
-                raise FormatError(f"{node!r}: its converter produced {len(outs)} output(s), the node has "
-                                  f"{len(outputs)}")
+            entries = _expansion(n, op_type, domain, inputs, node_opsets, outer, depth, env, cx)
+            if entries is not None:
+                pending.extend(entries)
+                continue
+        outputs = list(n.output)
+        outs = _converted(n, fn, op_type, domain, inputs, outputs, node_opsets, outer, cx)
         present = [x for x in inputs if x is not None]
         foldable = fn is not None and all(isinstance(x, ir.Constant) or _shape_data(x) for x in present)
         if foldable and not all(isinstance(x, ir.Constant) for x in present):
             foldable = _SHAPE  # shape arithmetic over the dynamic axes
         _bind_outputs(n, outs, inputs, foldable, env, source, outer, outputs)
+
+
+def _unroll_step(n: Unroll, node_opsets: dict, outer: Any, depth: int, pending: list, env: dict,
+                 cx: _Context) -> None:
+    """The next iteration of a Loop or Scan onto ``pending``, or its outputs bound after the last."""
+    step = n.step(env, cx.functions.prefix(n.node.op_type, n.own))
+    if step is None:
+        _bind_outputs(n.node, n.outputs(), n.carried, False, env, cx.source, outer)
+        return
+    nodes, inits = step
+    for name, tensor in inits:
+        env[name] = ir.infer_type(ir.Constant(_initializer_array(name, tensor)))
+    pending.append((n, node_opsets, outer, depth))
+    pending.extend((b, node_opsets, outer or n.node, depth + 1) for b in reversed(nodes))
+
+
+def _kept_node(n: onnx.NodeProto, op_type: str, inputs: list, node_opsets: dict, env: dict, cx: _Context) -> bool:
+    """A graph-level node imported as it is (``--keep-op``, or a recurrent layer over
+    dynamic axes): bound, and ``True``; else ``False``."""
+    if op_type in RECURRENT and (op_type in cx.keep or dynamic_recurrence(n, inputs)):
+        inputs = without_zero_states(n, inputs)
+        outs = _opaque(n, inputs, cx.types, cx.dim_names, shapes=recurrent_shapes(n, inputs))
+    elif op_type in cx.keep:
+        outs = _opaque(n, inputs, cx.types, cx.dim_names, node_opsets.get("", 1))
+    else:
+        return False
+    _bind_outputs(n, outs, inputs, False, env, cx.source, None)
+    return True
+
+
+def _expansion(n: onnx.NodeProto, op_type: str, domain: str, inputs: list, node_opsets: dict, outer: Any,
+               depth: int, env: dict, cx: _Context) -> Optional[list]:
+    """The importer-stack entries a node without a converter expands into -- an If's
+    branches, a Loop's or Scan's unrolling, a function's body -- or ``None``."""
+    functions = cx.functions
+    if not domain and op_type == "If":
+        if depth >= MAX_DEPTH:
+            raise FormatError(f"{_label(outer or n)}: its If branches nest more than {MAX_DEPTH} deep")
+        return _expand_if(n, inputs[0] if inputs else None, node_opsets, outer, depth, functions, env)
+    if not domain and op_type in ("Loop", "Scan"):
+        if op_type == "Scan" and node_opsets.get("", 1) < 9:
+            raise FormatError(f"{_label(n)}: Scan of opset 8 (with a batch axis and sequence_lens) is not "
+                              "supported; export the model at opset 9 or later")
+        if depth >= MAX_DEPTH:
+            raise FormatError(f"{_label(outer or n)}: its loop bodies nest more than {MAX_DEPTH} deep")
+        return [(Unroll(n, inputs, cx.unroll_budget), node_opsets, outer, depth)]
+    if not functions.has_body(n.domain, op_type, node_opsets.get(domain, 1)):
+        return None
+    if depth >= MAX_DEPTH:
+        raise FormatError(f"{_label(outer or n)}: its function bodies nest more than {MAX_DEPTH} deep "
+                          f"(at {op_type}; does a local function call itself?)")
+    body, body_opsets = functions.expand(n, node_opsets.get(domain, 1),
+                                         [None if x is None else x.checked_type for x in inputs])
+    entries = []
+    if cx.sites is not None and outer is None and (n.domain, op_type) in functions.local:
+        entries.append((FunctionSite(n, inputs, functions.local[n.domain, op_type], cx.sites), node_opsets, None,
+                        depth))
+    entries.extend((b, {**node_opsets, **body_opsets}, outer or n, depth + 1) for b in reversed(body))
+    return entries
+
+
+def _converted(n: onnx.NodeProto, fn: Any, op_type: str, domain: str, inputs: list, outputs: list,
+               node_opsets: dict, outer: Any, cx: _Context) -> tuple:
+    """The expressions of a node's outputs: its converter's, or an opaque call's for a
+    custom-domain operator no converter knows."""
+    if fn is None:
+        if outer is not None and not domain:
+            raise FormatError(f"{_label(outer)}: its function body uses {op_type} (opset "
+                              f"{node_opsets.get('', '?')}), which passhost has no converter for")
+        return _opaque(n, inputs, cx.types, cx.dim_names, node_opsets.get(domain, 1))
+    node = Node(op_type, domain, n.name, inputs, {a.name: _attr_value(a) for a in n.attribute},
+                outputs, node_opsets.get(domain, 1))
+    try:
+        result = fn(node)
+    except PasshostError:
+        raise
+    except Exception as err:  # noqa: BLE001 - one message naming the node, never a traceback
+        if not domain:
+            _check_attribute_types(n, node_opsets[""])
+        where = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}"
+        raise node.error(f"converting it failed ({type(err).__name__}: {err}); its inputs or attributes "
+                         "may not be what ONNX allows (onnx.checker.check_model checks the model); if they "
+                         f"are, the converter {where} has a bug: report it") from None
+    outs = result if isinstance(result, tuple) else (result,)
+    if len(outs) < len([o for o in outputs if o]):
+        raise FormatError(f"{node!r}: its converter produced {len(outs)} output(s), the node has "
+                          f"{len(outputs)}")
+    return outs
+
+
+def _graph_outputs(graph: onnx.GraphProto, env: dict) -> ir.Expr:
+    """The body of ``@main``: the graph's output (a tuple of them for several)."""
     results = []
     for vi in graph.output:
         if vi.name not in env:
@@ -737,18 +812,17 @@ def _from_onnx(model: onnx.ModelProto, *, input_shapes: Optional[Mapping] = None
             raise FormatError(f"graph output {vi.name!r} is a sequence; passhost imports sequences inside a graph "
                               "(as tuples), not as its outputs")
         results.append(env[vi.name])
-    body = results[0] if len(results) == 1 else ir.Tuple(results)
-    body, kept = outline(sites, body, {"main"}) if sites else (body, [])
-    func = ir.Function(params + weight_vars, body)
-    mod = ir.IRModule.from_expr(func)
-    for gv, fn in kept:
-        mod[gv] = fn
-    mod.attrs["onnx.outputs"] = tuple(vi.name for vi in graph.output)
+    return results[0] if len(results) == 1 else ir.Tuple(results)
+
+
+def _record_signature(attrs: Any, model: onnx.ModelProto, dim_names: DimNames, opsets: dict) -> None:
+    """What the export writes back as the model had it: output names and dimensions, the
+    inputs' dim_params, the opset, and the model's own fields (:mod:`.model_fields`)."""
+    graph = model.graph
+    attrs["onnx.outputs"] = tuple(vi.name for vi in graph.output)
     if dim_names.original:
-        mod.attrs["onnx.dim_params"] = tuple(sorted(dim_names.original.items()))
-    mod.attrs["onnx.output_dims"] = tuple(_tensor_shape(vi) if vi.type.HasField("tensor_type") else None
-                                          for vi in graph.output)
-    mod.attrs["onnx.opset"] = opsets[""]
-    record_model_fields(model, mod.attrs)
-    mod = ir.infer_type(mod)
-    return (mod, weights) if keep_params else mod
+        attrs["onnx.dim_params"] = tuple(sorted(dim_names.original.items()))
+    attrs["onnx.output_dims"] = tuple(_tensor_shape(vi) if vi.type.HasField("tensor_type") else None
+                                      for vi in graph.output)
+    attrs["onnx.opset"] = opsets[""]
+    record_model_fields(model, attrs)
