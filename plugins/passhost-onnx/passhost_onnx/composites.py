@@ -29,7 +29,7 @@ from typing import Callable, Optional
 
 from passhost import ir
 from passhost.ir.pattern import (AltPattern, CallPattern, DFPattern, ExprPattern, TupleGetItemPattern, TuplePattern,
-                                 partition)
+                                 partition, root_ops)
 from passhost.ir.rewrite import like_originals
 
 __all__ = ["Composite", "COMPOSITES", "composite", "partition_composites", "emitter_of", "scalar", "split", "calls", "example", "typed"]
@@ -84,15 +84,16 @@ def composite(name: str, pattern: DFPattern, *, since: int = 1, stage: int = 1,
 def partition_composites(expr: ir.Expr, opset: int) -> ir.Expr:
     """``expr`` (typed) with every match of a composite available at ``opset`` wrapped in a
     function (``Composite=name``), stage by stage; each call of one is typed like the
-    match it replaces (its body is typed when it is emitted). A
-    composite calling no operator of one of its clauses (:func:`_needed`) costs nothing; a
-    match inside a composite made before is not taken (its emitter reads its body as
-    matched)."""
-    called = set(ir.count_ops(expr))
+    match it replaces (its body is typed when it is emitted). A composite whose pattern
+    matches no call of ``expr`` as it came (checked over the calls of its root operators
+    alone, once every operator of its clauses, :func:`_needed`, is called) is not
+    partitioned at all; a match inside a composite made before is not taken (its emitter
+    reads its body as matched)."""
+    calls = _calls_by_op(expr)
     inside: set = set()  # ids of the nodes of earlier stages' composite functions' bodies
     made = known = None  # the stage of the last composite made; of the last ``inside``
     for c in sorted(COMPOSITES, key=lambda c: c.stage):
-        if c.since > opset or not all(k & called for k in _needed(c.pattern)):
+        if c.since > opset or not all(k & calls.keys() for k in _needed(c.pattern)) or not _some_match(c, calls):
             continue
         if made is not None and made < c.stage and known != made:  # (a stage's patterns do not nest)
             inside, known = _composite_bodies(expr), made
@@ -101,6 +102,23 @@ def partition_composites(expr: ir.Expr, opset: int) -> ir.Expr:
         if done is not expr:
             expr, made = done, c.stage
     return expr
+
+
+def _calls_by_op(expr: ir.Expr) -> dict:
+    """``{operator name: [its calls]}`` under ``expr``."""
+    out: dict = {}
+    for e in ir.post_order(expr):
+        if type(e) is ir.Call and type(e.op) is ir.Op:
+            out.setdefault(e.op.name, []).append(e)
+    return out
+
+
+def _some_match(c: Composite, calls: dict) -> bool:
+    """Whether ``c``'s pattern matches a call of ``expr`` as it was (a partition that would
+    find nothing costs a walk of the graph; a match may still be refused)."""
+    ops = root_ops(c.pattern)
+    roots = (e for name in (calls if ops is None else ops) for e in calls.get(name, ()))
+    return any(c.pattern.match(e) for e in roots)
 
 
 def _outside(inside: set, check: Optional[Callable]) -> Callable:
