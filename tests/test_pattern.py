@@ -354,3 +354,25 @@ def test_version_flag(capsys):
     # then each installed plugin distribution, its version and what it registers
     info = passhost.passes.info("SimplifyExpr")
     assert f"  {info.source.distribution} {info.source.version}: SimplifyExpr" in lines
+
+
+def test_partition_all_takes_a_table_of_patterns_in_one_walk_first_declared_first():
+    from passhost.ir.pattern import partition_all
+    from passhost.ir.rewrite import like_originals
+
+    x, w, b = ir.var("x", shape=(1, 3, 8, 8)), ir.var("w", shape=(4, 3, 3, 3)), ir.var("b", shape=(4, 1, 1))
+    conv = is_op("nn.conv2d")(wildcard(), wildcard())
+    bias = is_op("add")(conv, wildcard())
+    relu = is_op("nn.relu")(wildcard())
+    expr = ir.infer_type(ir.nn.relu(ir.add(ir.nn.conv2d(x, w, padding=(1, 1)), b)))
+    out = partition_all([(bias, {"Composite": "bias"}, None), (relu, {"Composite": "relu"}, None),
+                         (conv, {"Composite": "conv"}, None)], expr, typing=like_originals())
+    # bottom-up: the conv is the root of "conv" and inside "bias" (tried first at the add)...
+    made = [n.op.attrs["Composite"] for n in ir.post_order(out) if isinstance(n, ir.Call)
+            and isinstance(n.op, ir.Function)]
+    assert made == ["conv", "relu"]  # ... so the conv, met first, went to "conv" and "bias" was refused
+    assert out.checked_type == expr.checked_type and out.op.checked_type is not None  # typed without a walk
+    assert all(n.checked_type is not None for n in ir.post_order(out.op.body) if isinstance(n, (ir.Call, ir.Var)))
+    typed = like_originals()
+    one_by_one = partition(relu, partition(conv, expr, typing=typed), typing=typed)
+    assert ir.structural_equal(partition_all([(conv, {}, None), (relu, {}, None)], expr, typing=typed), one_by_one)

@@ -5,6 +5,7 @@ from typing import Any, Callable, Optional
 
 from ..expr import Call, Expr, Function, Tuple, TupleGetItem, Var
 from ..op import Op
+from ..types import FuncType
 from .match import _inputs, _Matcher, root_ops
 from .nodes import DFPattern, VarPattern, WildcardPattern
 
@@ -32,11 +33,38 @@ def partition(pattern: DFPattern, expr: Expr, attrs: Optional[dict] = None,
     ``NO_TYPES``: what is rebuilt is left untyped): ``like_originals()`` types each call
     of a new function like the match it replaces, and keeps the types above it.
     """
+    return partition_all([(pattern, attrs, check)], expr, typing)
+
+
+def partition_all(entries: list, expr: Expr, typing: Any = None) -> Expr:
+    """Several patterns partitioned in one walk of ``expr`` (TVM's ``MergeComposite`` over a
+    pattern table): ``entries`` are ``(pattern, attrs, check)`` as :func:`partition` takes
+    them. At each node, bottom-up, the patterns that can be rooted at it are tried in the
+    order given and the first match that is taken wins; a match taking a node an earlier
+    match took is refused. For patterns whose matches cannot overlap this is the same as
+    partitioning with each in turn, at the cost of one walk::
+
+        partition_all([(hard_swish, {"Composite": "onnx.HardSwish"}, None),
+                       (softplus, {"Composite": "onnx.Softplus"}, None)], body)
+    """
     from ..rewrite import RuleTable, use_counts, walk
 
     users = use_counts(expr)
     taken: set = set()
     count = [0]
+    table = RuleTable(with_original=True)
+    for pattern, attrs, check in entries:
+        ops = root_ops(pattern)
+        table.add(None if ops is None else [Op.get(n) for n in ops],
+                  _rule(pattern, attrs, check, users, taken, count, typing is not None))
+    return walk(expr, table) if typing is None else walk(expr, table, typing)
+
+
+def _rule(pattern: DFPattern, attrs: Optional[dict], check: Optional[Callable[[Expr], bool]], users: dict,
+          taken: set, count: list, typed: bool) -> Callable:
+    """The walk's rule partitioning the matches of one pattern (``taken``: the ids of the
+    nodes earlier matches took, shared by every pattern of the walk; ``typed``: the
+    functions made are typed like the matches, see :func:`_extract`)."""
 
     def rule(post: Expr, pre: Expr) -> Optional[Expr]:
         if type(post) is Function or (type(pre) is Call and type(pre.op) is Function):
@@ -55,11 +83,9 @@ def partition(pattern: DFPattern, expr: Expr, attrs: Optional[dict] = None,
         if check is not None and not check(pre):
             return None
         taken.update(inner.keys())
-        return _extract(pre, post, m.memo, leaves, attrs, count)
+        return _extract(pre, post, m.memo, leaves, attrs, count, typed)
 
-    ops = root_ops(pattern)
-    table = RuleTable([(None if ops is None else [Op.get(n) for n in ops], rule)], with_original=True)
-    return walk(expr, table) if typing is None else walk(expr, table, typing)
+    return rule
 
 
 def _outside_uses(node: Expr, inner: dict, users: dict) -> int:
@@ -67,8 +93,11 @@ def _outside_uses(node: Expr, inner: dict, users: dict) -> int:
     return users.get(node, 0) - inside
 
 
-def _extract(pre: Expr, post: Expr, memo: dict, leaves: set, attrs: Optional[dict], count: list) -> Expr:
-    """The matched graph of ``pre`` as a function of its leaves, called on their rewritten values."""
+def _extract(pre: Expr, post: Expr, memo: dict, leaves: set, attrs: Optional[dict], count: list,
+             typed: bool = False) -> Expr:
+    """The matched graph of ``pre`` as a function of its leaves, called on their rewritten
+    values. With ``typed`` (a partition under a typing policy) the function and its body
+    carry the types the matched nodes had, so its call is typed without a walk of it."""
     index = count[0]
     count[0] += 1
     params: dict = {}
@@ -87,6 +116,8 @@ def _extract(pre: Expr, post: Expr, memo: dict, leaves: set, attrs: Optional[dic
             if ty is None and type(node) is Var:
                 ty = node.type_annotation
             v = Var(f"FunctionVar_{index}_{len(order)}", ty)
+            if typed and ty is not None:
+                v._set_checked_type(ty)  # (what inference gives an annotated parameter)
             params[id(node)] = v
             order.append(node)
             rebuilt[id(node)] = v
@@ -99,20 +130,36 @@ def _extract(pre: Expr, post: Expr, memo: dict, leaves: set, attrs: Optional[dic
             continue
         if type(node) is Call:
             names.append(node.op.name if type(node.op) is Op else "call")
-            rebuilt[id(node)] = Call(node.op, [rebuilt[id(a)] for a in node.args], node.attrs)
+            new = Call(node.op, [rebuilt[id(a)] for a in node.args], node.attrs)
         elif type(node) is Tuple:
-            rebuilt[id(node)] = Tuple([rebuilt[id(f)] for f in node.fields])
+            new = Tuple([rebuilt[id(f)] for f in node.fields])
         elif type(node) is TupleGetItem:
-            rebuilt[id(node)] = TupleGetItem(rebuilt[id(node.tuple_value)], node.index)
+            new = TupleGetItem(rebuilt[id(node.tuple_value)], node.index)
         else:
             rebuilt[id(node)] = node
+            continue
+        if typed and node._checked_type is not None:  # (the same operators on arguments of the same types)
+            new._set_checked_type(node._checked_type)
+        rebuilt[id(node)] = new
     # The matched tree was rebuilt from pre; its leaves are called with their rewritten
     # counterparts, found by walking post in the same shape.
     post_leaf = _corresponding(pre, post, set(leaf_nodes))
     fattrs = dict(attrs or {})
     fattrs["PartitionedFromPattern"] = "".join(n + "_" for n in names)
     fn = Function([params[id(n)] for n in order], rebuilt[id(pre)], attrs=fattrs)
+    if typed:
+        _typed_like_its_body(fn)
     return Call(fn, [post_leaf.get(id(n), n) for n in order])
+
+
+def _typed_like_its_body(fn: Function) -> None:
+    """``fn`` typed from its parameters and its body when they are (the body is the match,
+    rebuilt with the types the matched nodes had), so that its call types without a walk
+    of it."""
+    ret = fn.body._checked_type
+    if ret is None or any(p._checked_type is None for p in fn.params):
+        return
+    fn._set_checked_type(FuncType([p._checked_type for p in fn.params], ret))
 
 
 def _corresponding(pre: Expr, post: Expr, leaf_ids: set) -> dict:

@@ -29,7 +29,7 @@ from typing import Callable, Optional
 
 from passhost import ir
 from passhost.ir.pattern import (AltPattern, CallPattern, DFPattern, ExprPattern, TupleGetItemPattern, TuplePattern,
-                                 partition, root_ops)
+                                 partition_all, root_ops)
 from passhost.ir.rewrite import like_originals
 
 __all__ = ["Composite", "COMPOSITES", "composite", "partition_composites", "emitter_of", "scalar", "split", "calls", "example", "typed"]
@@ -83,24 +83,25 @@ def composite(name: str, pattern: DFPattern, *, since: int = 1, stage: int = 1,
 
 def partition_composites(expr: ir.Expr, opset: int) -> ir.Expr:
     """``expr`` (typed) with every match of a composite available at ``opset`` wrapped in a
-    function (``Composite=name``), stage by stage; each call of one is typed like the
-    match it replaces (its body is typed when it is emitted). A composite whose pattern
-    matches no call of ``expr`` as it came (checked over the calls of its root operators
-    alone, once every operator of its clauses, :func:`_needed`, is called) is not
-    partitioned at all; a match inside a composite made before is not taken (its emitter
+    function (``Composite=name``), stage by stage, the composites of one stage in one walk
+    (``partition_all``: at a node, the first declared that matches); each call of one is
+    typed like the match it replaces (its body is typed when it is emitted). A composite
+    whose pattern matches no call of ``expr`` as it came (checked over the calls of its root
+    operators alone, once every operator of its clauses, :func:`_needed`, is called) is
+    left out; a match inside a composite made in an earlier stage is not taken (its emitter
     reads its body as matched)."""
     calls = _calls_by_op(expr)
+    stages: dict = {}
+    for c in COMPOSITES:
+        if c.since <= opset and all(k & calls.keys() for k in _needed(c.pattern)) and _some_match(c, calls):
+            stages.setdefault(c.stage, []).append(c)
     inside: set = set()  # ids of the nodes of earlier stages' composite functions' bodies
-    made = known = None  # the stage of the last composite made; of the last ``inside``
-    for c in sorted(COMPOSITES, key=lambda c: c.stage):
-        if c.since > opset or not all(k & calls.keys() for k in _needed(c.pattern)) or not _some_match(c, calls):
-            continue
-        if made is not None and made < c.stage and known != made:  # (a stage's patterns do not nest)
-            inside, known = _composite_bodies(expr), made
-        done = partition(c.pattern, expr, attrs={"Composite": c.name}, check=_outside(inside, c.check),
-                         typing=like_originals())
-        if done is not expr:
-            expr, made = done, c.stage
+    start = expr
+    for stage in sorted(stages):
+        if expr is not start:  # (the bodies the stages before made; a stage's patterns do not nest)
+            inside, start = _composite_bodies(expr), expr
+        expr = partition_all([(c.pattern, {"Composite": c.name}, _outside(inside, c.check)) for c in stages[stage]],
+                             expr, typing=like_originals())
     return expr
 
 

@@ -524,7 +524,11 @@ def _inline(call: ir.Call) -> Optional[ir.Expr]:
     """The body of a fused function (``Primitive=1``) ``call`` calls, on its arguments."""
     fn = call.op
     if type(fn) is ir.Function and fn.attrs.get("Primitive"):
-        return walk(fn.body, None, KEEP_TYPES, memo=dict(zip(fn.params, call.args)))
+        body, sub = fn.body, dict(zip(fn.params, call.args))
+        if type(body) is ir.Call and all(type(a) is ir.Var or type(a) is ir.Constant for a in body.args):
+            # (most fused functions: one operator on the parameters and constants; no walk)
+            return body.with_args(tuple(sub.get(a, a) for a in body.args))
+        return walk(body, None, KEEP_TYPES, memo=sub)
     return None
 
 
