@@ -488,6 +488,27 @@ def _scale_shift_back(em, fn, args):
     return em.one("BatchNormalization", [args[0], *stats], epsilon=0.0)
 
 
+def _transposed_operand(root) -> bool:
+    """A matched ``nn.dense(x, transpose(y))`` whose ``y`` is 2-D and swapped (``axes`` [1, 0])."""
+    t = root.args[1]
+    axes = t.attrs.axes
+    return len(t.args[0].checked_type.shape) == 2 and (axes is None or [int(a) for a in axes] == [1, 0])
+
+
+def _transposed_example(rng) -> list:
+    y = ir.var("y", shape=(5, 3))
+    return [ir.Function([x, y], ir.nn.dense(x, ir.transpose(y, axes=(1, 0)))) for x in [ir.var("x", shape=(4, 5))]]
+
+
+@composite("onnx.MatMul/transposed", is_op("nn.dense")(_x, is_op("transpose")(_y)), check=_transposed_operand,
+           examples=_transposed_example)
+def _transposed_back(em, fn, args):
+    """``nn.dense(a, transpose(b, axes=[1, 0]))`` (how ``MatMul`` of a 2-D ``b`` that is not a
+    constant imports: an input, or a local function's parameter) -> ``MatMul(a, b)``, not
+    ``Transpose`` + ``Gemm(transB=1)``"""
+    return em.one("MatMul", [args[fn.params.index(fn.body.args[0])], args[fn.params.index(fn.body.args[1].args[0])]])
+
+
 def _batch(root) -> Optional[tuple]:
     """The batch axes of a matched ``reshape(nn.batch_matmul(reshape(a), reshape(b)))`` whose
     reshapes merge the leading axes into one and split them back: ``MatMul`` batches over

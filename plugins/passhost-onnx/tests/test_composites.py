@@ -59,6 +59,20 @@ def test_an_operator_fuse_ops_split_is_still_written_back(tmp_path, ort_run):
     _same_numbers(mod, model, ort_run, np.linspace(-4, 4, 8, dtype="float32"))
 
 
+def test_a_matmul_of_two_inputs_comes_back_as_one_matmul(tmp_path, ort_run):
+    # MatMul(a, b) of a 2-D b that is no constant imports as nn.dense(a, transpose(b)): one
+    # MatMul, not Transpose + Gemm(transB=1); a transpose read elsewhere stays
+    a, b = ir.var("a", shape=(4, 5)), ir.var("b", shape=(5, 3))
+    mod, model = _export(ir.nn.relu(ir.nn.dense(a, ir.transpose(b, axes=(1, 0)))), [a, b], tmp_path, o3=True)
+    assert [n.op_type for n in model.graph.node] == ["MatMul", "Relu"]
+    rng = np.random.default_rng(0)
+    _same_numbers(mod, model, ort_run, rng.standard_normal((4, 5)).astype("float32"),
+                  rng.standard_normal((5, 3)).astype("float32"))
+    t = ir.transpose(b, axes=(1, 0))
+    _, shared = _export(ir.Tuple([ir.nn.dense(a, t), t]), [a, b], tmp_path)
+    assert "Transpose" in {n.op_type for n in shared.graph.node}
+
+
 def test_a_composite_with_other_constants_is_left_as_arithmetic(tmp_path):
     # multiply(x, hard_sigmoid(x)) is HardSwish only with alpha 1/6 and beta 1/2
     x = ir.var("x", shape=(2, 3))
