@@ -388,3 +388,44 @@ def _wide_layer_norm_back(em, fn, args):
     inner = tuple(fn.params[0].checked_type.shape)[axis:]
     gamma, beta = (em.const(c.data.reshape(inner)) for c in ln.args[1:])
     return em.one("LayerNormalization", [args[0], gamma, beta], axis=axis, epsilon=float(ln.attrs.epsilon))
+
+
+# -- the way back: a layer norm whose normalised size is symbolic ---------------------------------
+# LayerNormalization with a one-element scale (PyTorch's GroupNorm: a reshape to (N, G, -1), a
+# layer norm over the last axis, the per-channel affine after) imports as its arithmetic, since
+# nn.layer_norm needs gamma of the axis' size; FuseRMSNorm then takes its centred tail
+_lx = wildcard()
+_centred_rms = is_op("nn.rms_norm")(is_op("subtract")(_lx, is_op("mean")(_lx)), is_constant())
+
+
+def _centred_axis(root) -> Optional[int]:
+    """The first normalised axis of a matched ``nn.rms_norm(subtract(x, mean(x)), g)`` when
+    the mean is over the same trailing axes, kept, and ``g`` is one float element or as
+    many as the (static) normalised size; else ``None``."""
+    centred = root.args[0]
+    mean = centred.args[1]
+    nd = len(root.checked_type.shape)
+    axis = int(root.attrs.axis) % nd
+    m = mean.attrs
+    if not m.keepdims or m.exclude or m.axis is None or sorted(int(a) % nd for a in m.axis) != list(range(axis, nd)):
+        return None
+    g = root.args[1].data
+    tail = tuple(root.checked_type.shape)[axis:]
+    ok = g.dtype.kind == "f" and (g.size == 1 or (static(tail) and g.shape == tail))
+    return axis if ok and g.dtype == np.dtype(root.checked_type.dtype) else None
+
+
+def _centred_example(rng) -> list:
+    g = ir.const(np.array([rng.uniform(0.5, 2.0)], dtype="float32"))
+    return [example(rng, lambda x: ir.nn.rms_norm(ir.subtract(x, ir.mean(x, axis=[2], keepdims=True)), g,
+                                                  epsilon=1e-5), (2, 3, 6))]
+
+
+@composite("onnx.LayerNormalization/centred", _centred_rms, since=17, check=lambda root: _centred_axis(root) is not None,
+           examples=_centred_example)
+def _centred_back(em, fn, args):
+    """``nn.rms_norm(subtract(x, mean(x, axis=[2], keepdims=True)), g[1])`` -> ``LayerNormalization(x, g,
+    axis=2)``: the same arithmetic (the variance of ``x`` is the mean square of ``x - mean``), no bias"""
+    root = fn.body
+    return em.one("LayerNormalization", [args[0], em.constant(root.args[1])], axis=_centred_axis(root),
+                  epsilon=float(root.attrs.epsilon))

@@ -73,6 +73,35 @@ def test_a_matmul_of_two_inputs_comes_back_as_one_matmul(tmp_path, ort_run):
     assert "Transpose" in {n.op_type for n in shared.graph.node}
 
 
+def test_a_group_norm_over_a_dynamic_size_comes_back_as_layer_normalization(tmp_path, ort_run):
+    """PyTorch's dynamo exporter writes GroupNorm as a reshape to (N, G, -1) and a
+    LayerNormalization of scale [1] and bias [0]: over a symbolic size the import spells it
+    out (nn.layer_norm's gamma needs the axis' size) and FuseRMSNorm takes its centred
+    tail; the export writes the one LayerNormalization back, not eight nodes."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    one, zero = (numpy_helper.from_array(np.array([v], np.float32), n) for n, v in (("g", 1.0), ("b", 0.0)))
+    groups = numpy_helper.from_array(np.array([0, 2, -1], np.int64), "groups")
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "groups"], ["r"]),
+         helper.make_node("LayerNormalization", ["r", "g", "b"], ["n"], axis=2, epsilon=1e-5),
+         helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Reshape", ["n", "s"], ["y"])],
+        "gn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4, "h", "w"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 4, "h", "w"])], initializer=[one, zero, groups])
+    src, dst = tmp_path / "gn.onnx", tmp_path / "gn.out.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(src))
+    mod = ir.load(str(src))
+    with transform.PassContext(opt_level=3):
+        mod = passhost.default_pipeline(3)(mod)
+    ir.save(mod, str(dst))
+    ops = [n.op_type for n in onnx.load(str(dst)).graph.node]
+    assert ops.count("LayerNormalization") == 1 and "ReduceMean" not in ops, ops
+    rng = np.random.default_rng(0)
+    for shape in ((1, 4, 3, 5), (2, 4, 6, 2)):
+        x = {"x": rng.standard_normal(shape).astype(np.float32)}
+        np.testing.assert_allclose(ort_run(str(dst), x)[0], ort_run(str(src), x)[0], rtol=1e-5, atol=1e-5)
+
+
 def test_a_composite_with_other_constants_is_left_as_arithmetic(tmp_path):
     # multiply(x, hard_sigmoid(x)) is HardSwish only with alpha 1/6 and beta 1/2
     x = ir.var("x", shape=(2, 3))
