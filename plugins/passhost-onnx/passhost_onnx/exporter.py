@@ -231,7 +231,7 @@ def _emit_body(em: Emitter, mod: ir.IRModule, body: ir.Expr, env: dict) -> Any:
                 fn = mod[op]
                 if kept_function(fn):  # a model-local function: called, written once as a FunctionProto
                     start = len(em.nodes)
-                    vals[e] = emit_function_call(em, mod, op, args, dict(mod.attrs.get("onnx.opset_imports", ())))
+                    vals[e] = emit_function_call(em, mod, op, args)
                     _name_nodes(em, e, start)
                 else:
                     vals[e] = _emit_body(em, mod, fn.body, dict(zip(fn.params, args)))

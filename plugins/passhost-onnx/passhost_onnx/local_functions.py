@@ -153,13 +153,15 @@ def kept_function(fn: ir.Function) -> bool:
     return ATTR in fn.attrs
 
 
-def emit_function_call(em: Any, mod: ir.IRModule, gv: ir.GlobalVar, args: list, versions: dict) -> Any:
+def emit_function_call(em: Any, mod: ir.IRModule, gv: ir.GlobalVar, args: list) -> Any:
     """The node calling kept function ``gv`` (``domain.name``); its output name, or a tuple
-    of them. The function is remembered in ``em.kept_functions`` for :func:`function_protos`."""
+    of them. The function is remembered in ``em.kept_functions`` for :func:`function_protos`;
+    its domain is imported at the model's own version (the export writes that over the 1
+    recorded here, as for every custom domain)."""
     fn = mod[gv]
     domain = fn.attrs[ATTR].partition("::")[0]
     em.kept_functions.setdefault(gv, fn)
-    em.domains.setdefault(domain, versions.get(domain, 1))
+    em.domains.setdefault(domain, 1)
     ret = fn.checked_type.ret_type
     n_out = len(ret.fields) if isinstance(ret, ir.TupleType) else 1
     outs = em.node(gv.name_hint, list(args), n_out, domain=domain)
