@@ -12,6 +12,7 @@ from passhost.ir.pattern import is_constant, is_op, wildcard
 
 from .build import broadcast_shapes, call, const, expand_axes, flatten_2d, reshape, static
 from .composites import calls, composite, example
+from .dim_values import reshape_target
 from .dtypes import FLOAT_DTYPES
 from .emit import EMITTERS
 from .node import Node
@@ -412,7 +413,8 @@ def _batch_matmul_symbolic(node, a, b, sa, sb):
 
 # -- the way back: a bias or a scale and shift joined into one node (see :mod:`.composites`) -----
 _x, _y, _w, _b = wildcard(), wildcard(), is_constant(), is_constant()
-_weighted = is_op("nn.conv2d")(_x, _w) | is_op("nn.conv3d")(_x, _w) | is_op("nn.dense")(_x, _w)
+_weighted = (is_op("nn.conv2d")(_x, _w) | is_op("nn.conv3d")(_x, _w) | is_op("nn.dense")(_x, _w)
+             | is_op("nn.conv2d_transpose")(_x, _w) | is_op("nn.conv3d_transpose")(_x, _w))
 
 
 def _biased(root) -> Optional[tuple]:
@@ -421,6 +423,8 @@ def _biased(root) -> Optional[tuple]:
     op = next(a for a in root.args if type(a) is ir.Call)
     b, w = next(a for a in root.args if type(a) is ir.Constant).data, op.args[1].data
     x, n = op.args[0].checked_type, w.shape[0]
+    if op.op.name.endswith("_transpose"):  # (a transposed kernel is IOHW: its outputs are axis 1, per group)
+        n = w.shape[1] * int(op.attrs.groups)
     if b.dtype != w.dtype:
         return None
     if op.op.name == "nn.dense":
@@ -437,16 +441,18 @@ def _biased_examples(rng) -> list:
         return ir.const(rng.randn(*shape).astype("float32"))
 
     conv = lambda x: ir.nn.conv2d(x, r(4, 2, 3, 3), padding=(1, 1))  # noqa: E731
+    up = lambda x: ir.nn.conv2d_transpose(x, r(2, 3, 2, 2), strides=(2, 2), channels=3, kernel_size=(2, 2))  # noqa: E731
     return [example(rng, lambda x: ir.nn.bias_add(conv(x), r(4)), (1, 2, 5, 5)),
             example(rng, lambda x: ir.add(conv(x), r(4, 1, 1)), (1, 2, 5, 5)),
+            example(rng, lambda x: ir.nn.bias_add(up(x), r(3)), (1, 2, 5, 5)),
             example(rng, lambda x: ir.nn.bias_add(ir.nn.dense(x, r(3, 5)), r(3)), (2, 5))]
 
 
 @composite("onnx.Biased", is_op("nn.bias_add")(_weighted, _b) | is_op("add")(_weighted, _b),
            check=lambda root: _biased(root) is not None, examples=_biased_examples)
 def _biased_back(em, fn, args):
-    """``nn.bias_add(nn.conv2d(x, w), b)`` -> ``Conv(x, w, b)``; a constant ``add`` along the
-    channels alike, and ``Gemm(x, w, b)`` of a 2-D ``nn.dense``"""
+    """``nn.bias_add(nn.conv2d(x, w), b)`` -> ``Conv(x, w, b)``; ``ConvTranspose`` and a constant
+    ``add`` along the channels alike, and ``Gemm(x, w, b)`` of a 2-D ``nn.dense``"""
     op, b = _biased(fn.body)
     c = next(a for a in fn.body.args if type(a) is ir.Constant)
     bias = em.constant(c) if b.ndim == 1 else em.const(b.reshape(-1), source=em.constant(c))
@@ -512,8 +518,12 @@ def _transposed_back(em, fn, args):
 def _batch(root) -> Optional[tuple]:
     """The batch axes of a matched ``reshape(nn.batch_matmul(reshape(a), reshape(b)))`` whose
     reshapes merge the leading axes into one and split them back: ``MatMul`` batches over
-    leading axes itself (``?`` sizes are not known to be equal)."""
+    leading axes itself (``?`` sizes are not known to be equal). One operand may be a 3-D
+    value of no reshape (it gets one, to the batched shape: one node less than the two
+    reshapes around a 3-D product)."""
     mm = root.args[0]
+    if not any(calls(a, "reshape") for a in mm.args):
+        return None
     out, f0, f1 = (tuple(e.checked_type.shape) for e in (root, *mm.args))
     if mm.attrs.transpose_a or mm.attrs.transpose_b or len(out) < 3 or any(ir.dims.has_any(s) for s in (out, f0, f1)):
         return None
@@ -529,13 +539,20 @@ def _batch_example(rng) -> list:
             for x in [ir.var("x", shape=(2, 3, 4, 5))]]
 
 
-@composite("onnx.MatMul/batched", is_op("reshape")(is_op("nn.batch_matmul")(is_op("reshape")(_x), is_op("reshape")(_y))),
+def _operand():
+    return is_op("reshape")(wildcard()) | wildcard()
+
+
+@composite("onnx.MatMul/batched", is_op("reshape")(is_op("nn.batch_matmul")(_operand(), _operand())),
            check=lambda root: _batch(root) is not None, examples=_batch_example)
 def _batched_back(em, fn, args):
     """``reshape(nn.batch_matmul(reshape(a[1,4,64,64], (4, 64, 64)), reshape(b, (4, 64, 64))), (1, 4, 64, 64))``
-    -> ``MatMul(a, b)``; an operand of another shape keeps a reshape, to the batched shape"""
+    -> ``MatMul(a, b)``; an operand of another shape gets a reshape, to the batched shape"""
     batch, operands = _batch(fn.body), []
     for r in fn.body.args[0].args:
-        x, want = args[fn.params.index(r.args[0])], batch + tuple(r.checked_type.shape)[1:]
-        operands.append(x if tuple(r.args[0].checked_type.shape) == want else em.one("Reshape", [x, em.ints(want)]))
+        x = r.args[0] if calls(r, "reshape") else r
+        want = batch + tuple(r.checked_type.shape)[1:]
+        value, have = args[fn.params.index(x)], tuple(x.checked_type.shape)
+        target = reshape_target(have, want)  # (ONNX's 0 and -1 where exact)
+        operands.append(value if have == want else em.one("Reshape", [value, em.ints(want if target is None else target)]))
     return em.one("MatMul", operands)

@@ -195,7 +195,15 @@ def _is_function(e: ir.Expr) -> bool:
 
 
 def _emit_body(em: Emitter, mod: ir.IRModule, body: ir.Expr, env: dict) -> Any:
-    """Emit every node ``body`` needs; returns its value (a name, or a tuple of values)."""
+    """Emit every node ``body`` needs; returns its value (a name, or a tuple of values).
+
+    A call of no arguments (``ones``/``zeros`` of a run-time size: the scale and shift
+    FuseLayerNorm gives a layer norm that has none) is written where it is first read, so
+    one that nothing reads writes nothing, not even the ``Shape`` of its size::
+
+        %g = ones(shape=[4*h*w]); nn.layer_norm(%x, %g, %b, center=False, scale=False)
+        ->  LayerNormalization(x, [1], [0])          # no Shape(x), Mul, ConstantOfShape
+    """
     vals: dict = dict(env)
     for e in ir.post_order(body, skip=_is_function):
         if e in vals:
@@ -206,44 +214,94 @@ def _emit_body(em: Emitter, mod: ir.IRModule, body: ir.Expr, env: dict) -> Any:
         if t is ir.Constant:
             vals[e] = em.constant(e)
         elif t is ir.Tuple:
-            vals[e] = tuple(vals[f] for f in e.fields)
+            vals[e] = tuple(_read(em, mod, vals, f) for f in e.fields)
         elif t is ir.TupleGetItem:
-            tup = vals[e.tuple_value]
+            tup = _read(em, mod, vals, e.tuple_value)
             if not isinstance(tup, tuple):
                 raise FormatError(f"tuple access .{e.index} of a tensor")
             vals[e] = tup[e.index]
         elif t is ir.Call:
-            args = [vals[a] for a in e.args]
-            op = e.op
-            if type(op) is ir.Op:
-                vals[e] = _emit_call(em, e, args)
-            elif type(op) is ir.Function:
-                emit = emitter_of(op)
-                out = emit(em, op, args) if emit is not None else None
-                inner = _single_call(op) if out is None else None
-                if out is not None:  # a composite's one ONNX operator
-                    vals[e] = _typed(em, e, out)
-                elif inner is not None:  # (most fused functions: no walk of their own)
-                    vals[e] = _emit_call(em, inner, _operands(em, inner, dict(zip(op.params, args))))
-                else:
-                    vals[e] = _emit_body(em, mod, op.body, dict(zip(op.params, args)))
-            elif type(op) is ir.GlobalVar:
-                fn = mod[op]
-                if kept_function(fn):  # a model-local function: called, written once as a FunctionProto
-                    start = len(em.nodes)
-                    vals[e] = emit_function_call(em, mod, op, args)
-                    _name_nodes(em, e, start)
-                else:
-                    vals[e] = _emit_body(em, mod, fn.body, dict(zip(fn.params, args)))
-            else:
-                raise FormatError(f"a call of {type(op).__name__} cannot be exported to ONNX")
+            vals[e] = _Later(e) if not e.args else _call_value(em, mod, e, _args(em, mod, vals, e))
         elif t is ir.If:
             vals[e] = _emit_if(em, mod, e, vals)
         elif t in (ir.Function, ir.Op, ir.GlobalVar):
             vals[e] = None  # only ever called, never a value of the graph
         else:
             raise FormatError(f"{t.__name__} cannot be exported to ONNX; run ToGraphNormalForm first")
-    return vals[body]
+    return _read(em, mod, vals, body)
+
+
+class _Later:
+    """A call of no arguments not written yet (see :func:`_emit_body`)."""
+
+    __slots__ = ("call",)
+
+    def __init__(self, call: ir.Call) -> None:
+        self.call = call
+
+
+def _read(em: Emitter, mod: ir.IRModule, vals: dict, e: ir.Expr) -> Any:
+    """The value of ``e``, written now if it was left for later."""
+    v = vals[e]
+    if type(v) is _Later:
+        v = vals[e] = _call_value(em, mod, e, [])
+    return v
+
+
+def _args(em: Emitter, mod: ir.IRModule, vals: dict, call: ir.Call) -> list:
+    """The values of ``call``'s arguments; ``None`` for one left for later that its export
+    never reads (:func:`_unread`)."""
+    args = [vals[a] for a in call.args]
+    for i, v in enumerate(args):
+        if type(v) is _Later:
+            args[i] = None if i in _unread(call) else _read(em, mod, vals, call.args[i])
+    return args
+
+
+def _unread(call: ir.Call) -> tuple:
+    """The positions of ``call``'s arguments that its export never reads: a layer norm's
+    scale and shift where it has them turned off (called directly, or as the one call of a
+    fused function)."""
+    op, inner = call.op, call
+    if type(op) is ir.Function:
+        inner = _single_call(op)
+        if inner is None or (op.attrs and op.attrs.get("Composite")):
+            return ()
+    elif type(op) is not ir.Op:
+        return ()
+    if inner.op.name != "nn.layer_norm":
+        return ()
+    a = inner.attrs
+    off = [inner.args[i] for i, on in ((1, a.scale), (2, a.center)) if not on]
+    if inner is call:
+        return tuple(i for i, x in enumerate(call.args) if any(x is o for o in off))
+    return tuple(i for i, p in enumerate(op.params) if any(p is o for o in off))
+
+
+def _call_value(em: Emitter, mod: ir.IRModule, e: ir.Call, args: list) -> Any:
+    """Write call ``e`` of the emitted ``args``: an operator 1:1, a composite through its
+    emitter, a fused function inlined, a model-local function as a call of its FunctionProto."""
+    op = e.op
+    if type(op) is ir.Op:
+        return _emit_call(em, e, args)
+    if type(op) is ir.Function:
+        emit = emitter_of(op)
+        out = emit(em, op, args) if emit is not None else None
+        if out is not None:  # a composite's one ONNX operator
+            return _typed(em, e, out)
+        inner = _single_call(op)
+        if inner is not None:  # (most fused functions: no walk of their own)
+            return _emit_call(em, inner, _operands(em, inner, dict(zip(op.params, args))))
+        return _emit_body(em, mod, op.body, dict(zip(op.params, args)))
+    if type(op) is ir.GlobalVar:
+        fn = mod[op]
+        if kept_function(fn):  # a model-local function: called, written once as a FunctionProto
+            start = len(em.nodes)
+            out = emit_function_call(em, mod, op, args)
+            _name_nodes(em, e, start)
+            return out
+        return _emit_body(em, mod, fn.body, dict(zip(fn.params, args)))
+    raise FormatError(f"a call of {type(op).__name__} cannot be exported to ONNX")
 
 
 def _span_name(e: ir.Expr) -> str:

@@ -151,3 +151,42 @@ def test_check_rules_finds_an_emitter_that_writes_the_wrong_numbers():
     wrong = dataclasses.replace(c, emit=lambda em, fn, args: em.one("HardSigmoid", args, alpha=0.2, beta=0.5))
     report = check_rule(CompositeRule(wrong), max_seconds=2.0)
     assert report.sound is False and "HardSigmoid" in report.counterexample.after
+
+
+def test_a_transposed_convolutions_channel_bias_joins_it(tmp_path, ort_run):
+    # ConvTranspose takes a bias as Conv does: one node, not ConvTranspose + Add
+    rng = np.random.RandomState(0)
+    x = ir.var("x", shape=(1, 4, 5, 5))
+    w = ir.const(rng.randn(4, 3, 2, 2).astype("float32"))
+    body = ir.nn.bias_add(ir.nn.conv2d_transpose(x, w, strides=(2, 2), channels=3, kernel_size=(2, 2)),
+                          ir.const(rng.randn(3).astype("float32")))
+    mod, model = _export(body, [x], tmp_path)
+    assert [n.op_type for n in model.graph.node] == ["ConvTranspose"]
+    _same_numbers(mod, model, ort_run, rng.randn(1, 4, 5, 5).astype("float32"))
+
+
+def test_a_batched_product_of_one_three_d_operand_reshapes_only_that_operand(tmp_path, ort_run):
+    # attention's probabilities times values kept 3-D: Reshape(v) + MatMul, not a Reshape
+    # of the probabilities to 3-D, the MatMul and a Reshape of its result back to 4-D
+    p, v = ir.var("p", shape=("batch", 4, 6, 6)), ir.var("v", shape=("4*batch", 6, 8))
+    merged = ir.reshape(p, ("4*batch", 6, 6))
+    body = ir.reshape(ir.nn.batch_matmul(merged, v, transpose_b=False), ("batch", 4, 6, 8))
+    mod, model = _export(body, [p, v], tmp_path)
+    assert [n.op_type for n in model.graph.node] == ["Reshape", "MatMul"]
+    rng = np.random.RandomState(1)
+    _same_numbers(mod, model, ort_run, rng.randn(3, 4, 6, 6).astype("float32"), rng.randn(12, 6, 8).astype("float32"))
+
+
+def test_a_scale_and_shift_turned_off_write_nothing_for_their_run_time_size(tmp_path, ort_run):
+    # FuseLayerNorm gives a layer norm without scale and shift ones and zeros of the axis'
+    # size; over a size variable nothing reads them, so no Shape, Mul or ConstantOfShape
+    # of theirs is written (and a Reshape target after it reads one whole Shape)
+    x = ir.var("x", shape=("n", 8, "h", "w"))
+    flat = ir.reshape(x, ("n", 2, "4*h*w"))
+    size = ir.dims.parse_dim("4*h*w")
+    norm = ir.nn.layer_norm(flat, ir.ones([size], "float32"), ir.zeros([size], "float32"), center=False, scale=False)
+    body = ir.reshape(norm, ("n", 8, "h", "w"))
+    mod, model = _export(body, [x], tmp_path, o3=True)
+    ops = [n.op_type for n in model.graph.node]
+    assert ops.count("Shape") <= 1 and "ConstantOfShape" not in ops and "Mul" not in ops, ops
+    _same_numbers(mod, model, ort_run, np.random.RandomState(2).randn(2, 8, 3, 5).astype("float32"))
