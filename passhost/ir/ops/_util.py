@@ -24,6 +24,7 @@ __all__ = [
     "kernel",
     "in_float32",
     "FLOAT32_FOR_HALF",
+    "SCALED_IN_HALF",
     "quiet_kernels",
     "tensor_arg",
     "norm_axis",
@@ -43,11 +44,14 @@ def reg(name: str, num_inputs: int, type_rel: Callable, compute: Optional[Callab
         summary: str = "", attr_check: Optional[Callable] = None, extra: Optional[dict] = None):
     """Register one core operator (a thin wrapper over :func:`register_op`). An operator
     named in :data:`FLOAT32_FOR_HALF` gets its kernel wrapped by :func:`in_float32` and
-    ``extra["half_in_float32"] = True``."""
+    ``extra["half_in_float32"] = True``; one named in :data:`SCALED_IN_HALF` gets
+    ``extra["half_scaled_in_half"] = True`` (its kernel widens and rounds by itself)."""
     extra = dict(extra or {})
     if name in FLOAT32_FOR_HALF and compute is not None:
         compute = in_float32(compute)
         extra["half_in_float32"] = True
+    if name in SCALED_IN_HALF:
+        extra["half_scaled_in_half"] = True
     return register_op(OpDef(name=name, num_inputs=num_inputs, type_rel=type_rel, compute=compute,
                              attrs=attrs, pattern=pattern, stateful=stateful, summary=summary,
                              attr_check=attr_check, extra=extra))
@@ -72,7 +76,7 @@ FLOAT32_FOR_HALF = frozenset([
     "sum", "mean", "prod", "variance", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "topk",
     # normalisations, attention
     "nn.batch_norm", "nn.layer_norm", "nn.instance_norm", "nn.l2_normalize", "nn.lrn", "nn.softmax",
-    "nn.log_softmax", "nn.rms_norm", "nn.rotary_embedding", "nn.attention",
+    "nn.log_softmax", "nn.rotary_embedding", "nn.attention",
     # pooling
     "nn.avg_pool2d", "nn.avg_pool3d", "nn.global_avg_pool2d", "nn.adaptive_avg_pool2d", "nn.max_pool2d",
     "nn.max_pool3d", "nn.global_max_pool2d", "nn.adaptive_max_pool2d", "nn.max_pool2d_with_argmax",
@@ -81,6 +85,13 @@ FLOAT32_FOR_HALF = frozenset([
     "image.resize2d", "image.grid_sample", "nn.upsampling", "nn.upsampling3d", "vision.roi_align",
     "vision.roi_pool", "scatter_nd", "scatter_elements", "dft",
 ])
+
+#: the normalisations whose half-precision result is not rounded once: they normalise in float32,
+#: round the normalised value to the data's dtype and multiply it by their scale in that dtype,
+#: as ONNX's function body (``stash_type=1``: ``Cast`` back before ``Mul(Normalized, Scale)``)
+#: and Hugging Face's ``weight * x.to(input_dtype)`` do -- so that the graph a half-precision
+#: model is exported as fuses into one call exactly. docs/ir.md lists these names.
+SCALED_IN_HALF = frozenset(["nn.rms_norm"])
 
 #: the dtypes :func:`in_float32` widens (numpy scalar types: ``arr.dtype.type`` is cheap)
 _HALF_TYPES = frozenset(np.dtype(d).type for d in (

@@ -5,8 +5,20 @@ what Llama, Qwen2, Mistral and T5 put before every block::
     ==  %x / sqrt(mean(%x * %x, axes=[axis, ..., -1]) + epsilon) * %gamma
 
 Every axis from ``axis`` to the last is normalised (ONNX's convention); ``gamma`` broadcasts
-against those axes. Half-precision data is normalised in float32, as ONNX's default
-``stash_type`` has it, and the result is cast back.
+against those axes. Half-precision data (float16, bfloat16, float8) is normalised in float32,
+the normalised value is rounded to the data's dtype, and the product with ``gamma`` is taken in
+that dtype -- two roundings, as ONNX's function body of ``RMSNormalization`` (``stash_type=1``:
+``Cast`` to float32, ``Div``, ``Cast`` back, ``Mul(Normalized, Scale)``) and Hugging Face's
+``weight * x.to(input_dtype)`` have it::
+
+    nn.rms_norm(%x: float16, %g: float16)
+    ==  multiply(cast(nn.rms_norm(cast(%x, "float32"), 1f), "float16"), %g)
+
+The normalised value is ``x * (1 / sqrt(mean + epsilon))``, as onnxruntime's kernel and
+PyTorch's export of ``x * torch.rsqrt(...)`` compute it (ONNX's function body divides: at most
+one float32 step apart). onnxruntime's CPU provider rounds a half-precision RMS normalisation
+once, after the product -- its ``RMSNormalization`` kernel, and Hugging Face's graph too, where
+it runs the float16 ``Mul`` in float32 and drops the ``Cast`` pair around it.
 """
 from __future__ import annotations
 
@@ -56,8 +68,13 @@ def _rms_norm(args: list, attrs) -> np.ndarray:
     wide = compute_dtype(x.dtype)
     xf = x.astype(wide, copy=False)
     mean_square = np.mean(xf * xf, axis=tuple(range(axis, x.ndim)), keepdims=True)
-    rms = np.sqrt(mean_square + wide.type(attrs.epsilon))
-    return (xf / rms * gamma.astype(wide, copy=False)).astype(x.dtype, copy=False)
+    normalised = xf * (wide.type(1) / np.sqrt(mean_square + wide.type(attrs.epsilon)))
+    if wide == x.dtype:
+        return normalised * gamma
+    # rounded to the half type, then scaled in it (the product of two half values is exact in
+    # float32, so one rounding of it is the half type's own product)
+    rounded = normalised.astype(x.dtype).astype(wide)
+    return (rounded * gamma.astype(wide, copy=False)).astype(x.dtype)
 
 
 reg(_OP, 2, _rel, _rms_norm, attrs=(("axis", -1), ("epsilon", 1e-5)), pattern=OpPattern.OPAQUE,

@@ -12,6 +12,18 @@ The mean may reduce several trailing axes (every axis from the first it reduces 
 it (``ScaleIntoRMSNorm``). A graph that is close but not equal stays: an epsilon outside the
 square root, an exponent other than 2, a mean without ``keepdims`` or over leading axes, two
 different ``x``.
+
+A half-precision model (Hugging Face's ``x.to(float32)`` ... ``weight * x.to(input_dtype)``,
+exported in float16 or bfloat16) normalises in float32 between two casts and scales after the
+cast back; once the float32 part is fused, ``HalfRMSNorm`` takes the casts and the scale in::
+
+    %w = nn.rms_norm(cast(%x, dtype="float32"), 1f, epsilon=1e-06f);  /* %x: float16 */
+    multiply(%gamma, cast(%w, dtype="float16"))
+    ->  nn.rms_norm(%x, %gamma, epsilon=1e-06f)
+
+exactly: ``nn.rms_norm`` on half data is that computation (it rounds the normalised value to
+the half type, then multiplies by ``gamma`` in it; ONNX's ``RMSNormalization`` is defined so).
+A residual stream kept in float32 (normalised there, cast to the half type after) stays as it is.
 """
 from __future__ import annotations
 
@@ -25,7 +37,7 @@ from passhost.transform import pattern_pass
 
 from ._shared import is_float_tensor, same, scalar, shape_of
 
-__all__ = ["RMSNormRule", "ScaleIntoRMSNorm", "FuseRMSNorm"]
+__all__ = ["RMSNormRule", "ScaleIntoRMSNorm", "HalfRMSNorm", "FuseRMSNorm"]
 
 
 def _trailing_axes(mean: ir.Call, ndim: int) -> Optional[int]:
@@ -125,7 +137,8 @@ class ScaleIntoRMSNorm(DFPatternCallback):
             return None
         if isinstance(gamma, ir.Constant) and np.all(gamma.data == 1):
             new = scale  # (the op broadcasts it as the product with ones would be)
-        elif isinstance(gamma, ir.Constant) and isinstance(scale, ir.Constant):
+        elif isinstance(gamma, ir.Constant) and isinstance(scale, ir.Constant) and not _is_half(dtype):
+            # (in a half type the two products round twice: gamma * scale once would differ)
             new = ir.const((gamma.data * scale.data).astype(dtype))
         else:
             return None
@@ -140,7 +153,61 @@ class ScaleIntoRMSNorm(DFPatternCallback):
         return [ir.Function(params, ir.multiply(norm, s) if rng.rand() < 0.5 else ir.multiply(s, norm))]
 
 
+def _is_half(dtype: str) -> bool:
+    """A float type narrower than float32 (float16, bfloat16, float8): nn.rms_norm rounds twice."""
+    return np.dtype(dtype).itemsize < 4
+
+
+def _is_ones(e: ir.Expr) -> bool:
+    return isinstance(e, ir.Constant) and e.data.size >= 1 and bool(np.all(e.data == 1))
+
+
+class HalfRMSNorm(DFPatternCallback):
+    """``multiply(cast(nn.rms_norm(cast(x, "float32"), ones), half), gamma)`` with ``x`` of that
+    half type -> ``nn.rms_norm(x, gamma)`` (without the product: ``gamma`` of ones in the half
+    type). The same bits: the half-precision operator normalises ``x`` widened to float32,
+    rounds to the half type and multiplies there."""
+
+    def __init__(self) -> None:
+        super().__init__(require_type=True, name="half_rms_norm")
+        self.x, self.ones, self.gamma = wildcard(), is_constant(), wildcard()
+        self.wide = is_op("cast")(self.x)
+        self.norm = is_op("nn.rms_norm")(self.wide, self.ones)
+        self.back = is_op("cast")(self.norm)
+        self.pattern = is_op("multiply")(self.back, self.gamma) | self.back
+
+    def callback(self, pre, post, node_map):
+        x, norm = node_map[self.x][0], node_map[self.norm][0]
+        if not is_float_tensor(x) or not shape_of(x):
+            return None
+        dtype = ir.type_of(x).dtype
+        if (not _is_half(dtype) or ir.type_of(node_map[self.wide][0]).dtype != "float32"
+                or ir.type_of(node_map[self.back][0]).dtype != dtype or not _is_ones(node_map[self.ones][0])):
+            return None
+        shape = shape_of(x)
+        if self.gamma in node_map:
+            gamma = node_map[self.gamma][0]
+            if not _broadcasts_on_tail(gamma, shape[int(norm.attrs.axis) % len(shape):], dtype):
+                return None
+        else:
+            gamma = ir.const(np.ones(1, dtype))
+        return ir.Call(norm.op, [x, gamma], norm.attrs)
+
+    def examples(self, rng):
+        """Hugging Face's half-precision RMSNorm, the float32 part already fused (as
+        RMSNormRule leaves it), in float16 or bfloat16, with or without its weight."""
+        dtype = str(rng.choice(["float16", "bfloat16"]))
+        dims = tuple(int(d) for d in rng.randint(1, 6, size=rng.randint(2, 4)))
+        x = ir.var("x", shape=dims, dtype=dtype)
+        eps = float(rng.choice([1e-6, 1e-5]))
+        back = ir.cast(ir.nn.rms_norm(ir.cast(x, "float32"), ir.const(np.ones(1, "float32")), epsilon=eps), dtype)
+        if rng.rand() < 0.2:
+            return [ir.Function([x], back)]
+        g = ir.var("g", shape=dims[-1:], dtype=dtype)
+        return [ir.Function([x, g], ir.multiply(g, back) if rng.rand() < 0.5 else ir.multiply(back, g))]
+
+
 def FuseRMSNorm():  # noqa: N802 - TVM-style pass constructor
     """Turn the decomposed RMS normalisation (Llama, Qwen2, T5) into nn.rms_norm."""
-    return pattern_pass("FuseRMSNorm", lambda: [RMSNormRule(), ScaleIntoRMSNorm()], opt_level=1,
+    return pattern_pass("FuseRMSNorm", lambda: [RMSNormRule(), ScaleIntoRMSNorm(), HalfRMSNorm()], opt_level=1,
                         doc=__doc__)

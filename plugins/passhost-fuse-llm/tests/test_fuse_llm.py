@@ -87,6 +87,42 @@ def test_close_but_different_rms_norms_stay(variant):
     assert "nn.rms_norm" not in _ops(after)
 
 
+def _hf_half_rms(x, gamma, eps=1e-6):
+    """Hugging Face's half-precision RMSNorm as PyTorch exports it: ``x.to(float32)``, the float32
+    normalisation (``x * (1 / sqrt(mean(x^2) + eps))``), ``.to(half)``, ``weight *``."""
+    dtype = x.type_annotation.dtype
+    n = _rms(ir.cast(x, "float32"), eps=eps)
+    back = ir.cast(n, dtype)
+    return back if gamma is None else ir.multiply(gamma, back)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("gamma", ["constant", "none"])
+def test_a_half_precision_rms_norm_fuses_whole_with_the_same_bits(dtype, gamma):
+    x = ir.var("x", shape=("b", 16), dtype=dtype)
+    g = _c(RNG.uniform(-2, 2, 16), dtype) if gamma == "constant" else None
+    before, after = _run("FuseRMSNorm", ir.Function([x], _hf_half_rms(x, g)))
+    assert _ops(after) == ["nn.rms_norm"], after
+    assert after["main"].body.args[0] is after["main"].params[0]  # the half tensor itself, no cast
+    a = RNG.uniform(-3, 3, (512, 16)).astype(dtype)
+    np.testing.assert_array_equal(ir.evaluate(after, a), ir.evaluate(before, a))
+
+
+@pytest.mark.parametrize("variant", ["float32_stream", "other_dtype_back", "scaled_inside"])
+def test_close_but_different_half_rms_norms_keep_their_casts(variant):
+    x = ir.var("x", shape=(4, 16), dtype="float16")
+    g = _c(RNG.uniform(-2, 2, 16), "float16")
+    if variant == "float32_stream":  # a residual stream kept in float32: the input is not rounded
+        x = ir.var("x", shape=(4, 16))
+        body = ir.multiply(g, ir.cast(_rms(x), "float16"))
+    elif variant == "other_dtype_back":
+        body = ir.cast(_rms(ir.cast(x, "float32")), "bfloat16")
+    else:  # a float32 weight inside the casts: two products rounded once
+        body = ir.multiply(g, ir.cast(_rms(ir.cast(x, "float32"), gamma=_c(RNG.uniform(-2, 2, 16))), "float16"))
+    _, after = _run("FuseRMSNorm", ir.Function([x], body))
+    assert "cast" in _ops(after), after
+
+
 # -- rotary ----------------------------------------------------------------------------------
 def _rotary(x, t, *, x1_begin=0, tables="repeated", unsqueeze="reshape"):
     b, h, s, d = (int(v) for v in x.type_annotation.shape)
@@ -264,3 +300,44 @@ def test_onnxruntime_gives_the_originals_numbers_in_every_export_form(tmp_path, 
         want, got = a.run(None, feeds), b.run(None, feeds)
         for w, g in zip(want, got):
             np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+def _llm_generate():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("llm_generate", LLM.parent.parent / "llm_generate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_float16_llama_fuses_the_rms_norm_of_its_half_input_whole():
+    """optimum's float16 Llama: the first norm of a layer reads the float16 embeddings (cast to
+    float32, normalised, cast back, times the weight: one float16 nn.rms_norm now); the
+    others read the residual stream, which the export keeps in float32 (normalised there)."""
+    pytest.importorskip("passhost_onnx")
+    mod = _optimised(LLM / "llama_fp16" / "model.onnx")
+    norms = []
+    for gv in mod.functions:
+        ir.post_order_visit(mod[gv.name_hint], lambda e: norms.append(e) if isinstance(e, ir.Call)
+                            and isinstance(e.op, ir.Op) and e.op.name == "nn.rms_norm" else None)
+    assert sorted(n.checked_type.dtype for n in norms) == ["float16"] + ["float32"] * 4
+    assert _count(mod, "nn.rotary_embedding") == 4
+
+
+@pytest.mark.parametrize("form", [dict(), dict(opset=23), dict(opset=23, target="onnxruntime")])
+def test_the_float16_llama_generates_the_originals_tokens_in_every_export_form(tmp_path, form):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("passhost_onnx")
+    gen = _llm_generate()
+    src, dst = LLM / "llama_fp16" / "model.onnx", tmp_path / "out.onnx"
+    ir.save(_optimised(src), str(dst), **form)
+    kinds = [n.op_type for n in onnx.load(str(dst)).graph.node]
+    assert kinds.count("RMSNormalization") == (5 if form else 0)
+    ids = np.array(json.loads((LLM / "expected.json").read_text())["llama_fp16"]["prompts_batch2"], np.int64)
+    want_tokens, want_logits = gen.greedy_generate(src, ids, 8)
+    tokens, logits = gen.greedy_generate(dst, ids, 8)
+    np.testing.assert_array_equal(tokens, want_tokens)
+    for g, w in zip(logits, want_logits):  # float16 rounding, as test_llm_generation.py has it
+        np.testing.assert_allclose(g.astype(np.float32), w.astype(np.float32), rtol=0,
+                                   atol=2.0 ** -7 * float(np.abs(w).max()))

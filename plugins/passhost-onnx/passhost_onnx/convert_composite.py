@@ -92,13 +92,28 @@ def _lp_normalization(node):
 
 @converter("RMSNormalization", 23)
 def _rms_normalization(node):
+    """``nn.rms_norm`` where it is ONNX's definition: float32 data, or half-precision data
+    normalised in float32 (``stash_type=1``, the default; ``nn.rms_norm`` rounds the normalised
+    value before the scale as the function body does), the scale of the data's dtype. Otherwise
+    the function body: ``Cast`` to the stash type, the normalisation, ``Cast`` back, ``Mul``."""
     x, scale = node.inputs[0], node.inputs[1]
     nd = node.ndim(0)
     axis = int(node.attr("axis", -1))
-    axes = tuple(range(axis % nd, nd))
     eps = float(node.attr("epsilon", 1e-5))
-    ms = call("mean", call("multiply", x, x), axis=axes, keepdims=True)
-    return call("multiply", call("divide", x, call("sqrt", call("add", ms, _c(node, eps)))), scale)
+    dtype = node.dtype(0)
+    stash = {1: "float32", 11: "float64", 10: "float16", 16: "bfloat16"}.get(int(node.attr("stash_type", 1)))
+    if stash is None:
+        raise node.error(f"stash_type={node.attr('stash_type')} is not a float type")
+    if node.dtype(1) == dtype and stash == "float32" and np.dtype(dtype).itemsize <= 4:
+        return call("nn.rms_norm", x, scale, axis=axis % nd - nd, epsilon=eps)
+    wide = x if stash == dtype else call("cast", x, dtype=stash)
+    ms = call("mean", call("multiply", wide, wide), axis=tuple(range(axis % nd, nd)), keepdims=True)
+    normalised = call("divide", wide, call("sqrt", call("add", ms, const(eps, stash))))
+    if stash != dtype:
+        normalised = call("cast", normalised, dtype=dtype)
+    if node.dtype(1) != dtype:
+        normalised = call("cast", normalised, dtype=node.dtype(1))
+    return call("multiply", normalised, scale)
 
 
 @converter("MeanVarianceNormalization", 9)

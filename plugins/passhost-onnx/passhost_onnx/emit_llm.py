@@ -103,8 +103,18 @@ def _wide(em, x: str, dtype: str) -> tuple:
 
 
 # -- RMS normalisation --------------------------------------------------------------------
+def _unit(call: ir.Call) -> bool:
+    """``gamma`` is a constant of ones (the product with it changes nothing)."""
+    g = call.args[1]
+    return isinstance(g, ir.Constant) and bool(np.all(g.data == 1))
+
+
 @emitter("nn.rms_norm")
 def _rms_norm(em, call, args):
+    """From opset 23 ``RMSNormalization``, which ONNX defines as ``nn.rms_norm`` is, in a half
+    type too (the normalised value cast back before the product with the scale). Below it, in
+    a half type, the graph Hugging Face's exports hold: ``Cast`` to float32, the normalisation,
+    ``Cast`` back, ``Mul`` by ``gamma`` (left out when ``gamma`` is ones)."""
     a = call.attrs
     x, gamma = args
     nd = len(_tensor(call, 0).shape)
@@ -117,8 +127,10 @@ def _rms_norm(em, call, args):
     square = em.one("Pow", [xw, _const(em, 2.0, wt)])
     mean = _reduce_node(em, "ReduceMean", 18, square, list(range(axis, nd)), 1)
     rms = em.one("Sqrt", [em.one("Add", [mean, _const(em, eps, wt)])])
-    g = gamma if wt == dt else em.one("Cast", [gamma], to=to_onnx_type(wt))
-    return back(em.one("Mul", [em.one("Div", [xw, rms]), g]))
+    if wt == dt:
+        return em.one("Mul", [em.one("Div", [xw, rms]), gamma])
+    normalised = back(em.one("Div", [xw, rms]))
+    return normalised if _unit(call) else em.one("Mul", [normalised, gamma])
 
 
 # -- rotary embedding ---------------------------------------------------------------------

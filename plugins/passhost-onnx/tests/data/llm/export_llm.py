@@ -9,6 +9,9 @@ from its ``transformers`` config with ``from_config`` after ``torch.manual_seed`
 - ``llama/model.onnx``: Llama with grouped-query attention (4 heads, 2 key-value heads), rotary
   positions, RMSNorm and a SwiGLU MLP;
 - ``qwen2/model.onnx``: Qwen2 (Llama-like, with biases on q, k and v; 4 heads, 2 key-value heads);
+- ``llama_fp16/model.onnx``: the same Llama configuration in float16 (``model.half()``, exported
+  with ``dtype="fp16"`` on the CPU): Hugging Face's RMSNorm then normalises in float32 between
+  two casts, ``weight * x.to(float16)``, and the attention's softmax runs in float32;
 - ``t5/``: T5 (relative position buckets, gated-GELU), ``text2text-generation-with-past`` left
   unmerged (``no_post_process=True``): ``encoder_model.onnx``, ``decoder_model.onnx`` (the first
   step, no cache in, the self- and cross-attention caches out) and
@@ -20,7 +23,9 @@ cache is ``past_key_values.N.key`` / ``.value`` in (``.decoder.`` / ``.encoder.`
 shape (batch, key-value heads, past length, head size), and ``present.N.*`` out; batch,
 sequence and past-sequence axes are dynamic. Weights are inline (no external data).
 
-Every model is checked at export time, against PyTorch, in onnxruntime:
+Every model is checked at export time, against PyTorch, in onnxruntime (a float16 model
+within float16 rounding, ``HALF_RTOL``/``HALF_ATOL``, PyTorch's CPU kernels and onnxruntime's
+rounding differently):
 
 1. a prefill of 7 tokens at batch 1 and at batch 2 (different rows; for T5, 7 decoder tokens
    after a 7-token encoder input): the logits and every ``present`` tensor
@@ -39,6 +44,7 @@ margin between the best and second-best logit of a greedy step: random weights a
     python3 -m venv /work/torchenv && . /work/torchenv/bin/activate
     pip install torch==2.13.0 onnx onnxscript onnxruntime "transformers<4.58" optimum-onnx==0.1.0
     HF_HUB_OFFLINE=1 python export_llm.py            # writes into this directory
+    HF_HUB_OFFLINE=1 python export_llm.py . llama_fp16   # only the models named (expected.json merged)
 
 Made with torch 2.13.0+cpu, transformers 4.57.6, optimum 2.1.0, optimum-onnx 0.1.0, onnx 1.23.2,
 onnxscript 0.7.2, onnxruntime 1.32.0, numpy 2.4.6, Python 3.11.7.
@@ -80,6 +86,7 @@ VOCAB = 256
 PROMPT_LEN = 7
 STEPS = 8
 RTOL, ATOL = 1e-3, 1e-4
+HALF_RTOL, HALF_ATOL = 2e-2, 2e-2
 #: bos, eos and pad inside the vocabulary
 _SPECIAL = dict(bos_token_id=1, eos_token_id=2, pad_token_id=0)
 
@@ -115,11 +122,26 @@ MODELS = {
                                 decoder_start_token_id=0, tie_word_embeddings=False, pad_token_id=0,
                                 eos_token_id=2),
     ),
+    "llama_fp16": dict(
+        task="text-generation-with-past",
+        auto=AutoModelForCausalLM,
+        dtype="fp16",
+        seed=1,  # llama's weights and prompts, in float16
+        config=lambda: LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                                   hidden_act="silu", rms_norm_eps=1e-6, rope_theta=10000.0,
+                                   tie_word_embeddings=False, initializer_range=0.2, **_SPECIAL),
+    ),
 }
 
 #: what the export keeps (optimum also writes no tokenizer here: there is none)
 _KEEP = ("model.onnx", "encoder_model.onnx", "decoder_model.onnx", "decoder_with_past_model.onnx",
          "config.json", "generation_config.json")
+
+
+def _seed(name: str) -> int:
+    """The model's seed, for its weights and its prompts: its place in MODELS unless it says."""
+    return MODELS[name].get("seed", list(MODELS).index(name))
 
 
 def _prompts(seed: int):
@@ -138,7 +160,10 @@ MAX_DIFF: dict = {}
 
 
 def _close(name, what, got, want):
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"{name}: {what}")
+    got, want = np.asarray(got, np.float32), np.asarray(want, np.float32)
+    half = MODELS[name].get("dtype") == "fp16"
+    np.testing.assert_allclose(got, want, rtol=HALF_RTOL if half else RTOL, atol=HALF_ATOL if half else ATOL,
+                               err_msg=f"{name}: {what}")
     MAX_DIFF[name] = max(MAX_DIFF.get(name, 0.0), float(np.abs(got - want).max()))
 
 
@@ -175,7 +200,7 @@ def _margin(logits_per_step) -> float:
 def check_decoder(name, model, folder) -> dict:
     path = os.path.join(folder, "model.onnx")
     sess = _session(path)
-    prompts = _prompts(list(MODELS).index(name))
+    prompts = _prompts(_seed(name))
     for batch in (1, 2):
         ids = prompts[:batch]
         with torch.no_grad():
@@ -221,7 +246,7 @@ def check_seq2seq(name, model, folder) -> dict:
     enc = _session(os.path.join(folder, "encoder_model.onnx"))
     dec = _session(os.path.join(folder, "decoder_model.onnx"))
     dec_past = _session(os.path.join(folder, "decoder_with_past_model.onnx"))
-    prompts = _prompts(list(MODELS).index(name))
+    prompts = _prompts(_seed(name))
     start = model.config.decoder_start_token_id
     targets = _prompts(100 + list(MODELS).index(name))
     for batch in (1, 2):
@@ -274,15 +299,17 @@ def _check_greedy(name, model, prompts, onnx_greedy, torch_no_cache, seq2seq=Fal
 
 
 def export(name, spec, out) -> dict:
-    torch.manual_seed(list(MODELS).index(name))
+    torch.manual_seed(_seed(name))
     config = spec["config"]()
     model = spec["auto"].from_config(config).eval()
+    if spec.get("dtype") == "fp16":
+        model = model.half()
     folder = os.path.join(out, name)
     with tempfile.TemporaryDirectory() as tmp:
         src, dst = os.path.join(tmp, "src"), os.path.join(tmp, "onnx")
         model.save_pretrained(src)
         main_export(model_name_or_path=src, output=dst, task=spec["task"], device="cpu", local_files_only=True,
-                    no_post_process=True, do_validation=False)
+                    no_post_process=True, do_validation=False, dtype=spec.get("dtype", "fp32"))
         if os.path.isdir(folder):
             shutil.rmtree(folder)
         os.makedirs(folder)
@@ -298,9 +325,17 @@ def export(name, spec, out) -> dict:
 
 
 def main() -> None:
+    """Export every model, or those named after the output folder (their records replace the
+    ones of ``expected.json``, the others' are kept)."""
     warnings.filterwarnings("ignore")
+    names = sys.argv[2:] or list(MODELS)
     expected = {"steps": STEPS, "versions": {"torch": torch.__version__, "onnxruntime": ort.__version__}}
-    for name, spec in MODELS.items():
+    old = os.path.join(OUT, "expected.json")
+    if sys.argv[2:] and os.path.exists(old):
+        with open(old) as f:
+            expected = json.load(f)
+    for name in names:
+        spec = MODELS[name]
         expected[name] = export(name, spec, OUT)
         print("ok  ", name, expected[name]["files"], "tokens", expected[name]["tokens"],
               "margin", expected[name]["min_margin"])
