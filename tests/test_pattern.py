@@ -376,3 +376,24 @@ def test_partition_all_takes_a_table_of_patterns_in_one_walk_first_declared_firs
     typed = like_originals()
     one_by_one = partition(relu, partition(conv, expr, typing=typed), typing=typed)
     assert ir.structural_equal(partition_all([(conv, {}, None), (relu, {}, None)], expr, typing=typed), one_by_one)
+
+
+def test_find_parts_decides_stage_by_stage_without_rebuilding():
+    from passhost.ir.pattern import Part, find_parts
+
+    x = _x()
+    e = ir.exp(x)
+    sp = ir.log(ir.add(e, ir.const(np.float32(1))))
+    softplus, exp = is_op("log")(is_op("add")(is_op("exp")(wildcard()), is_constant())), is_op("exp")(wildcard())
+    assert find_parts([[(softplus, "sp", None)], [(exp, "exp", None)]], sp) == {id(sp): Part("sp", sp, [x])}
+    # a later stage never takes a node an earlier one took: the exp first, the softplus is refused
+    assert list(find_parts([[(exp, "exp", None)], [(softplus, "sp", None)]], sp).values()) == [Part("exp", e, [x])]
+    # nor a match whose inner value is read outside it; the graph is left as it was
+    both = ir.Tuple([sp, e])
+    assert list(find_parts([[(softplus, "sp", None)]], both).values()) == []
+    assert both.fields[0] is sp
+    # the leaves in the order a walk from the root meets them, each once
+    y = _x("y")
+    prod = ir.multiply(ir.add(x, y), x)
+    add_mul = is_op("multiply")(is_op("add")(wildcard(), wildcard()), wildcard())
+    assert find_parts([[(add_mul, "am", None)]], prod)[id(prod)].leaves == [x, y]

@@ -40,7 +40,7 @@ from .nodes import (AltPattern, AttrPattern, CallPattern, ConstantPattern, DataT
                     TuplePattern, TupleGetItemPattern, TypePattern, VarPattern, WildcardPattern, dominates,
                     has_attr, has_dtype, has_shape, has_type, is_constant, is_expr, is_if, is_let, is_op,
                     is_tuple, is_tuple_get_item, is_var, wildcard)
-from .partition import partition, partition_all
+from .partition import Part, find_parts, partition, partition_all
 from .rewrite import DFPatternCallback, RewriteLimitError, rewrite, rule
 
 __all__ = [
@@ -49,5 +49,5 @@ __all__ = [
     "ShapePattern", "AttrPattern", "DominatorPattern", "IfPattern", "LetPattern", "FunctionPattern",
     "wildcard", "is_op", "is_constant", "is_var", "is_expr", "is_tuple", "is_tuple_get_item",
     "is_if", "is_let", "has_attr", "has_type", "has_dtype", "has_shape", "dominates",
-    "DFPatternCallback", "rewrite", "rule", "partition", "partition_all", "explain", "why_not", "root_ops", "COMMUTATIVE", "RewriteLimitError",
+    "DFPatternCallback", "rewrite", "rule", "partition", "partition_all", "find_parts", "Part", "explain", "why_not", "root_ops", "COMMUTATIVE", "RewriteLimitError",
 ]

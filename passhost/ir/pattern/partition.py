@@ -1,13 +1,16 @@
 """Partitioning: every match of a pattern becomes a call of a function holding it."""
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
+from weakref import WeakKeyDictionary
 
 from ..expr import Call, Expr, Function, Tuple, TupleGetItem, Var
 from ..op import Op
 from ..types import FuncType
+from ..visitor import post_order
 from .match import _inputs, _Matcher, root_ops
 from .nodes import DFPattern, VarPattern, WildcardPattern
+from .prefilter import prefilter
 
 
 def partition(pattern: DFPattern, expr: Expr, attrs: Optional[dict] = None,
@@ -39,53 +42,119 @@ def partition(pattern: DFPattern, expr: Expr, attrs: Optional[dict] = None,
 def partition_all(entries: list, expr: Expr, typing: Any = None) -> Expr:
     """Several patterns partitioned in one walk of ``expr`` (TVM's ``MergeComposite`` over a
     pattern table): ``entries`` are ``(pattern, attrs, check)`` as :func:`partition` takes
-    them. At each node, bottom-up, the patterns that can be rooted at it are tried in the
-    order given and the first match that is taken wins; a match taking a node an earlier
-    match took is refused. For patterns whose matches cannot overlap this is the same as
-    partitioning with each in turn, at the cost of one walk::
+    them; the matches are :func:`find_parts`' with one stage. For patterns whose matches
+    cannot overlap this is the same as partitioning with each in turn, at the cost of one
+    walk::
 
         partition_all([(hard_swish, {"Composite": "onnx.HardSwish"}, None),
                        (softplus, {"Composite": "onnx.Softplus"}, None)], body)
     """
-    from ..rewrite import RuleTable, use_counts, walk
+    from ..rewrite import RuleTable, walk
 
-    users = use_counts(expr)
-    taken: set = set()
+    parts = find_parts([entries], expr)
+    if not parts:
+        return expr
     count = [0]
-    table = RuleTable(with_original=True)
-    for pattern, attrs, check in entries:
-        ops = root_ops(pattern)
-        table.add(None if ops is None else [Op.get(n) for n in ops],
-                  _rule(pattern, attrs, check, users, taken, count, typing is not None))
+    typed = typing is not None
+
+    def rule(post: Expr, pre: Expr) -> Optional[Expr]:
+        part = parts.get(id(pre))
+        return None if part is None else _extract(part, post, count, typed)
+
+    table = RuleTable([(None, rule)], with_original=True)
     return walk(expr, table) if typing is None else walk(expr, table, typing)
 
 
-def _rule(pattern: DFPattern, attrs: Optional[dict], check: Optional[Callable[[Expr], bool]], users: dict,
-          taken: set, count: list, typed: bool) -> Callable:
-    """The walk's rule partitioning the matches of one pattern (``taken``: the ids of the
-    nodes earlier matches took, shared by every pattern of the walk; ``typed``: the
-    functions made are typed like the matches, see :func:`_extract`)."""
+class Part(NamedTuple):
+    """A match :func:`find_parts` takes: its entry's ``tag``, its ``root`` and its
+    ``leaves``, the nodes its wildcards and variable patterns bound, in the order first met
+    from the root (left to right, depth first): a partition's function parameters."""
 
-    def rule(post: Expr, pre: Expr) -> Optional[Expr]:
-        if type(post) is Function or (type(pre) is Call and type(pre.op) is Function):
-            return None
-        m = _Matcher()
-        if not m.match(pattern, pre):
-            return None
-        leaves = {id(e) for p, e in m.memo.items() if type(p) in (WildcardPattern, VarPattern)}
-        inner = {id(e): e for p, e in m.memo.items()
-                 if id(e) not in leaves and type(e) in (Call, Tuple, TupleGetItem)}
-        if inner.keys() & taken:
-            return None
-        for node in inner.values():
-            if node is not pre and _outside_uses(node, inner, users) > 0:
-                return None
-        if check is not None and not check(pre):
-            return None
-        taken.update(inner.keys())
-        return _extract(pre, post, m.memo, leaves, attrs, count, typed)
+    tag: Any
+    root: Expr
+    leaves: list
 
-    return rule
+
+def find_parts(stages: list, expr: Expr, order: Optional[list] = None) -> dict:
+    """``{id(root): Part}``: the matches a partition of ``expr`` takes, in bottom-up order,
+    decided on ``expr`` as it is (nothing rebuilt). ``stages`` is a list of lists of entries
+    ``(pattern, tag, check)``; each stage goes over the whole graph (``order``, its
+    post-order, when the caller has it), and at each node the entries whose pattern can be
+    rooted there are tried in the order given, the first match that is taken winning. A
+    match is refused when ``check(root)`` says no, when it holds a node an earlier match
+    took, or when one of its inner nodes is read outside it::
+
+        stages [[(add(multiply(x, c), c), "scale_shift", None)]]
+        expr   nn.relu(add(multiply(%x, 2f), 1f))
+        ->     {id(add): Part("scale_shift", add(...), [%x])}
+    """
+    from ..rewrite import use_counts
+
+    users = use_counts(expr)
+    if order is None:
+        order = post_order(expr)
+    at: dict = {}  # operator name -> the positions in order of its calls
+    for i, node in enumerate(order):
+        if type(node) is Call and type(node.op) is Op:
+            at.setdefault(node.op.name, []).append(i)
+    taken: set = set()
+    found: dict = {}
+    for entries in stages:
+        by_op, anywhere = _dispatch(entries)
+        if anywhere:  # (a pattern rooted at any node: every call, tuple and item is offered)
+            where: Any = (i for i, n in enumerate(order) if type(n) in (Call, Tuple, TupleGetItem))
+        else:
+            where = sorted(i for name in by_op for i in at.get(name, ()))
+        for i in where:
+            node = order[i]
+            op = node.op if type(node) is Call else None
+            if type(op) is Function:
+                continue
+            for pattern, tag, check, quick in by_op.get(op.name, anywhere) if type(op) is Op else anywhere:
+                if quick is not None and not quick(node):
+                    continue
+                leaves = _taken(pattern, node, check, users, taken)
+                if leaves is not None:
+                    found[id(node)] = Part(tag, node, leaves)
+                    break
+    return found
+
+
+#: a pattern's prefilter, built on first use (a table's patterns live as long as the table)
+_QUICK: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def _dispatch(entries: list) -> tuple:
+    """``({operator name: entries to try}, the entries for any other node)``, each entry
+    with its pattern's prefilter, in the order given."""
+    listed = []
+    for pattern, tag, check in entries:
+        if pattern not in _QUICK:
+            _QUICK[pattern] = (prefilter(pattern),)
+        listed.append((root_ops(pattern), (pattern, tag, check, _QUICK[pattern][0])))
+    names = {n for ops, _ in listed if ops is not None for n in ops}
+    by_op = {n: [e for ops, e in listed if ops is None or n in ops] for n in names}
+    return by_op, [e for ops, e in listed if ops is None]
+
+
+def _taken(pattern: DFPattern, root: Expr, check: Optional[Callable], users: dict, taken: set) -> Optional[list]:
+    """The leaves of the match of ``pattern`` at ``root`` if it is taken (``taken``, the ids
+    of the nodes earlier matches took, then holds its inner nodes), else ``None``."""
+    m = _Matcher()
+    if not m.match(pattern, root):
+        return None
+    leaves = {id(e): e for p, e in m.memo.items() if type(p) in (WildcardPattern, VarPattern)}
+    inner = {id(e): e for p, e in m.memo.items()
+             if id(e) not in leaves and type(e) in (Call, Tuple, TupleGetItem)}
+    if inner.keys() & taken:
+        return None
+    for node in inner.values():
+        if node is not root and _outside_uses(node, inner, users) > 0:
+            return None
+    if check is not None and not check(root):
+        return None
+    taken.update(inner.keys())
+    return _first_met(root, leaves)
 
 
 def _outside_uses(node: Expr, inner: dict, users: dict) -> int:
@@ -93,40 +162,48 @@ def _outside_uses(node: Expr, inner: dict, users: dict) -> int:
     return users.get(node, 0) - inside
 
 
-def _extract(pre: Expr, post: Expr, memo: dict, leaves: set, attrs: Optional[dict], count: list,
-             typed: bool = False) -> Expr:
-    """The matched graph of ``pre`` as a function of its leaves, called on their rewritten
-    values. With ``typed`` (a partition under a typing policy) the function and its body
-    carry the types the matched nodes had, so its call is typed without a walk of it."""
+def _first_met(root: Expr, leaves: dict) -> list:
+    """The nodes of ``leaves`` (``{id: node}``) under ``root`` in the order a depth-first
+    walk from ``root``, left to right, first meets them (not entering a leaf)."""
+    if len(leaves) < 2:
+        return list(leaves.values())
+    order: list = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) not in leaves:
+            stack.extend(reversed(_inputs(node)))
+        elif node not in order:  # (a match has few leaves)
+            order.append(node)
+    return order
+
+
+def _extract(part: Part, post: Expr, count: list, typed: bool = False) -> Expr:
+    """The matched graph of ``part`` as a function of its leaves, called on their rewritten
+    values (``post``: the root rebuilt). With ``typed`` (a partition under a typing policy)
+    the function and its body carry the types the matched nodes had, so its call is typed
+    without a walk of it."""
     index = count[0]
     count[0] += 1
-    params: dict = {}
-    order: list = []
-    leaf_nodes = {id(e): e for p, e in memo.items() if id(e) in leaves}
-    names: list = []
-    # walk the match from the root, leaves first met become parameters
     rebuilt: dict = {}
-    stack = [(pre, False)]
-    while stack:
+    for i, node in enumerate(part.leaves):
+        ty = node._checked_type
+        if ty is None and type(node) is Var:
+            ty = node.type_annotation
+        v = Var(f"FunctionVar_{index}_{i}", ty)
+        if typed and ty is not None:
+            v._set_checked_type(ty)  # (what inference gives an annotated parameter)
+        rebuilt[id(node)] = v
+    names: list = []
+    stack = [(part.root, False)]
+    while stack:  # the match rebuilt from its root, on the parameters
         node, ready = stack.pop()
         if id(node) in rebuilt:
-            continue
-        if id(node) in leaf_nodes:
-            ty = node._checked_type
-            if ty is None and type(node) is Var:
-                ty = node.type_annotation
-            v = Var(f"FunctionVar_{index}_{len(order)}", ty)
-            if typed and ty is not None:
-                v._set_checked_type(ty)  # (what inference gives an annotated parameter)
-            params[id(node)] = v
-            order.append(node)
-            rebuilt[id(node)] = v
             continue
         kids = _inputs(node)
         if not ready and kids:
             stack.append((node, True))
-            for k in reversed(kids):
-                stack.append((k, False))
+            stack.extend((k, False) for k in reversed(kids))
             continue
         if type(node) is Call:
             names.append(node.op.name if type(node.op) is Op else "call")
@@ -141,17 +218,14 @@ def _extract(pre: Expr, post: Expr, memo: dict, leaves: set, attrs: Optional[dic
         if typed and node._checked_type is not None:  # (the same operators on arguments of the same types)
             new._set_checked_type(node._checked_type)
         rebuilt[id(node)] = new
-    # The matched tree was rebuilt from pre; its leaves are called with their rewritten
-    # counterparts, found by walking post in the same shape.
-    post_leaf = _corresponding(pre, post, set(leaf_nodes))
-    fattrs = dict(attrs or {})
+    fattrs = dict(part.tag or {})
     fattrs["PartitionedFromPattern"] = "".join(n + "_" for n in names)
-    fn = Function([params[id(n)] for n in order], rebuilt[id(pre)], attrs=fattrs)
+    fn = Function([rebuilt[id(n)] for n in part.leaves], rebuilt[id(part.root)], attrs=fattrs)
     if typed:
         _typed_like_its_body(fn)
-    return Call(fn, [post_leaf.get(id(n), n) for n in order])
-
-
+    # the leaves are called with their rewritten counterparts, found by walking post in the same shape
+    post_leaf = _corresponding(part.root, post, {id(n) for n in part.leaves})
+    return Call(fn, [post_leaf.get(id(n), n) for n in part.leaves])
 def _typed_like_its_body(fn: Function) -> None:
     """``fn`` typed from its parameters and its body when they are (the body is the match,
     rebuilt with the types the matched nodes had), so that its call types without a walk

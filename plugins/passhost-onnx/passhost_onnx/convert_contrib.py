@@ -60,11 +60,9 @@ def _quick_gelu(node):
 
 
 @composite("onnx.QuickGelu", is_op("multiply")(_x, is_op("sigmoid")(_x)), target="onnxruntime")
-def _quick_gelu_back(em, fn, args):
+def _quick_gelu_back(em, m, args):
     """``multiply(x, sigmoid(x))`` (SiLU, the gate of Llama's MLP) -> ``QuickGelu(x, alpha=1)``
     (com.microsoft: half the time in onnxruntime), in an export to onnxruntime"""
-    if em.target != "onnxruntime":
-        return None
     em.domains.setdefault(MS, 1)
     return em.node("QuickGelu", args, domain=MS, alpha=1.0)[0]
 

@@ -381,11 +381,11 @@ def _wide_example(rng) -> list:
 
 @composite("onnx.LayerNormalization/wide", _wide, since=17, check=lambda root: _wide_axis(root) is not None,
            examples=_wide_example)
-def _wide_layer_norm_back(em, fn, args):
+def _wide_layer_norm_back(em, m, args):
     """``reshape(nn.layer_norm(reshape(x[2,4,8], (2, 32)), g[32], b[32]), (2, 4, 8))``
     -> ``LayerNormalization(x, g[4,8], b[4,8], axis=1)``"""
-    ln, axis = fn.body.args[0], _wide_axis(fn.body)
-    inner = tuple(fn.params[0].checked_type.shape)[axis:]
+    ln, axis = m.root.args[0], _wide_axis(m.root)
+    inner = tuple(m.leaves[0].checked_type.shape)[axis:]
     gamma, beta = (em.const(c.data.reshape(inner)) for c in ln.args[1:])
     return em.one("LayerNormalization", [args[0], gamma, beta], axis=axis, epsilon=float(ln.attrs.epsilon))
 
@@ -423,9 +423,9 @@ def _centred_example(rng) -> list:
 
 @composite("onnx.LayerNormalization/centred", _centred_rms, since=17, check=lambda root: _centred_axis(root) is not None,
            examples=_centred_example)
-def _centred_back(em, fn, args):
+def _centred_back(em, m, args):
     """``nn.rms_norm(subtract(x, mean(x, axis=[2], keepdims=True)), g[1])`` -> ``LayerNormalization(x, g,
     axis=2)``: the same arithmetic (the variance of ``x`` is the mean square of ``x - mean``), no bias"""
-    root = fn.body
+    root = m.root
     return em.one("LayerNormalization", [args[0], em.constant(root.args[1])], axis=_centred_axis(root),
                   epsilon=float(root.attrs.epsilon))

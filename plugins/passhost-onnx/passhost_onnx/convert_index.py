@@ -197,9 +197,9 @@ converter("ArgMin", 1)(_arg("argmin"))
 
 @composite("onnx.ArgMax", is_op("cast")(is_op("argmax")(wildcard()) | is_op("argmin")(wildcard()))
            .has_attr({"dtype": "int64"}), check=lambda root: len(arg_axes(root.args[0])) == 1)
-def _arg_back(em, fn, args):
+def _arg_back(em, m, args):
     """``cast(argmax(x), dtype="int64")`` -> ``ArgMax(x)`` (ONNX's is int64 already; ``ArgMin`` alike)"""
-    return arg_node(em, fn.body.args[0], args)
+    return arg_node(em, m.root.args[0], args)
 
 
 @converter("DepthToSpace", 1)
@@ -260,8 +260,8 @@ def _block_examples(rng) -> list:
 
 @composite("onnx.BlockMove", is_op("reshape")(is_op("transpose")(is_op("reshape")(wildcard()))),
            check=lambda root: _block_move(root) is not None, examples=_block_examples)
-def _block_move_back(em, fn, args):
+def _block_move_back(em, m, args):
     """``reshape(transpose(reshape(x, (n, c/4, 2, 2, h, w)), (0, 1, 4, 2, 5, 3)), (n, c/4, 2h, 2w))``
     -> ``DepthToSpace(x, blocksize=2, mode="CRD")`` (DCR and ``SpaceToDepth`` alike)"""
-    op, b, mode = _block_move(fn.body)
+    op, b, mode = _block_move(m.root)
     return em.one(op, args, blocksize=b, mode=mode)

@@ -221,16 +221,16 @@ def _reduce_back(em, onnx_op: str, total, args, keep: bool) -> Optional[str]:
 
 
 @composite("onnx.ReduceL2", is_op("sqrt")(_sum_sq), stage=0)
-def _l2_back(em, fn, args):
+def _l2_back(em, m, args):
     """``sqrt(sum(multiply(x, x)))`` -> ``ReduceL2(x)``"""
-    total = fn.body.args[0]
+    total = m.root.args[0]
     return _reduce_back(em, "ReduceL2", total, args, total.attrs.keepdims)
 
 
 @composite("onnx.ReduceSumSquare", _sum_sq)
-def _sum_square_back(em, fn, args):
+def _sum_square_back(em, m, args):
     """``sum(multiply(x, x))`` -> ``ReduceSumSquare(x)``"""
-    return _reduce_back(em, "ReduceSumSquare", fn.body, args, fn.body.attrs.keepdims)
+    return _reduce_back(em, "ReduceSumSquare", m.root, args, m.root.attrs.keepdims)
 
 
 def _lse_parts(root) -> Optional[tuple]:
@@ -258,13 +258,13 @@ def _dropped(root) -> bool:
 
 
 @composite("onnx.ReduceLogSumExp/dropped", is_op("squeeze")(_lse) | is_op("reshape")(_lse), stage=0, check=_dropped)
-def _lse_dropped_back(em, fn, args):
+def _lse_dropped_back(em, m, args):
     """``squeeze(add(log(sum(exp(subtract(x, m)))), m))``, ``m = max(x)`` -> ``ReduceLogSumExp(x, keepdims=0)``
     (or a reshape dropping the reduced axes: what -O3 makes of the squeeze)"""
-    return _reduce_back(em, "ReduceLogSumExp", _lse_parts(fn.body.args[0])[0], args, False)
+    return _reduce_back(em, "ReduceLogSumExp", _lse_parts(m.root.args[0])[0], args, False)
 
 
 @composite("onnx.ReduceLogSumExp", _lse, check=lambda root: _lse_parts(root) is not None)
-def _lse_back(em, fn, args):
+def _lse_back(em, m, args):
     """``add(log(sum(exp(subtract(x, m)))), m)``, ``m = max(x)`` -> ``ReduceLogSumExp(x)``"""
-    return _reduce_back(em, "ReduceLogSumExp", _lse_parts(fn.body)[0], args, True)
+    return _reduce_back(em, "ReduceLogSumExp", _lse_parts(m.root)[0], args, True)

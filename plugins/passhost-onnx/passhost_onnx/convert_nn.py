@@ -450,11 +450,11 @@ def _biased_examples(rng) -> list:
 
 @composite("onnx.Biased", is_op("nn.bias_add")(_weighted, _b) | is_op("add")(_weighted, _b),
            check=lambda root: _biased(root) is not None, examples=_biased_examples)
-def _biased_back(em, fn, args):
+def _biased_back(em, m, args):
     """``nn.bias_add(nn.conv2d(x, w), b)`` -> ``Conv(x, w, b)``; ``ConvTranspose`` and a constant
     ``add`` along the channels alike, and ``Gemm(x, w, b)`` of a 2-D ``nn.dense``"""
-    op, b = _biased(fn.body)
-    c = next(a for a in fn.body.args if type(a) is ir.Constant)
+    op, b = _biased(m.root)
+    c = next(a for a in m.root.args if type(a) is ir.Constant)
     bias = em.constant(c) if b.ndim == 1 else em.const(b.reshape(-1), source=em.constant(c))
     return EMITTERS[op.op.name](em, op, [args[0], em.constant(op.args[1]), bias])
 
@@ -483,11 +483,11 @@ def _scale_shift_example(rng) -> list:
 
 @composite("onnx.BatchNormalization", is_op("add")(is_op("multiply")(_x, is_constant()), _b),
            check=lambda root: _scale_shift(root) is not None, examples=_scale_shift_example)
-def _scale_shift_back(em, fn, args):
+def _scale_shift_back(em, m, args):
     """``add(multiply(x, s), b)``, ``x`` 4-D, ``s`` and ``b`` ``(C, 1, 1)`` constants (what
     SimplifyInference leaves of a batch norm no convolution took) -> ``BatchNormalization(x, s, b,
     mean=0, var=1, epsilon=0)``: exactly ``s * x + b``"""
-    s, b = _scale_shift(fn.body)
+    s, b = _scale_shift(m.root)
     c, dt = s.size, s.dtype
     zero, one = (em.const(f(c, dt), key=(f, c, dt.str)) for f in (np.zeros, np.ones))  # (one of each per size)
     stats = [em.const(s.reshape(-1)), em.const(b.reshape(-1)), zero, one]
@@ -508,11 +508,11 @@ def _transposed_example(rng) -> list:
 
 @composite("onnx.MatMul/transposed", is_op("nn.dense")(_x, is_op("transpose")(_y)), check=_transposed_operand,
            examples=_transposed_example)
-def _transposed_back(em, fn, args):
+def _transposed_back(em, m, args):
     """``nn.dense(a, transpose(b, axes=[1, 0]))`` (how ``MatMul`` of a 2-D ``b`` that is not a
     constant imports: an input, or a local function's parameter) -> ``MatMul(a, b)``, not
     ``Transpose`` + ``Gemm(transB=1)``"""
-    return em.one("MatMul", [args[fn.params.index(fn.body.args[0])], args[fn.params.index(fn.body.args[1].args[0])]])
+    return em.one("MatMul", [args[m.leaves.index(m.root.args[0])], args[m.leaves.index(m.root.args[1].args[0])]])
 
 
 def _batch(root) -> Optional[tuple]:
@@ -545,14 +545,14 @@ def _operand():
 
 @composite("onnx.MatMul/batched", is_op("reshape")(is_op("nn.batch_matmul")(_operand(), _operand())),
            check=lambda root: _batch(root) is not None, examples=_batch_example)
-def _batched_back(em, fn, args):
+def _batched_back(em, m, args):
     """``reshape(nn.batch_matmul(reshape(a[1,4,64,64], (4, 64, 64)), reshape(b, (4, 64, 64))), (1, 4, 64, 64))``
     -> ``MatMul(a, b)``; an operand of another shape gets a reshape, to the batched shape"""
-    batch, operands = _batch(fn.body), []
-    for r in fn.body.args[0].args:
+    batch, operands = _batch(m.root), []
+    for r in m.root.args[0].args:
         x = r.args[0] if calls(r, "reshape") else r
         want = batch + tuple(r.checked_type.shape)[1:]
-        value, have = args[fn.params.index(x)], tuple(x.checked_type.shape)
+        value, have = args[m.leaves.index(x)], tuple(x.checked_type.shape)
         target = reshape_target(have, want)  # (ONNX's 0 and -1 where exact)
         operands.append(value if have == want else em.one("Reshape", [value, em.ints(want if target is None else target)]))
     return em.one("MatMul", operands)

@@ -203,6 +203,7 @@ _hard_sigmoid_x6 = is_op("clip")(is_op("add")(is_op("multiply")(_x, is_constant(
 _stable_softplus = is_op("add")(is_op("log")(is_op("add")(is_op("exp")(is_op("negative")(is_op("abs")(_x))),
                                                           is_constant())), is_op("nn.relu")(_x))
 _plain_softplus = is_op("log")(is_op("add")(is_op("exp")(_x), is_constant()))
+_softplus_form = _stable_softplus | _plain_softplus
 _SIXTH = float(np.float32(1 / 6))
 
 
@@ -235,15 +236,15 @@ def _hard_swish_example(rng) -> list:
 
 @composite("onnx.HardSwish", is_op("multiply")(_x, _hard_sigmoid_x6), since=14, stage=0, check=_hard_swish_ok,
            examples=_hard_swish_example)
-def _hard_swish_back(em, fn, args):
+def _hard_swish_back(em, m, args):
     """``Mul(x, HardSigmoid(x, 1/6, 1/2))`` -> ``HardSwish(x)``"""
     return em.one("HardSwish", args)
 
 
 @composite("onnx.HardSigmoid", _hard_sigmoid, check=lambda root: _hard_sigmoid_params(root) is not None)
-def _hard_sigmoid_back(em, fn, args):
+def _hard_sigmoid_back(em, m, args):
     """``clip(add(multiply(x, a), b), 0, 1)`` -> ``HardSigmoid(x, alpha=a, beta=b)``"""
-    alpha, beta = _hard_sigmoid_params(fn.body)
+    alpha, beta = _hard_sigmoid_params(m.root)
     return em.one("HardSigmoid", args, alpha=alpha, beta=beta)
 
 
@@ -255,11 +256,9 @@ def _softplus_ok(sp: ir.Call) -> bool:
 
 
 def _softplus_input(s: ir.Expr) -> Optional[ir.Expr]:
-    """``x`` of a matched softplus of ``x`` (either form) or of a Softplus composite's call."""
-    if type(s) is not ir.Call:
+    """``x`` of a softplus of ``x`` (either form, matched), else ``None``."""
+    if not _softplus_form.match(s):
         return None
-    if type(s.op) is ir.Function:
-        return s.args[0] if str(s.op.attrs.get("Composite", "")).startswith("onnx.Softplus") else None
     if s.op.name == "add":  # the stable form: add(log(...), nn.relu(x))
         relu = [a for a in s.args if calls(a, "nn.relu")]
         return relu[0].args[0] if relu else None
@@ -267,49 +266,45 @@ def _softplus_input(s: ir.Expr) -> Optional[ir.Expr]:
     return e.args[0] if calls(e, "exp") else None
 
 
-def _mish_x(root: ir.Call, composite_softplus: bool) -> Optional[ir.Expr]:
-    """``x`` when ``root`` is ``multiply(x, tanh(softplus(x)))`` with a softplus of constant 1
-    (``composite_softplus``: the softplus is a Softplus composite's call)."""
+def _mish_x(root: ir.Call) -> Optional[ir.Expr]:
+    """``x`` when ``root`` is ``multiply(x, tanh(softplus(x)))`` with a softplus of constant 1."""
     for x, t in (root.args, root.args[::-1]):
         s = t.args[0] if calls(t, "tanh") else None
-        if (s is not None and _softplus_input(s) is x and (type(s.op) is ir.Function) == composite_softplus
-                and (composite_softplus or _softplus_ok(s))):
+        if s is not None and _softplus_input(s) is x and _softplus_ok(s):
             return x
     return None
 
 
-@composite("onnx.Mish", is_op("multiply")(_x, is_op("tanh")(_stable_softplus | _plain_softplus)), since=18, stage=0,
-           check=lambda root: _mish_x(root, False) is not None)
-def _mish_back(em, fn, args):
+@composite("onnx.Mish", is_op("multiply")(_x, is_op("tanh")(_softplus_form)), since=18, stage=0,
+           check=lambda root: _mish_x(root) is not None)
+def _mish_back(em, m, args):
     """``multiply(x, tanh(softplus(x)))`` -> ``Mish(x)``"""
     return em.one("Mish", args)
 
 
 @composite("onnx.Softplus", _stable_softplus, check=_softplus_ok)
-def _softplus_back(em, fn, args):
+def _softplus_back(em, m, args):
     """``add(log(add(exp(negative(abs(x))), 1f)), nn.relu(x))`` -> ``Softplus(x)``"""
     return em.one("Softplus", args)
 
 
 @composite("onnx.Softplus/plain", _plain_softplus, stage=2, check=_softplus_ok)
-def _plain_softplus_back(em, fn, args):
+def _plain_softplus_back(em, m, args):
     """``log(add(exp(x), 1f))`` (TVM's form) -> ``Softplus(x)``"""
     return em.one("Softplus", args)
 
 
 def _shared_example(rng) -> list:
-    p = ir.var("p", shape=(3,))
-    sp = ir.Function([p], softplus(p, ir.const(np.float32(1))), attrs={"Composite": "onnx.Softplus"})
-    return [example(rng, lambda x: ir.multiply(x, ir.tanh(ir.Call(sp, [x]))), (3,))]
+    return [example(rng, lambda x: ir.multiply(x, ir.tanh(softplus(x, ir.const(np.float32(1))))), (3,))]
 
 
 @composite("onnx.Mish/shared", is_op("multiply")(_x, is_op("tanh")(wildcard())), since=18, stage=3,
-           check=lambda root: _mish_x(root, True) is not None, examples=_shared_example)
-def _mish_of_softplus_back(em, fn, args):
-    """``multiply(x, tanh(s))``, ``s`` a Softplus of ``x`` read elsewhere too -> ``Mish(x)``
-    (the Softplus stays for its other readers)"""
-    x = next(a for a in fn.body.args if type(a) is ir.Var)  # (the other is tanh(s))
-    return em.one("Mish", [args[fn.params.index(x)]])
+           check=lambda root: _mish_x(root) is not None, examples=_shared_example)
+def _mish_of_softplus_back(em, m, args):
+    """``multiply(x, tanh(s))``, ``s`` a softplus of ``x`` read elsewhere too -> ``Mish(x)``
+    (the softplus stays for its other readers)"""
+    return em.one("Mish", [args[m.leaves.index(_mish_x(m.root))]])
+
 
 
 _elu_tail = is_op("subtract")(is_op("exp")(_x), is_constant())
@@ -326,6 +321,6 @@ def _elu_alpha(root: ir.Call) -> Optional[float]:
 
 @composite("onnx.Elu", is_op("where")(is_op("less")(_x, is_constant()), is_op("multiply")(is_constant(), _elu_tail)
                                       | _elu_tail, _x), check=lambda root: _elu_alpha(root) is not None)
-def _elu_back(em, fn, args):
+def _elu_back(em, m, args):
     """``where(less(x, 0f), multiply(a, subtract(exp(x), 1f)), x)`` -> ``Elu(x, alpha=a)``"""
-    return em.one("Elu", args, alpha=_elu_alpha(fn.body))
+    return em.one("Elu", args, alpha=_elu_alpha(m.root))

@@ -13,15 +13,15 @@ module was imported from (``mod.attrs["onnx.outputs"]``), else ``output_0``, ``o
 
 The export in three steps:
 
-1. ``@main`` (fused functions inlined) is partitioned with the composite patterns the
-   family modules declare beside their converters (:mod:`.composites`): each match becomes
-   a function standing for one ONNX operator;
+1. the composite patterns the family modules declare beside their converters
+   (:mod:`.composites`) are matched in ``@main`` (fused functions inlined): each match
+   stands for one ONNX operator (the partition's decision; no function is built);
 2. every call is written 1:1 through the operator emitters (:mod:`.emit`), every
-   composite through its emitter;
+   composite's root through its emitter, on the values of the match's leaves;
 3. what must stay at the ONNX level goes through one :class:`~.node_view.NodeView` of the
    written nodes (:func:`_one_d_back`, :func:`_transpose_pairs`, the attention heads and
-   the QLinear join), built once. A graph output cannot be lost: the partition never takes
-   a value read outside a match, and the view never drops the writer of a graph output.
+   the QLinear join), built once. A graph output cannot be lost: a match never takes a
+   value read outside it, and the view never drops the writer of a graph output.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from passhost.ir.rewrite import KEEP_TYPES, RuleTable, walk
 from . import emit_ops  # noqa: F401  (registers its emitters)
 from .emit_qnn import join_qlinear_conv
 from .node_view import NodeView
-from .composites import emitter_of, partition_composites
+from .composites import composite_parts
 from .control import all_nodes
 from .local_functions import emit_function_call, function_protos, kept_function
 from .dim_values import DimValues, dim_sources, onnx_dims
@@ -113,6 +113,8 @@ class Emitter:
         self.copies: dict = {}
         #: the model-local functions the graph calls (:mod:`.local_functions`): GlobalVar -> Function
         self.kept_functions: dict = {}
+        #: the composites' matches: id(root) -> Part (:func:`.composites.composite_parts`)
+        self.parts: dict = {}
 
     def fresh(self, hint: str = "t") -> str:
         while True:
@@ -194,8 +196,9 @@ def _is_function(e: ir.Expr) -> bool:
     return type(e) is ir.Function or type(e) is ir.If  # (an if's branches are its subgraphs)
 
 
-def _emit_body(em: Emitter, mod: ir.IRModule, body: ir.Expr, env: dict) -> Any:
-    """Emit every node ``body`` needs; returns its value (a name, or a tuple of values).
+def _emit_body(em: Emitter, mod: ir.IRModule, body: ir.Expr, env: dict, parts: Optional[dict] = None) -> Any:
+    """Emit every node ``body`` needs; returns its value (a name, or a tuple of values). A
+    composite's root (``parts``, default ``em.parts``) is written by its emitter.
 
     A call of no arguments (``ones``/``zeros`` of a run-time size: the scale and shift
     FuseLayerNorm gives a layer norm that has none) is written where it is first read, so
@@ -205,7 +208,8 @@ def _emit_body(em: Emitter, mod: ir.IRModule, body: ir.Expr, env: dict) -> Any:
         ->  LayerNormalization(x, [1], [0])          # no Shape(x), Mul, ConstantOfShape
     """
     vals: dict = dict(env)
-    for e in ir.post_order(body, skip=_is_function):
+    parts = em.parts if parts is None else parts
+    for e in _order(body, parts):
         if e in vals:
             continue
         t = type(e)
@@ -221,7 +225,12 @@ def _emit_body(em: Emitter, mod: ir.IRModule, body: ir.Expr, env: dict) -> Any:
                 raise FormatError(f"tuple access .{e.index} of a tensor")
             vals[e] = tup[e.index]
         elif t is ir.Call:
-            vals[e] = _Later(e) if not e.args else _call_value(em, mod, e, _args(em, mod, vals, e))
+            part = parts.get(id(e)) if parts else None
+            if part is not None:  # a composite's root: its emitter, on the values of the match's leaves
+                out = part.tag.emit(em, part, [_read(em, mod, vals, x) for x in part.leaves])
+                vals[e] = _typed(em, e, out) if out is not None else _emit_body(em, mod, e, vals, {})
+            else:
+                vals[e] = _Later(e) if not e.args else _call_value(em, mod, e, _args(em, mod, vals, e))
         elif t is ir.If:
             vals[e] = _emit_if(em, mod, e, vals)
         elif t in (ir.Function, ir.Op, ir.GlobalVar):
@@ -265,7 +274,7 @@ def _unread(call: ir.Call) -> tuple:
     op, inner = call.op, call
     if type(op) is ir.Function:
         inner = _single_call(op)
-        if inner is None or (op.attrs and op.attrs.get("Composite")):
+        if inner is None:
             return ()
     elif type(op) is not ir.Op:
         return ()
@@ -279,16 +288,12 @@ def _unread(call: ir.Call) -> tuple:
 
 
 def _call_value(em: Emitter, mod: ir.IRModule, e: ir.Call, args: list) -> Any:
-    """Write call ``e`` of the emitted ``args``: an operator 1:1, a composite through its
-    emitter, a fused function inlined, a model-local function as a call of its FunctionProto."""
+    """Write call ``e`` of the emitted ``args``: an operator 1:1, a fused function inlined, a
+    model-local function as a call of its FunctionProto."""
     op = e.op
     if type(op) is ir.Op:
         return _emit_call(em, e, args)
     if type(op) is ir.Function:
-        emit = emitter_of(op)
-        out = emit(em, op, args) if emit is not None else None
-        if out is not None:  # a composite's one ONNX operator
-            return _typed(em, e, out)
         inner = _single_call(op)
         if inner is not None:  # (most fused functions: no walk of their own)
             return _emit_call(em, inner, _operands(em, inner, dict(zip(op.params, args))))
@@ -302,6 +307,37 @@ def _call_value(em: Emitter, mod: ir.IRModule, e: ir.Call, args: list) -> Any:
             return out
         return _emit_body(em, mod, fn.body, dict(zip(fn.params, args)))
     raise FormatError(f"a call of {type(op).__name__} cannot be exported to ONNX")
+
+
+def _order(body: ir.Expr, parts: dict) -> list:
+    """``post_order(body)`` as the emission goes (functions not entered), a composite's root
+    entered at the leaves of its match: the nodes it holds are its emitter's to write."""
+    if not parts:
+        return ir.post_order(body, skip=_is_function)
+    order: list = []
+    seen: set = set()
+    stack: list = [body]
+    while stack:
+        node = stack.pop()
+        if node is _LISTED:
+            order.append(stack.pop())
+            continue
+        if node in seen:
+            continue
+        seen.add(node)
+        part = parts.get(id(node))
+        kids = part.leaves if part is not None else () if _is_function(node) else ir.children(node)
+        if not kids:
+            order.append(node)
+            continue
+        stack.append(node)
+        stack.append(_LISTED)
+        stack.extend(k for k in reversed(kids) if k not in seen)
+    return order
+
+
+#: _order's stack marker: the node below it has all its children listed
+_LISTED = object()
 
 
 def _span_name(e: ir.Expr) -> str:
@@ -487,8 +523,8 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
     if "main" not in {gv.name_hint for gv in mod.functions}:
         raise FormatError("the module has no @main to export")
     mod = ir.infer_type(mod)
-    main = _with_composites(mod["main"], opset)
     em = Emitter(opset, target)
+    main = _with_composites(em, mod["main"])
     em.dim_values = DimValues(em, dim_sources(main))
     env = {p: p.name_hint for p in main.params}
     em.taken.update(env.values())
@@ -569,10 +605,13 @@ def _onnx_level(em: Emitter) -> None:
     em.nodes = view.alive()
 
 
-def _with_composites(main: ir.Function, opset: int) -> ir.Function:
-    """``main`` with its fused functions inlined and the composites of ``opset``
-    partitioned out (:mod:`.composites`: one operator may span two fused functions), typed."""
-    body = partition_composites(walk(main.body, _INLINE, KEEP_TYPES, skip=_is_function), opset)
+def _with_composites(em: Emitter, main: ir.Function) -> ir.Function:
+    """``main`` with its fused functions inlined, typed; the matches of the composites of
+    ``em``'s opset and target in it go to ``em.parts`` (:mod:`.composites`: one operator may
+    span two fused functions)."""
+    body = walk(main.body, _INLINE, KEEP_TYPES, skip=_is_function)
+    em.parts = composite_parts(body, em.opset, em.target)
+
     if body is main.body:
         return main
     return ir.infer_type(ir.Function(main.params, body, main.ret_type, main.attrs))  # (the root only)
