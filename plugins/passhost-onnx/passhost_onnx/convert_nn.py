@@ -413,8 +413,8 @@ def _batch_matmul_symbolic(node, a, b, sa, sb):
 
 # -- the way back: a bias or a scale and shift joined into one node (see :mod:`.composites`) -----
 _x, _y, _w, _b = wildcard(), wildcard(), is_constant(), is_constant()
-_weighted = (is_op("nn.conv2d")(_x, _w) | is_op("nn.conv3d")(_x, _w) | is_op("nn.dense")(_x, _w)
-             | is_op("nn.conv2d_transpose")(_x, _w) | is_op("nn.conv3d_transpose")(_x, _w))
+_weighted = (is_op("nn.conv2d") | is_op("nn.conv3d") | is_op("nn.dense") | is_op("nn.conv2d_transpose")
+             | is_op("nn.conv3d_transpose"))(_x, _w)
 
 
 def _biased(root) -> Optional[tuple]:
@@ -448,7 +448,7 @@ def _biased_examples(rng) -> list:
             example(rng, lambda x: ir.nn.bias_add(ir.nn.dense(x, r(3, 5)), r(3)), (2, 5))]
 
 
-@composite("onnx.Biased", is_op("nn.bias_add")(_weighted, _b) | is_op("add")(_weighted, _b),
+@composite("onnx.Biased", (is_op("nn.bias_add") | is_op("add"))(_weighted, _b),
            check=lambda root: _biased(root) is not None, examples=_biased_examples)
 def _biased_back(em, m, args):
     """``nn.bias_add(nn.conv2d(x, w), b)`` -> ``Conv(x, w, b)``; ``ConvTranspose`` and a constant

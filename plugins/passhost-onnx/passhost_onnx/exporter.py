@@ -625,8 +625,31 @@ def _inline(call: ir.Call) -> Optional[ir.Expr]:
         if type(body) is ir.Call and all(type(a) is ir.Var or type(a) is ir.Constant for a in body.args):
             # (most fused functions: one operator on the parameters and constants; no walk)
             return body.with_args(tuple(sub.get(a, a) for a in body.args))
-        return walk(body, None, KEEP_TYPES, memo=sub)
+        return _substituted(body, sub)
     return None
+
+
+def _substituted(body: ir.Expr, sub: dict) -> ir.Expr:
+    """``body`` (calls, tuples and their items) on ``sub``'s values for its parameters, each
+    node rebuilt keeping its type; another kind of node has the generic walk do it."""
+    new = dict(sub)
+    for e in ir.post_order(body):
+        t = type(e)
+        if t is ir.Call:
+            args = tuple([new.get(a, a) for a in e.args])
+            if args != e.args:
+                new[e] = e.with_args(args, args_typed=True)
+        elif t is ir.TupleGetItem:
+            tup = new.get(e.tuple_value)
+            if tup is not None:
+                new[e] = ir.keep_checked_type(e, ir.TupleGetItem(tup, e.index))
+        elif t is ir.Tuple:
+            fields = [new.get(f, f) for f in e.fields]
+            if any(a is not b for a, b in zip(fields, e.fields)):
+                new[e] = ir.keep_checked_type(e, ir.Tuple(fields))
+        elif t is not ir.Var and t is not ir.Constant and t is not ir.Op:
+            return walk(body, None, KEEP_TYPES, memo=dict(sub))
+    return new.get(body, body)
 
 
 _INLINE = RuleTable([(ir.Call, _inline)])
