@@ -168,8 +168,8 @@ def test_a_half_rms_norm_as_hugging_face_writes_it_is_one_operator_with_the_same
         if opset >= 23:
             np.testing.assert_array_equal(got, want)
         else:
-            off = got != want
-            assert off.mean() < 1e-3 and (np.abs(got - want)[off] <= np.spacing(np.abs(want[off]))).all()
+            off = got != want  # (one float16 step of the normalised value, times the weight: |w| < 2)
+            assert off.mean() < 1e-3 and (np.abs(got - want)[off] <= 2 * np.spacing(np.abs(want[off]))).all()
 
 
 def _function_body(node, model) -> onnx.ModelProto:
@@ -211,15 +211,15 @@ def test_rms_normalization_imports_as_the_operator_with_the_function_bodys_numbe
         got = ir.evaluate(mod, a)
         want = ReferenceEvaluator(_function_body(node, model)).run(None, {"x": a})[0]
         # (the body divides where nn.rms_norm multiplies by the reciprocal: float32 rounding, which
-        # shows in float16 on a few elements only)
+        # shows in float16 on a few elements only, one step of the normalised value, times |w| < 2)
         if dtype == "float32":
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
         else:
             off = got != want
-            assert off.mean() < 1e-3 and (np.abs(got - want)[off] <= np.spacing(np.abs(want[off]))).all()
+            assert off.mean() < 1e-3 and (np.abs(got - want)[off] <= 2 * np.spacing(np.abs(want[off]))).all()
         if dtype == "float16":  # onnxruntime's kernel rounds once after the scale: one step from it
             ort = ort_run(str(path), {"x": a})[0]
-            assert (np.abs(got - ort) <= np.spacing(np.abs(ort))).all() and (got != ort).mean() > 0.1
+            assert (np.abs(got - ort) <= 2 * np.spacing(np.abs(ort))).all() and (got != ort).mean() > 0.1
 
 
 def test_heads_stay_in_3d_around_rotary_and_attention(tmp_path, ort_run):

@@ -12,6 +12,10 @@ from its ``transformers`` config with ``from_config`` after ``torch.manual_seed`
 - ``llama_fp16/model.onnx``: the same Llama configuration in float16 (``model.half()``, exported
   with ``dtype="fp16"`` on the CPU): Hugging Face's RMSNorm then normalises in float32 between
   two casts, ``weight * x.to(float16)``, and the attention's softmax runs in float32;
+- ``gptj/model.onnx``: GPT-J (4 heads of 16, ``rotary_dim=8``): the interleaved rotation
+  (``rotate_every_two``) on the first half of each head, before the heads' transpose;
+- ``phi/model.onnx``: Phi (``partial_rotary_factor=0.5``): Hugging Face's ``rotate_half`` on the
+  first half of each head, the rest passed through;
 - ``t5/``: T5 (relative position buckets, gated-GELU), ``text2text-generation-with-past`` left
   unmerged (``no_post_process=True``): ``encoder_model.onnx``, ``decoder_model.onnx`` (the first
   step, no cache in, the self- and cross-attention caches out) and
@@ -71,7 +75,9 @@ from transformers import (  # noqa: E402
     AutoModelForSeq2SeqLM,
     GenerationConfig,
     GPT2Config,
+    GPTJConfig,
     LlamaConfig,
+    PhiConfig,
     Qwen2Config,
     T5Config,
 )
@@ -131,6 +137,19 @@ MODELS = {
                                    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
                                    hidden_act="silu", rms_norm_eps=1e-6, rope_theta=10000.0,
                                    tie_word_embeddings=False, initializer_range=0.2, **_SPECIAL),
+    ),
+    "gptj": dict(
+        task="text-generation-with-past",
+        auto=AutoModelForCausalLM,
+        config=lambda: GPTJConfig(vocab_size=VOCAB, n_positions=128, n_embd=64, n_layer=2, n_head=4, rotary_dim=8,
+                                  n_inner=128, initializer_range=0.2, tie_word_embeddings=False, **_SPECIAL),
+    ),
+    "phi": dict(
+        task="text-generation-with-past",
+        auto=AutoModelForCausalLM,
+        config=lambda: PhiConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                 num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=128,
+                                 partial_rotary_factor=0.5, initializer_range=0.2, **_SPECIAL),
     ),
 }
 
