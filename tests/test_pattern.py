@@ -397,3 +397,24 @@ def test_find_parts_decides_stage_by_stage_without_rebuilding():
     prod = ir.multiply(ir.add(x, y), x)
     add_mul = is_op("multiply")(is_op("add")(wildcard(), wildcard()), wildcard())
     assert find_parts([[(add_mul, "am", None)]], prod)[id(prod)].leaves == [x, y]
+
+
+def test_compile_linear_takes_the_backtracking_matchers_first_answer():
+    from passhost.ir.pattern.match import _Matcher, compile_linear
+
+    x, y = _x(), _x("y")
+    c = ir.const(np.ones((2, 3), "float32"))
+    w = wildcard()
+    scale_shift = is_op("add")(is_op("multiply")(w, is_constant()), is_constant())
+    either = (is_op("nn.bias_add") | is_op("add"))(is_op("exp")(wildcard()) | is_op("log")(wildcard()), wildcard())
+    cases = [(scale_shift, ir.add(c, ir.multiply(c, x))), (scale_shift, ir.add(ir.multiply(x, c), c)),
+             (scale_shift, ir.add(ir.multiply(x, y), c)), (either, ir.add(y, ir.log(x))),
+             (either, ir.add(ir.exp(x), ir.log(y))), (either, ir.subtract(ir.exp(x), y))]
+    for pattern, e in cases:
+        m, out = _Matcher(), []
+        found = compile_linear(pattern)(e, out)
+        assert found == m.match(pattern, e)
+        if found:  # the same wildcards bound to the same nodes
+            want = {p: n for p, n in m.memo.items() if type(p).__name__ == "WildcardPattern"}
+            assert {p: n for p, n in out if type(p).__name__ == "WildcardPattern"} == want
+    assert compile_linear(is_op("multiply")(w, is_op("tanh")(w))) is None  # w twice: not linear

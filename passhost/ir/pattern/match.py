@@ -513,3 +513,95 @@ def _is_simple(pattern: DFPattern) -> bool:
         elif t is ExprPattern and isinstance(p.expr, Op):
             return False  # a bare operator as a value: leave it to the general matcher
     return True
+
+
+class _Shared(Exception):
+    """A pattern node met twice: the pattern is not linear."""
+
+
+def compile_linear(pattern: DFPattern) -> Optional[Callable[[Expr, list], bool]]:
+    """A matcher without continuations for a *linear* pattern, one in which no node appears
+    twice (so no binding constrains another), made of calls of named operators, alternatives,
+    wildcards, variables, constants, tuples, their items, and attribute and type tests:
+    ``match(expr, out) -> bool``, adding to ``out`` a ``(pattern node, node)`` pair for each
+    wildcard, variable, call, tuple and item matched. Alternatives and a commutative call's
+    two orders are tried in turn, a failed try's pairs dropped; since the parts of a linear
+    pattern match independently, the first try that succeeds is the one the backtracking
+    :class:`_Matcher` takes. ``None`` for any other pattern::
+
+        add(multiply(x, c), b)   linear: one test per node, the add's two orders in turn
+        multiply(x, tanh(x))     not linear (``x`` twice): the backtracking matcher's
+    """
+    try:
+        return _linear(pattern, set())
+    except _Shared:
+        return None
+
+
+def _linear(p: DFPattern, seen: set) -> Optional[Callable[[Expr, list], bool]]:  # noqa: C901 - one dispatch
+    if id(p) in seen:
+        raise _Shared
+    seen.add(id(p))
+    t = type(p)
+    if t is WildcardPattern:
+        return lambda e, out: out.append((p, e)) is None
+    if t is ConstantPattern:
+        return lambda e, out: type(e) is Constant
+    if t is VarPattern:
+        name = p.name
+        return lambda e, out: type(e) is Var and (not name or e.name_hint == name) and out.append((p, e)) is None
+    if t is AltPattern:
+        left, right = _linear(p.left, seen), _linear(p.right, seen)
+        if left is None or right is None:
+            return None
+
+        def alt(e: Expr, out: list) -> bool:
+            n = len(out)
+            if left(e, out):
+                return True
+            del out[n:]
+            return right(e, out)
+
+        return alt
+    if t in (AttrPattern, DataTypePattern, ShapePattern, TypePattern):
+        inner = _linear(p.pattern, seen)
+        test = _Matcher()._attrs if t is AttrPattern else _Matcher()._type
+        return None if inner is None else (lambda e, out: inner(e, out) and test(p, e))
+    if t is CallPattern:
+        return _linear_call(p, seen)
+    if t is TupleGetItemPattern:
+        inner = _linear(p.tuple, seen)
+        index = p.index
+        return None if inner is None else (lambda e, out: type(e) is TupleGetItem and (index < 0 or e.index == index)
+                                           and inner(e.tuple_value, out) and out.append((p, e)) is None)
+    return None
+
+
+def _linear_call(p: CallPattern, seen: set) -> Optional[Callable[[Expr, list], bool]]:
+    names = _op_names(p.op)
+    if names is None:
+        return None
+    seen.add(id(p.op))
+    args = None if p.args is None else [_linear(a, seen) for a in p.args]
+    if args is not None and any(a is None for a in args):
+        return None
+    may_swap = args is not None and len(args) == 2 and bool(names & COMMUTATIVE)
+    _Call, _Op = Call, Op
+
+    def call(e: Expr, out: list) -> bool:
+        if type(e) is not _Call or type(e.op) is not _Op or e.op.name not in names:
+            return False
+        if args is not None:
+            given = e.args
+            if len(given) != len(args):
+                return False
+            n = len(out)
+            if not all(a(x, out) for a, x in zip(args, given)):
+                del out[n:]
+                if not (may_swap and e.op.name in COMMUTATIVE and args[0](given[1], out) and args[1](given[0], out)):
+                    del out[n:]
+                    return False
+        out.append((p, e))
+        return True
+
+    return call

@@ -8,7 +8,7 @@ from ..expr import Call, Expr, Function, Tuple, TupleGetItem, Var
 from ..op import Op
 from ..types import FuncType
 from ..visitor import post_order
-from .match import _inputs, _Matcher, root_ops
+from .match import _inputs, _Matcher, compile_linear, root_ops
 from .nodes import DFPattern, VarPattern, WildcardPattern
 from .prefilter import prefilter
 
@@ -110,17 +110,18 @@ def find_parts(stages: list, expr: Expr, order: Optional[list] = None) -> dict:
             op = node.op if type(node) is Call else None
             if type(op) is Function:
                 continue
-            for pattern, tag, check, quick in by_op.get(op.name, anywhere) if type(op) is Op else anywhere:
+            for pattern, tag, check, quick, linear in by_op.get(op.name, anywhere) if type(op) is Op else anywhere:
                 if quick is not None and not quick(node):
                     continue
-                leaves = _taken(pattern, node, check, users, taken)
+                leaves = _taken(pattern, linear, node, check, users, taken)
                 if leaves is not None:
                     found[id(node)] = Part(tag, node, leaves)
                     break
     return found
 
 
-#: a pattern's prefilter, built on first use (a table's patterns live as long as the table)
+#: a pattern's prefilter and linear matcher, built on first use (a table's patterns live as
+#: long as the table)
 _QUICK: WeakKeyDictionary = WeakKeyDictionary()
 
 
@@ -130,22 +131,29 @@ def _dispatch(entries: list) -> tuple:
     listed = []
     for pattern, tag, check in entries:
         if pattern not in _QUICK:
-            _QUICK[pattern] = (prefilter(pattern),)
-        listed.append((root_ops(pattern), (pattern, tag, check, _QUICK[pattern][0])))
+            _QUICK[pattern] = (prefilter(pattern), compile_linear(pattern))
+        listed.append((root_ops(pattern), (pattern, tag, check, *_QUICK[pattern])))
     names = {n for ops, _ in listed if ops is not None for n in ops}
     by_op = {n: [e for ops, e in listed if ops is None or n in ops] for n in names}
     return by_op, [e for ops, e in listed if ops is None]
 
 
-def _taken(pattern: DFPattern, root: Expr, check: Optional[Callable], users: dict, taken: set) -> Optional[list]:
+def _taken(pattern: DFPattern, linear: Optional[Callable], root: Expr, check: Optional[Callable], users: dict,
+           taken: set) -> Optional[list]:
     """The leaves of the match of ``pattern`` at ``root`` if it is taken (``taken``, the ids
-    of the nodes earlier matches took, then holds its inner nodes), else ``None``."""
-    m = _Matcher()
-    if not m.match(pattern, root):
-        return None
-    leaves = {id(e): e for p, e in m.memo.items() if type(p) in (WildcardPattern, VarPattern)}
-    inner = {id(e): e for p, e in m.memo.items()
-             if id(e) not in leaves and type(e) in (Call, Tuple, TupleGetItem)}
+    of the nodes earlier matches took, then holds its inner nodes), else ``None``;
+    ``linear``: the pattern's :func:`~.match.compile_linear` matcher, if it has one."""
+    if linear is not None:
+        bound: Any = []
+        if not linear(root, bound):
+            return None
+    else:
+        m = _Matcher()
+        if not m.match(pattern, root):
+            return None
+        bound = m.memo.items()
+    leaves = {id(e): e for p, e in bound if type(p) in (WildcardPattern, VarPattern)}
+    inner = {id(e): e for p, e in bound if id(e) not in leaves and type(e) in (Call, Tuple, TupleGetItem)}
     if inner.keys() & taken:
         return None
     for node in inner.values():
