@@ -26,7 +26,8 @@ body's root, which a match may end at but never take inside. An emitter that dec
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
+
 
 from passhost import ir
 from passhost.ir.pattern import DFPattern, find_parts
@@ -67,12 +68,12 @@ class Composite:
 COMPOSITES: list = []
 
 
-def composite(name: str, pattern: DFPattern, *, since: int = 1, stage: int = 1,
-              check: Optional[Callable] = None, examples: Optional[Callable] = None, target: str = "") -> Callable:
-    """Register the decorated function as the emitter of composite ``name`` (see :class:`Composite`)."""
+def composite(name: str, pattern: DFPattern, **options: Any) -> Callable:
+    """Register the decorated function as the emitter of composite ``name``; ``options``
+    are :class:`Composite`'s (``since``, ``stage``, ``check``, ``examples``, ``target``)."""
 
     def register(fn: Callable) -> Callable:
-        COMPOSITES.append(Composite(name, pattern, fn, since, stage, check, examples, target))
+        COMPOSITES.append(Composite(name, pattern, fn, **options))
         return fn
 
     return register

@@ -221,16 +221,12 @@ def _reduce_back(em, onnx_op: str, total, args, keep: bool) -> Optional[str]:
 
 
 @composite("onnx.ReduceL2", is_op("sqrt")(_sum_sq), stage=0)
-def _l2_back(em, m, args):
-    """``sqrt(sum(multiply(x, x)))`` -> ``ReduceL2(x)``"""
-    total = m.root.args[0]
-    return _reduce_back(em, "ReduceL2", total, args, total.attrs.keepdims)
-
-
 @composite("onnx.ReduceSumSquare", _sum_sq)
 def _sum_square_back(em, m, args):
-    """``sum(multiply(x, x))`` -> ``ReduceSumSquare(x)``"""
-    return _reduce_back(em, "ReduceSumSquare", m.root, args, m.root.attrs.keepdims)
+    """``sum(multiply(x, x))`` -> ``ReduceSumSquare(x)``; ``sqrt(sum(multiply(x, x)))`` -> ``ReduceL2(x)``"""
+    l2 = calls(m.root, "sqrt")
+    total = m.root.args[0] if l2 else m.root
+    return _reduce_back(em, "ReduceL2" if l2 else "ReduceSumSquare", total, args, total.attrs.keepdims)
 
 
 def _lse_parts(root) -> Optional[tuple]:
@@ -258,13 +254,9 @@ def _dropped(root) -> bool:
 
 
 @composite("onnx.ReduceLogSumExp/dropped", is_op("squeeze")(_lse) | is_op("reshape")(_lse), stage=0, check=_dropped)
-def _lse_dropped_back(em, m, args):
-    """``squeeze(add(log(sum(exp(subtract(x, m)))), m))``, ``m = max(x)`` -> ``ReduceLogSumExp(x, keepdims=0)``
-    (or a reshape dropping the reduced axes: what -O3 makes of the squeeze)"""
-    return _reduce_back(em, "ReduceLogSumExp", _lse_parts(m.root.args[0])[0], args, False)
-
-
 @composite("onnx.ReduceLogSumExp", _lse, check=lambda root: _lse_parts(root) is not None)
 def _lse_back(em, m, args):
-    """``add(log(sum(exp(subtract(x, m)))), m)``, ``m = max(x)`` -> ``ReduceLogSumExp(x)``"""
-    return _reduce_back(em, "ReduceLogSumExp", _lse_parts(m.root)[0], args, True)
+    """``add(log(sum(exp(subtract(x, m)))), m)``, ``m = max(x)`` -> ``ReduceLogSumExp(x)``; under a squeeze
+    (or the reshape -O3 makes of it) dropping the reduced axes -> ``ReduceLogSumExp(x, keepdims=0)``"""
+    kept = calls(m.root, "add")
+    return _reduce_back(em, "ReduceLogSumExp", _lse_parts(m.root if kept else m.root.args[0])[0], args, kept)

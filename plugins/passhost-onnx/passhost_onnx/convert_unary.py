@@ -275,22 +275,11 @@ def _mish_x(root: ir.Call) -> Optional[ir.Expr]:
     return None
 
 
-@composite("onnx.Mish", is_op("multiply")(_x, is_op("tanh")(_softplus_form)), since=18, stage=0,
-           check=lambda root: _mish_x(root) is not None)
-def _mish_back(em, m, args):
-    """``multiply(x, tanh(softplus(x)))`` -> ``Mish(x)``"""
-    return em.one("Mish", args)
-
-
 @composite("onnx.Softplus", _stable_softplus, check=_softplus_ok)
-def _softplus_back(em, m, args):
-    """``add(log(add(exp(negative(abs(x))), 1f)), nn.relu(x))`` -> ``Softplus(x)``"""
-    return em.one("Softplus", args)
-
-
 @composite("onnx.Softplus/plain", _plain_softplus, stage=2, check=_softplus_ok)
-def _plain_softplus_back(em, m, args):
-    """``log(add(exp(x), 1f))`` (TVM's form) -> ``Softplus(x)``"""
+def _softplus_back(em, m, args):
+    """``add(log(add(exp(negative(abs(x))), 1f)), nn.relu(x))``, or TVM's ``log(add(exp(x), 1f))``
+    -> ``Softplus(x)``"""
     return em.one("Softplus", args)
 
 
@@ -298,12 +287,15 @@ def _shared_example(rng) -> list:
     return [example(rng, lambda x: ir.multiply(x, ir.tanh(softplus(x, ir.const(np.float32(1))))), (3,))]
 
 
+@composite("onnx.Mish", is_op("multiply")(_x, is_op("tanh")(_softplus_form)), since=18, stage=0,
+           check=lambda root: _mish_x(root) is not None)
 @composite("onnx.Mish/shared", is_op("multiply")(_x, is_op("tanh")(wildcard())), since=18, stage=3,
            check=lambda root: _mish_x(root) is not None, examples=_shared_example)
-def _mish_of_softplus_back(em, m, args):
-    """``multiply(x, tanh(s))``, ``s`` a softplus of ``x`` read elsewhere too -> ``Mish(x)``
-    (the softplus stays for its other readers)"""
+def _mish_back(em, m, args):
+    """``multiply(x, tanh(softplus(x)))`` -> ``Mish(x)``; ``Mish/shared``: the softplus is read
+    elsewhere too, and stays for its other readers"""
     return em.one("Mish", [args[m.leaves.index(_mish_x(m.root))]])
+
 
 
 
