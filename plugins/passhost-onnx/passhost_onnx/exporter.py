@@ -432,17 +432,17 @@ def _emit_call(em: Emitter, call: ir.Call, args: list) -> Any:
 
 def _typed(em: Emitter, call: ir.Call, out: Any) -> Any:
     """``out``, the value(s) emitted for ``call``, with their shapes and dtypes noted."""
-    if isinstance(out, str) and isinstance(call.checked_type, ir.TensorType):
-        shape = tuple(call.checked_type.shape)
-        em.shapes[out] = shape
-        em.dtypes[out] = call.checked_type.dtype
-        if not call.checked_type.is_static:
+    ty = call.checked_type
+    if type(out) is str and type(ty) is ir.TensorType:
+        shape = em.shapes[out] = ty.shape
+        em.dtypes[out] = ty.dtype
+        if not ty.is_static:
             em.dim_values.seen(out, shape)
-    elif isinstance(out, tuple) and isinstance(call.checked_type, ir.TupleType):
-        for name, ty in zip(out, call.checked_type.fields):  # (a split's parts: the peepholes read them)
-            if isinstance(name, str) and isinstance(ty, ir.TensorType):
-                em.shapes[name] = tuple(ty.shape)
-                em.dtypes[name] = ty.dtype
+    elif isinstance(out, tuple) and type(ty) is ir.TupleType:
+        for name, field in zip(out, ty.fields):  # (a split's parts: the peepholes read them)
+            if isinstance(name, str) and isinstance(field, ir.TensorType):
+                em.shapes[name] = tuple(field.shape)
+                em.dtypes[name] = field.dtype
     return out
 
 
