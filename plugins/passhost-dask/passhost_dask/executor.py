@@ -104,11 +104,17 @@ class DaskExecutor:
         self._rerun: dict = {}
         self._lock = threading.Lock()
         self._subscribed = False
+        self._sent = 0
 
     # -- starting and stopping ----------------------------------------------------------
     def __enter__(self) -> "DaskExecutor":
         try:
             import dask
+
+            if importlib.util.find_spec("distributed") is None:
+                raise ImportError("No module named 'distributed'")
+            # first: the fork server loads what the workers need while this process goes on
+            forked = self.address is None and start_fork_server(dask)
             import distributed
         except ImportError as err:
             raise UsageError(f"the dask executor needs Dask distributed ({_one_line(err)}): "
@@ -121,7 +127,9 @@ class DaskExecutor:
             n = self.workers or os.cpu_count() or 1
             if sys.stderr.isatty():
                 print(f"starting a Dask LocalCluster of {n} workers ...", file=sys.stderr, flush=True)
-            with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+            with dask.config.set({"distributed.scheduler.allowed-failures": 1,
+                                  "distributed.scheduler.worker-saturation": 1.0,
+                                  "distributed.worker.multiprocessing-method": "forkserver" if forked else "spawn"}):
                 self.cluster = distributed.LocalCluster(
                     n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                     dashboard_address=":0", silence_logs=logging.CRITICAL)
@@ -185,6 +193,11 @@ class DaskExecutor:
         running: dict = {}
         ready: deque = deque()
         finished = as_completed(loop=self.client.loop, with_results=True, raise_errors=False)
+        if self.cluster is not None and self.transfer == "paths" and len(queue) > 2 * self._capacity():
+            for future, handle in zip(self._send_all(handles), handles):  # the scheduler holds them back
+                running[future] = handle
+                finished.add(future)
+            queue.clear()
 
         def top_up() -> None:
             capacity = self._capacity() if queue else 0
@@ -309,10 +322,28 @@ class DaskExecutor:
             print(f"passhost: note: sending model bytes ({why}): each model goes to its worker and its output "
                   "comes back to be written here", file=sys.stderr)
 
+    def _key(self, job: Any) -> str:
+        """A unique task key; every job's is in one task group, ``passhost-job`` (Dask's
+        ``key_split`` stops at the number), whatever the model's name."""
+        self._sent += 1
+        return f"passhost-job-{self._sent}-{os.path.basename(job.input)}-{secrets.token_hex(6)}"
+
+    def _send_all(self, handles: list) -> list:
+        """Submit every job in one graph (paths), for the scheduler to hand out: the futures.
+
+        The LocalCluster started here runs with ``worker-saturation`` 1.0, so its scheduler
+        sends each worker thread one job and queues the rest, giving a freed thread the next
+        without a round trip through this process (about 8 ms a model here). Dask queues
+        only tasks of a group larger than twice the threads, all present when it decides:
+        hence one graph, and batches that small sent one by one (:meth:`_send`)."""
+        keys = [self._key(h.job) for h in handles]
+        return self.client.map(remote.run_paths, [h.fn for h in handles], [h.job for h in handles],
+                               key=keys, pure=False)
+
     def _send(self, handle: _Job) -> Any:
         """Submit one job: its future, or its row when the input cannot be read here."""
         job = handle.job
-        key = f"passhost-{os.path.basename(job.input)}-{secrets.token_hex(6)}"
+        key = self._key(job)
         if self.transfer == "paths":
             return self.client.submit(remote.run_paths, handle.fn, job, key=key, pure=False)
         try:
@@ -367,6 +398,36 @@ class DaskExecutor:
             row["error"] = f"cannot write {os.path.join(directory, name)!r}: {err.strerror or err}"
             row["exit"] = 2
         return row
+
+
+def start_fork_server(dask: Any) -> bool:
+    """Start (once per process) the fork server the LocalCluster's workers are forked
+    from, preloading :mod:`passhost_dask.warm`; ``False`` where there is none (Windows).
+
+    It is a fresh interpreter started now, not a fork of this process (whose threads and
+    locks a fork would copy), so it imports Dask, passhost and the plugins on another
+    core while this process imports Dask and starts the scheduler; each worker is then a
+    fork of it that imports nothing. It gets the environment a spawned worker would
+    (Dask's ``distributed.nanny.pre-spawn-environ``: one BLAS thread, ...), so its numpy
+    starts no threads before a fork. It exits with this process."""
+    import multiprocessing
+    from multiprocessing import forkserver
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return False
+    env = dask.config.get("distributed.nanny.pre-spawn-environ", None) or {}
+    for name, value in env.items():  # as the Nanny sets them here before it starts a worker
+        if value is not None and name not in os.environ:
+            os.environ[name] = str(value)
+    multiprocessing.get_context("forkserver").set_forkserver_preload(["passhost_dask.warm"])
+    forkserver.ensure_running()  # returns at once; the server imports, then serves
+    try:  # Dask would set its own preload (importing pandas here if installed): ours runs already
+        import distributed.utils
+
+        distributed.utils._forkserver_preload_set = True
+    except ImportError:
+        pass
+    return True
 
 
 def _needs(jobs: list) -> list:

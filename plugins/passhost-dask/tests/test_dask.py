@@ -197,6 +197,58 @@ def test_a_worker_killed_in_the_middle_of_a_batch_loses_no_model(models, local, 
     _same_files(local[1], out)  # every model, byte for byte; no temporary (half-written) file left behind
 
 
+def _install_counter(client, marks):
+    """Every job records how many tasks its worker holds besides it (sent, not yet run)."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class Counter(WorkerPlugin):
+        name = "passhost-test-counter"
+
+        def setup(self, worker):
+            import passhost.jobs as batch
+
+            real = batch.run_job
+
+            def run_job(job):
+                held = sum(t.state in ("ready", "executing", "constrained") for t in worker.state.tasks.values())
+                with open(os.path.join(marks, f"held-{os.path.basename(job.input)}-{os.getpid()}"), "w") as f:
+                    f.write(str(held))
+                return real(job)
+
+            batch.run_job = run_job  # around the killer's (installed first)
+
+    client.register_plugin(Counter())
+
+
+def test_executor_dask_queues_the_jobs_and_a_killed_worker_loses_no_model(models, local, tmp_path, capsys,
+                                                                         monkeypatch):
+    """The LocalCluster --executor dask starts gets the whole batch at once; its scheduler
+    sends each worker one job at a time, so a dying worker takes only the one it runs."""
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
+    marks, counts, out = tmp_path / "marks", tmp_path / "counts", tmp_path / "out"
+    marks.mkdir()
+    counts.mkdir()
+    enter = DaskExecutor.__enter__
+
+    def enter_and_arm(self):
+        enter(self)
+        _install_killer(self.client, "m2.txt", str(marks), times=1, mid_write=True)
+        _install_counter(self.client, str(counts))
+        return self
+
+    monkeypatch.setattr(DaskExecutor, "__enter__", enter_and_arm)
+    code, table, err = _run(capsys, "run", *_inputs(models), *PIPELINE, "-o", f"{out}/",
+                            "--executor", "dask", "-j", "2")
+    assert sorted(p.name for p in marks.iterdir()) == ["attempt-0"]  # it did die, once
+    assert code == 0, err
+    rows = _statuses(table)
+    assert rows["m2.txt"][2] == "ok (run again: its first Dask worker died)", table
+    assert all(rows[n][2] in OK for n in NAMES), table
+    _same_files(local[1], out)
+    held = [int(p.read_text()) for p in counts.iterdir()]
+    assert len(held) >= len(NAMES) and max(held) == 1, held  # never a job waiting on a worker
+
+
 def test_a_model_that_kills_every_worker_is_a_failed_row_and_nothing_is_written(models, local, tmp_path, capsys):
     marks = tmp_path / "marks"
     marks.mkdir()
