@@ -47,6 +47,17 @@ SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
 TRANSFERS = ("auto", "paths", "bytes")
 #: how long to wait for a scheduler, and for its first worker (Dask's connect timeout)
 _CONNECT_KEY = "distributed.comm.timeouts.connect"
+#: Dask's settings for the LocalCluster a batch starts (a user's scheduler keeps its own)
+_LOCAL_CLUSTER = {
+    "distributed.scheduler.allowed-failures": 1,  # a job whose worker died runs once more
+    "distributed.scheduler.worker-saturation": 1.0,  # one job per worker thread, the rest queued
+    # what only the dashboard shows: the workers' statistical profiler (a stack sample every
+    # 10 ms), the system monitor every 0.5 s, the event loops' health every 20 ms; about
+    # 0.13 s of CPU over 50 SqueezeNets (the run's processes: 3.07 -> 2.94 s, medians of 7)
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.interval": "2s",
+    "distributed.admin.tick.interval": "500ms",
+}
 
 
 def lost_row(job: Any, message: str) -> dict:
@@ -127,8 +138,7 @@ class DaskExecutor:
             n = self.workers or os.cpu_count() or 1
             if sys.stderr.isatty():
                 print(f"starting a Dask LocalCluster of {n} workers ...", file=sys.stderr, flush=True)
-            with dask.config.set({"distributed.scheduler.allowed-failures": 1,
-                                  "distributed.scheduler.worker-saturation": 1.0,
+            with dask.config.set({**_LOCAL_CLUSTER,
                                   "distributed.worker.multiprocessing-method": "forkserver" if forked else "spawn"}):
                 self.cluster = distributed.LocalCluster(
                     n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
