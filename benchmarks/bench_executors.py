@@ -68,6 +68,11 @@ import tempfile
 import time
 from pathlib import Path
 
+try:
+    import resource
+except ImportError:  # not on Windows: no CPU times
+    resource = None
+
 if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -133,18 +138,78 @@ def write_models(kind: str, count: int, directory: Path, blocks: int = 40) -> li
     return paths
 
 
-def run_once(inputs: list, out: Path, options: list, check: bool) -> float:
-    """One ``passhost run`` of the batch; returns its wall time (raises if it fails)."""
+def _adopt_orphans() -> bool:
+    """Linux: become the parent of what a run leaves behind (Dask's fork server and the
+    workers forked from it end just after passhost, reparented), so their CPU time counts
+    with the run's. ``False`` where that is not possible (no CPU times then)."""
+    if resource is None:
+        return False
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def _children() -> set:
+    """The pids of this process's children (Linux's /proc)."""
+    me, kids = os.getpid(), set()
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == me:
+                    kids.add(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    return kids
+
+
+def _reap(keep: set) -> None:
+    """Wait for the processes a run left here (adopted orphans, ending), not for ``keep``
+    (``--running``'s workers, alive throughout)."""
+    while True:
+        left = _children() - keep
+        if not left:
+            return
+        for pid in left:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
+def bench_env(cache: Path) -> dict:
+    """The environment of the timed runs: bytecode cached (in ``cache``), as in an installed
+    passhost; with ``PYTHONDONTWRITEBYTECODE`` (set on the machine these figures come from)
+    every process compiled passhost's source again, 0.2 s each."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(cache)
+    return env
+
+
+def run_once(inputs: list, out: Path, options: list, check: bool, env: dict | None = None,
+             cpu: bool = False) -> tuple:
+    """One ``passhost run`` of the batch: ``(wall seconds, CPU seconds of every process it
+    started, or None without cpu)``; the wall time runs until its stdout and stderr close
+    (raises if it fails). ``cpu`` needs :func:`_adopt_orphans` to have succeeded."""
     argv = [sys.executable, "-m", "passhost", "run", *inputs, "-O3", "-o", f"{out}/", *options]
     if check:
         argv.append("--check")
+    keep = _children() if cpu else set()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN) if cpu else None
     start = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True)
+    done = subprocess.run(argv, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"bench_executors: {' '.join(options)} exited {done.returncode}:\n"
                          f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    return wall
+    if not cpu:
+        return wall, None
+    _reap(keep)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def same_outputs(a: Path, b: Path) -> bool:
@@ -153,7 +218,7 @@ def same_outputs(a: Path, b: Path) -> bool:
         (a / n).read_bytes() == (b / n).read_bytes() for n in names)
 
 
-def run(kind: str = "generated", count: int = 50, rounds: int = 3, blocks: int = 40, check: bool = False,
+def run(kind: str = "generated", count: int = 50, rounds: int = 5, blocks: int = 40, check: bool = False,
         running: bool = False) -> dict:
     """Measure; returns the report as a dict."""
     work = Path(tempfile.mkdtemp(prefix="passhost-bench-executors-"))
@@ -162,6 +227,7 @@ def run(kind: str = "generated", count: int = 50, rounds: int = 3, blocks: int =
         models = work / "models"
         models.mkdir()
         inputs = write_models(kind, count, models, blocks)
+        env, cpu = bench_env(work / "pycache"), _adopt_orphans()
         executors = dict(EXECUTORS)
         if running:
             import logging
@@ -171,40 +237,60 @@ def run(kind: str = "generated", count: int = 50, rounds: int = 3, blocks: int =
             cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                                dashboard_address=":0", silence_logs=logging.CRITICAL)
             executors["dask:// 2"] = ["--executor", "dask://" + cluster.scheduler_address.split("://")[1]]
+        for options in executors.values():  # untimed: bytecode written, inputs in the page cache
+            run_once(inputs[:3], work / "warm-up", options, check, env, cpu)
+            shutil.rmtree(work / "warm-up")
         walls: dict = {name: [] for name in executors}
+        cpus: dict = {name: [] for name in executors}
         identical = True
         for r in range(rounds):
             order = list(executors) if r % 2 == 0 else list(reversed(executors))
             outs = {}
             for name in order:
                 outs[name] = work / f"out-{r}-{len(outs)}"
-                walls[name].append(run_once(inputs, outs[name], executors[name], check))
+                wall, used = run_once(inputs, outs[name], executors[name], check, env, cpu)
+                walls[name].append(wall)
+                cpus[name].append(used)
             first, *others = outs.values()
             identical = identical and all(same_outputs(first, other) for other in others)
             for out in outs.values():
                 shutil.rmtree(out)
-        medians = {name: statistics.median(w) for name, w in walls.items()}
-        ratio = medians["dask -j 2"] / medians["local -j 2"]
-        return {"models": kind, "count": count, "blocks": blocks if kind == "generated" else None, "check": check,
-                "rounds": rounds, "walls": walls, "medians": medians, "ratio": ratio, "goal_ratio": GOAL_RATIO,
-                "goal_met": ratio <= GOAL_RATIO, "outputs_identical": identical,
-                "input_bytes": sum(os.path.getsize(p) for p in inputs)}
+        return summarise(walls, cpus if cpu else None) | {
+            "models": kind, "count": count, "blocks": blocks if kind == "generated" else None, "check": check,
+            "rounds": rounds, "outputs_identical": identical, "input_bytes": sum(os.path.getsize(p) for p in inputs)}
     finally:
         if cluster is not None:
             cluster.close()
         shutil.rmtree(work, ignore_errors=True)
 
 
+def summarise(walls: dict, cpus: dict | None) -> dict:
+    """Medians, the ratio of the medians, and the median of each round's ratio (the rounds
+    alternate, so a round's two runs saw about the same load: the steadier figure)."""
+    medians = {name: statistics.median(w) for name, w in walls.items()}
+    ratio = medians["dask -j 2"] / medians["local -j 2"]
+    paired = statistics.median(d / loc for d, loc in zip(walls["dask -j 2"], walls["local -j 2"]))
+    out = {"walls": walls, "medians": medians, "ratio": ratio, "paired_ratio": paired, "goal_ratio": GOAL_RATIO,
+           "goal_met": ratio <= GOAL_RATIO}
+    if cpus is not None:
+        out["cpus"] = cpus
+        out["cpu_medians"] = {name: statistics.median(c) for name, c in cpus.items()}
+    return out
+
+
 def render(report: dict) -> str:
     lines = [f"{report['count']} {report['models']} models ({report['input_bytes'] / 1e6:.1f} MB), -O3"
              + (" --check" if report["check"] else "") + f", {report['rounds']} round(s):"]
+    cpu = report.get("cpu_medians")
     for name, walls in report["walls"].items():
         lines.append(f"  {name:<12} median {report['medians'][name]:6.2f} s   "
-                     f"(rounds: {', '.join(f'{w:.2f}' for w in walls)})")
+                     + (f"CPU {cpu[name]:5.2f} s   " if cpu else "")
+                     + f"(rounds: {', '.join(f'{w:.2f}' for w in walls)})")
     if "dask:// 2" in report["medians"]:
         lines.append(f"  a running scheduler / local = {report['medians']['dask:// 2'] / report['medians']['local -j 2']:.2f}x")
     verdict = "met" if report["goal_met"] else "NOT met"
-    lines.append(f"  dask / local = {report['ratio']:.2f}x (goal <= {report['goal_ratio']}x: {verdict}); "
+    paired = f", median of the rounds' ratios {report['paired_ratio']:.2f}x" if "paired_ratio" in report else ""
+    lines.append(f"  dask / local = {report['ratio']:.2f}x{paired} (goal <= {report['goal_ratio']}x: {verdict}); "
                  f"outputs byte-identical: {'yes' if report['outputs_identical'] else 'NO'}")
     return "\n".join(lines)
 
@@ -214,7 +300,7 @@ def main(argv: list | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default="generated", choices=("generated", "squeezenet"))
     parser.add_argument("--count", type=int, default=50, help="models in the batch (default 50)")
-    parser.add_argument("--rounds", type=int, default=3, help="runs of each executor (default 3)")
+    parser.add_argument("--rounds", type=int, default=5, help="runs of each executor (default 5)")
     parser.add_argument("--blocks", type=int, default=40, help="residual blocks per generated model (default 40)")
     parser.add_argument("--check", action="store_true", help="add --check (onnxruntime compares each output)")
     parser.add_argument("--running", action="store_true",
