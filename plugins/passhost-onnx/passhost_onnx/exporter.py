@@ -553,25 +553,24 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
         else:
             em.nodes.append(helper.make_node("Identity", [value], [want]))
     if rename:
-        for n in em.nodes:
-            for i, x in enumerate(n.input):
-                if x in rename:
-                    n.input[i] = rename[x]
-            for i, x in enumerate(n.output):
-                if x in rename:
-                    n.output[i] = rename[x]
+        em.nodes = [_renamed(n, rename) for n in em.nodes]
     em.shapes.update((p.name_hint, tuple(p.checked_type.shape)) for p in main.params
                      if isinstance(p.checked_type, ir.TensorType))
     em.outputs = set(names)
     _onnx_level(em)
     if em.dim_values.cache:  # a peephole's symbolic target was computed after its reader
-        em.nodes[:] = _topological(em.nodes)
-        _merge_duplicates(em, set(names))
-        _drop_unread(em, set(names))
+        view = NodeView(_topological(em.nodes), [*em.captured, *em.outputs])
+        _merge_duplicates(em, view)
+        _drop_unread(view)
+        em.nodes = view.alive()
     original = dict(mod.attrs.get("onnx.dim_params", ()))
     written = list(mod.attrs.get("onnx.output_dims", ()))
     if len(written) != len(names) or list(mod.attrs.get("onnx.outputs", ())) != names:
         written = [None] * len(names)
+    # an initializer nothing reads (a peephole's leftover, or one an emitter wrote a reshaped
+    # copy of) is left out
+    live = {x for n in em.nodes for x in n.input} | em.captured | set(names)
+    inits = _names_of_copies(em, [(name, arr) for name, arr in em.inits if name in live], live)
     graph = helper.make_graph(em.nodes, graph_name,
                               [_value_info(p.name_hint, p.checked_type, original) for p in main.params],
                               [_value_info(n, t, original, w) for n, t, w in zip(names, out_types, written)])
@@ -587,14 +586,22 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
         model.functions.extend(function_protos(em, export_parts, _full_tensor))
         model.ir_version = max(model.ir_version, 8)  # (model-local functions: IR version 8 on)
     keep_model_fields(model, mod.attrs)
-    # an initializer nothing reads (a peephole's leftover, or one an emitter wrote a reshaped
-    # copy of) is left out
-    live = {x for n in em.nodes for x in n.input} | em.captured | set(names)
-    inits = [(name, arr) for name, arr in em.inits if name in live]
-    return model, _names_of_copies(em, model.graph, inits, live)
+    return model, inits
+
+
+def _renamed(node: onnx.NodeProto, rename: dict) -> onnx.NodeProto:
+    """``node``, or a new node reading and writing ``rename``'s names for the old ones."""
+    if not any(x in rename for x in node.input) and not any(o in rename for o in node.output):
+        return node
+    new = onnx.NodeProto()
+    new.CopyFrom(node)
+    new.input[:] = [rename.get(x, x) for x in node.input]
+    new.output[:] = [rename.get(o, o) for o in node.output]
+    return new
 
 
 def _onnx_level(em: Emitter) -> None:
+
     """What stays at the ONNX level, through one view of the written nodes, built once."""
     view = NodeView(em.nodes, [*em.captured, *em.outputs])
     llm_peepholes(em, view)
@@ -669,9 +676,10 @@ def _kept_value_info(em: Emitter, outputs: set, original: dict) -> list:
     return out
 
 
-def _names_of_copies(em: Emitter, graph: Any, inits: list, live: set) -> list:
+def _names_of_copies(em: Emitter, inits: list, live: set) -> list:
     """A reshaped copy of a weight takes the weight's name when the weight itself is not
-    written (a bias the export reshaped to ``(C, 1, 1)`` and back keeps its name)."""
+    written (a bias the export reshaped to ``(C, 1, 1)`` and back keeps its name): ``inits``
+    renamed, and the nodes reading a copy new nodes reading the weight's name."""
     if not em.copies:
         return inits
     rename: dict = {}
@@ -683,63 +691,50 @@ def _names_of_copies(em: Emitter, graph: Any, inits: list, live: set) -> list:
             rename[name] = root
     if not rename:
         return inits
-    for n in graph.node:
-        for i, x in enumerate(n.input):
-            if x in rename:
-                n.input[i] = rename[x]
+    em.nodes = [_renamed(n, rename) for n in em.nodes]
     return [(rename.get(name, name), arr) for name, arr in inits]
+
 
 
 #: initializers of at most this many bytes are compared by value when duplicates merge
 _SMALL_BYTES = 256
 
 
-def _merge_duplicates(em: Emitter, outputs: set) -> None:
-    """Nodes that compute the same thing once (export-level CSE, in topological order):
-    the shape arithmetic of symbolic dimensions repeats itself across the graph (each
+def _merge_duplicates(em: Emitter, view: NodeView) -> None:
+    """Nodes that compute the same thing once (export-level CSE over ``view``, in topological
+    order): the shape arithmetic of symbolic dimensions repeats itself across the graph (each
     reshape target written where it is needed). Small equal initializers become one first,
     so nodes reading equal constants are seen to be equal::
 
         r1 = Range(const55 (=0), t57, const58 (=1));  r2 = Range(const60 (=0), t57, const63 (=1))
         ->  r1 alone, r2's readers reading r1
-    """
-    rename: dict = {}
+
+    A duplicate's readers move to the first (each a new node in its place, met as such later
+    in the walk); one writing a pinned value (a graph output, a captured value) stays."""
     by_value: dict = {}
     for name, arr in em.inits:
         if arr.nbytes <= _SMALL_BYTES:
-            key = (arr.dtype.str, arr.shape, arr.tobytes())
-            rename.setdefault(name, by_value.setdefault(key, name))
-    rename = {k: v for k, v in rename.items() if k != v}
+            first = by_value.setdefault((arr.dtype.str, arr.shape, arr.tobytes()), name)
+            if first != name:
+                view.move_readers(name, first)
     seen: dict = {}
-    kept = []
-    for n in em.nodes:
-        for i, x in enumerate(n.input):
-            if x in rename:
-                n.input[i] = rename[x]
+    for n in view.current():
         key = (n.op_type, n.domain, tuple(n.input), tuple(a.SerializeToString() for a in n.attribute))
-        first = seen.get(key)
-        if first is not None and not (set(n.output) & outputs) and len(first.output) == len(n.output):
-            rename.update((o, f) for o, f in zip(n.output, first.output) if o)
-            continue
-        seen.setdefault(key, n)
-        kept.append(n)
-    em.nodes[:] = kept
-    for x in list(em.captured):
-        if x in rename:
-            em.captured.add(rename[x])
+        first = seen.setdefault(key, n)
+        if first is not n and len(first.output) == len(n.output) and not view.pinned.intersection(n.output):
+            for o, f in zip(n.output, first.output):
+                if o:
+                    view.move_readers(o, f)
+            view.drop(n)
 
 
-def _drop_unread(em: Emitter, outputs: set) -> None:
+def _drop_unread(view: NodeView) -> None:
     """Nodes whose outputs nothing reads (the shape arithmetic of a target a peephole
     replaced), from the last node back, so what only they read goes too."""
-    read = set(outputs) | em.captured
-    kept = []
-    for n in reversed(em.nodes):
-        if any(o in read for o in n.output if o):
-            read.update(n.input)
-            kept.append(n)
-    kept.reverse()
-    em.nodes[:] = kept
+    for n in reversed(view.alive()):
+        if not any(view.readers.get(o) or o in view.pinned for o in n.output if o):
+            view.drop(n)
+
 
 
 def _topological(nodes: list) -> list:

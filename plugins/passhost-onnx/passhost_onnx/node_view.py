@@ -15,7 +15,8 @@ calls a pinned value "read once", so no rewrite can lose it::
 """
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
+
 
 import onnx
 
@@ -41,6 +42,13 @@ class NodeView:
     def alive(self) -> list:
         """The nodes not dropped, in order (a snapshot)."""
         return [n for i, n in enumerate(self.nodes) if i not in self.gone]
+
+    def current(self) -> Iterator[onnx.NodeProto]:
+        """The nodes not dropped, in order, each as it is when the walk reaches it (a node
+        replaced meanwhile is met as its replacement, one dropped not at all)."""
+        for i in range(len(self.nodes)):
+            if i not in self.gone:
+                yield self.nodes[i]
 
     def writer(self, name: str) -> Optional[onnx.NodeProto]:
         i = self.producer.get(name)
@@ -82,9 +90,10 @@ class NodeView:
         return new
 
     def move_readers(self, name: str, to: str) -> None:
-        """Every node reading ``name`` reads ``to`` instead."""
-        for node in self.readers_of(name):
-            self.move_reader(node, name, to)
+        """Every node reading ``name`` reads ``to`` instead (a node reading it twice moves once)."""
+        for i in dict.fromkeys(self.readers.get(name, ())):
+            self.move_reader(self.nodes[i], name, to)
+
 
     def drop(self, *nodes: onnx.NodeProto) -> None:
         """Drop ``nodes``; a value one of them still writes must be read by nobody, and

@@ -40,3 +40,41 @@ def test_a_node_that_takes_over_a_graph_output_lets_the_old_writer_go():
     view.replace(conv, helper.make_node("Conv", ["x", "w1"], ["y"]))
     view.drop(reshape)
     assert [list(n.output) for n in view.alive()] == [["y"]] and view.readers_of("c") == []
+
+
+def test_a_node_reading_a_value_twice_moves_once():
+    sq = helper.make_node("Mul", ["t", "t"], ["y"])
+    view = NodeView([helper.make_node("Relu", ["x"], ["t"]), sq], pinned=["y"])
+    view.move_readers("t", "x")
+    assert [list(n.input) for n in view.alive()][1] == ["x", "x"] and not view.readers.get("t")
+
+
+def test_the_walk_meets_a_node_replaced_meanwhile_as_its_replacement():
+    t1, t2, relu = _chain()
+    view = NodeView([t1, t2, relu], pinned=["y"])
+    met = []
+    for n in view.current():
+        met.append(list(n.input))
+        if n is t1:
+            view.move_readers("t2", "g")
+            view.drop(t2)
+    assert met == [["g"], ["g"]] and relu.input[0] == "t2"
+
+
+def test_equal_shape_arithmetic_is_merged_and_the_unread_dropped_without_editing_a_node():
+    from passhost_onnx.exporter import Emitter, _drop_unread, _merge_duplicates
+
+    em = Emitter(17)
+    a, b = em.const([1], "int64"), em.const([1], "int64")  # equal small initializers
+    s1, s2 = helper.make_node("Shape", ["x"], ["s1"]), helper.make_node("Shape", ["x"], ["s2"])
+    c1, c2 = helper.make_node("Concat", ["s1", a], ["c1"], axis=0), helper.make_node("Concat", ["s2", b], ["c2"], axis=0)
+    out = helper.make_node("Add", ["c1", "c2"], ["y"])
+    left = helper.make_node("Neg", ["x"], ["unread"])
+    nodes = [s1, s2, c1, c2, out, left]
+    before = [n.SerializeToString() for n in nodes]
+    view = NodeView(nodes, pinned=["y"])
+    _merge_duplicates(em, view)
+    _drop_unread(view)
+    assert [(n.op_type, list(n.input)) for n in view.alive()] == [("Shape", ["x"]), ("Concat", ["s1", a]),
+                                                                  ("Add", ["c1", "c1"])]
+    assert [n.SerializeToString() for n in nodes] == before  # (new nodes, none edited)
