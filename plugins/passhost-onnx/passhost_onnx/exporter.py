@@ -591,8 +591,10 @@ def export_parts(mod: ir.IRModule, *, opset: int = 17, graph_name: str = "passho
 
 def _renamed(node: onnx.NodeProto, rename: dict) -> onnx.NodeProto:
     """``node``, or a new node reading and writing ``rename``'s names for the old ones."""
-    if not any(x in rename for x in node.input) and not any(o in rename for o in node.output):
+    names = rename.keys()
+    if names.isdisjoint(node.input) and names.isdisjoint(node.output):
         return node
+
     new = onnx.NodeProto()
     new.CopyFrom(node)
     new.input[:] = [rename.get(x, x) for x in node.input]
