@@ -66,13 +66,16 @@ def partition_all(entries: list, expr: Expr, typing: Any = None) -> Expr:
 
 
 class Part(NamedTuple):
-    """A match :func:`find_parts` takes: its entry's ``tag``, its ``root`` and its
-    ``leaves``, the nodes its wildcards and variable patterns bound, in the order first met
-    from the root (left to right, depth first): a partition's function parameters."""
+    """A match :func:`find_parts` takes: its entry's ``tag``, its ``root``, its ``leaves``
+    (the nodes its wildcards and variable patterns bound, in the order first met from the
+    root, left to right, depth first: a partition's function parameters) and ``info``, what
+    the entry's check returned for it (``True`` without a check): what the check worked out
+    is not worked out again by whoever reads the part."""
 
     tag: Any
     root: Expr
     leaves: list
+    info: Any = True
 
 
 def find_parts(stages: list, expr: Expr, order: Optional[list] = None) -> dict:
@@ -81,12 +84,13 @@ def find_parts(stages: list, expr: Expr, order: Optional[list] = None) -> dict:
     ``(pattern, tag, check)``; each stage goes over the whole graph (``order``, its
     post-order, when the caller has it), and at each node the entries whose pattern can be
     rooted there are tried in the order given, the first match that is taken winning. A
-    match is refused when ``check(root)`` says no, when it holds a node an earlier match
-    took, or when one of its inner nodes is read outside it::
+    match is refused when ``check(root)`` says no (what it says is kept as the part's
+    ``info``), when it holds a node an earlier match took, or when one of its inner nodes is
+    read outside it::
 
         stages [[(add(multiply(x, c), c), "scale_shift", None)]]
         expr   nn.relu(add(multiply(%x, 2f), 1f))
-        ->     {id(add): Part("scale_shift", add(...), [%x])}
+        ->     {id(add): Part("scale_shift", add(...), [%x], True)}
     """
     from ..rewrite import use_counts
 
@@ -113,9 +117,9 @@ def find_parts(stages: list, expr: Expr, order: Optional[list] = None) -> dict:
             for pattern, tag, check, quick, linear in by_op.get(op.name, anywhere) if type(op) is Op else anywhere:
                 if quick is not None and not quick(node):
                     continue
-                leaves = _taken(pattern, linear, node, check, users, taken)
-                if leaves is not None:
-                    found[id(node)] = Part(tag, node, leaves)
+                took = _taken(pattern, linear, node, check, users, taken)
+                if took is not None:
+                    found[id(node)] = Part(tag, node, *took)
                     break
     return found
 
@@ -139,9 +143,9 @@ def _dispatch(entries: list) -> tuple:
 
 
 def _taken(pattern: DFPattern, linear: Optional[Callable], root: Expr, check: Optional[Callable], users: dict,
-           taken: set) -> Optional[list]:
-    """The leaves of the match of ``pattern`` at ``root`` if it is taken (``taken``, the ids
-    of the nodes earlier matches took, then holds its inner nodes), else ``None``;
+           taken: set) -> Optional[tuple]:
+    """``(leaves, info)`` of the match of ``pattern`` at ``root`` if it is taken (``taken``,
+    the ids of the nodes earlier matches took, then holds its inner nodes), else ``None``;
     ``linear``: the pattern's :func:`~.match.compile_linear` matcher, if it has one."""
     if linear is not None:
         bound: Any = []
@@ -159,10 +163,11 @@ def _taken(pattern: DFPattern, linear: Optional[Callable], root: Expr, check: Op
     for node in inner.values():
         if node is not root and _outside_uses(node, inner, users) > 0:
             return None
-    if check is not None and not check(root):
+    info = True if check is None else check(root)
+    if not info:
         return None
     taken.update(inner.keys())
-    return _first_met(root, leaves)
+    return _first_met(root, leaves), info
 
 
 def _outside_uses(node: Expr, inner: dict, users: dict) -> int:

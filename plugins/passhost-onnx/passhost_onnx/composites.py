@@ -47,7 +47,9 @@ class Composite:
     :param since: the first opset with the operator
     :param stage: composites are matched in stages, lowest first: one whose pattern holds
         another's comes before it (``HardSwish`` holds ``HardSigmoid``'s)
-    :param check: ``check(root) -> bool``, more than the pattern says
+    :param check: ``check(root)``, more than the pattern says: a true value takes the match,
+        and the emitter reads it as ``m.info`` (what the check worked out, not worked out twice)
+
     :param examples: ``examples(rng) -> [ir.Function]``, graphs it should take that random
         instances of its pattern rarely are (``passhost check-rules`` tries them first)
     :param target: ``"onnxruntime"``: only for an export to onnxruntime (its contrib

@@ -259,9 +259,10 @@ def _block_examples(rng) -> list:
 
 
 @composite("onnx.BlockMove", is_op("reshape")(is_op("transpose")(is_op("reshape")(wildcard()))),
-           check=lambda root: _block_move(root) is not None, examples=_block_examples)
+           check=_block_move, examples=_block_examples)
 def _block_move_back(em, m, args):
     """``reshape(transpose(reshape(x, (n, c/4, 2, 2, h, w)), (0, 1, 4, 2, 5, 3)), (n, c/4, 2h, 2w))``
     -> ``DepthToSpace(x, blocksize=2, mode="CRD")`` (DCR and ``SpaceToDepth`` alike)"""
-    op, b, mode = _block_move(m.root)
+    op, b, mode = m.info
+
     return em.one(op, args, blocksize=b, mode=mode)

@@ -449,11 +449,11 @@ def _biased_examples(rng) -> list:
 
 
 @composite("onnx.Biased", (is_op("nn.bias_add") | is_op("add"))(_weighted, _b),
-           check=lambda root: _biased(root) is not None, examples=_biased_examples)
+           check=_biased, examples=_biased_examples)
 def _biased_back(em, m, args):
     """``nn.bias_add(nn.conv2d(x, w), b)`` -> ``Conv(x, w, b)``; ``ConvTranspose`` and a constant
     ``add`` along the channels alike, and ``Gemm(x, w, b)`` of a 2-D ``nn.dense``"""
-    op, b = _biased(m.root)
+    op, b = m.info
     c = next(a for a in m.root.args if type(a) is ir.Constant)
     bias = em.constant(c) if b.ndim == 1 else em.const(b.reshape(-1), source=em.constant(c))
     return EMITTERS[op.op.name](em, op, [args[0], em.constant(op.args[1]), bias])
@@ -482,12 +482,12 @@ def _scale_shift_example(rng) -> list:
 
 
 @composite("onnx.BatchNormalization", is_op("add")(is_op("multiply")(_x, is_constant()), _b),
-           check=lambda root: _scale_shift(root) is not None, examples=_scale_shift_example)
+           check=_scale_shift, examples=_scale_shift_example)
 def _scale_shift_back(em, m, args):
     """``add(multiply(x, s), b)``, ``x`` 4-D, ``s`` and ``b`` ``(C, 1, 1)`` constants (what
     SimplifyInference leaves of a batch norm no convolution took) -> ``BatchNormalization(x, s, b,
     mean=0, var=1, epsilon=0)``: exactly ``s * x + b``"""
-    s, b = _scale_shift(m.root)
+    s, b = m.info
     c, dt = s.size, s.dtype
     zero, one = (em.const(f(c, dt), key=(f, c, dt.str)) for f in (np.zeros, np.ones))  # (one of each per size)
     stats = [em.const(s.reshape(-1)), em.const(b.reshape(-1)), zero, one]
@@ -544,11 +544,12 @@ def _operand():
 
 
 @composite("onnx.MatMul/batched", is_op("reshape")(is_op("nn.batch_matmul")(_operand(), _operand())),
-           check=lambda root: _batch(root) is not None, examples=_batch_example)
+           check=_batch, examples=_batch_example)
 def _batched_back(em, m, args):
     """``reshape(nn.batch_matmul(reshape(a[1,4,64,64], (4, 64, 64)), reshape(b, (4, 64, 64))), (1, 4, 64, 64))``
     -> ``MatMul(a, b)``; an operand of another shape gets a reshape, to the batched shape"""
-    batch, operands = _batch(m.root), []
+    batch, operands = m.info, []
+
     for r in m.root.args[0].args:
         x = r.args[0] if calls(r, "reshape") else r
         want = batch + tuple(r.checked_type.shape)[1:]

@@ -241,10 +241,11 @@ def _hard_swish_back(em, m, args):
     return em.one("HardSwish", args)
 
 
-@composite("onnx.HardSigmoid", _hard_sigmoid, check=lambda root: _hard_sigmoid_params(root) is not None)
+@composite("onnx.HardSigmoid", _hard_sigmoid, check=_hard_sigmoid_params)
 def _hard_sigmoid_back(em, m, args):
     """``clip(add(multiply(x, a), b), 0, 1)`` -> ``HardSigmoid(x, alpha=a, beta=b)``"""
-    alpha, beta = _hard_sigmoid_params(m.root)
+    alpha, beta = m.info
+
     return em.one("HardSigmoid", args, alpha=alpha, beta=beta)
 
 
