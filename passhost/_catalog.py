@@ -18,6 +18,7 @@ PASSES: Final[Mapping[str, str]] = {
     "AnnotateSpans": "passhost-annotate-spans",
     "BackwardFoldScaleAxis": "passhost-fold-scale-axis",
     "CanonicalizeOps": "passhost-canonicalize-ops",
+    "CombineParallelDense": "passhost-combine-parallel-dense",
     "ConvertLayout": "passhost-convert-layout",
     "DeadCodeElimination": "passhost-dead-code-elimination",
     "EliminateCommonSubexpr": "passhost-eliminate-common-subexpr",

@@ -230,7 +230,8 @@ def test_first_party_plugins_are_declared_in_one_call():
     """Every first-party plugin module is one ``passhost.plugin(...)`` call and no hook of its
     own. Issue 33's budget: the declarations -- the host imports and the call -- at most 100
     lines in all (they were ~560 lines of hook boilerplate); the rest of each __init__.py is
-    the package's own re-exports (and passhost-onnx's docstring and supported_ops())."""
+    the package's own re-exports (and passhost-onnx's docstring and supported_ops()), about
+    six lines a plugin."""
     import tomllib
 
     declaring = whole = plugins = 0
@@ -251,7 +252,7 @@ def test_first_party_plugins_are_declared_in_one_call():
             whole += len(text.splitlines())
             plugins += 1
     assert plugins >= 25
-    assert declaring <= 100 and whole <= 160, (declaring, whole)
+    assert declaring <= 100 and whole <= 6 * plugins, (declaring, whole, plugins)
 
 
 def test_a_pass_made_of_rules_keeps_its_rules():
