@@ -144,6 +144,7 @@ class DaskExecutor:
                     n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                     dashboard_address=":0", silence_logs=logging.CRITICAL)
             self.client = distributed.Client(self.cluster, set_as_default=False)
+            _freeze_at_exit()
             self.client.register_plugin(remote.fast_exit_plugin())  # closing then takes 0.1 s, not 1 s
             dashboard = importlib.util.find_spec("bokeh") is not None  # the status page needs bokeh
             self.description = (f"a Dask LocalCluster of {n} worker processes at {self.cluster.scheduler_address}"
@@ -408,6 +409,26 @@ class DaskExecutor:
             row["error"] = f"cannot write {os.path.join(directory, name)!r}: {err.strerror or err}"
             row["exit"] = 2
         return row
+
+
+def _freeze_at_exit() -> None:
+    """When this process exits, move what it holds out of the cyclic garbage collector's
+    reach (``gc.freeze``) before the interpreter's teardown, whose collections would walk
+    every object of the ~700 modules Dask brought in: 0.1 s of CPU, 0.12 -> 0.03 s for
+    passhost with Dask loaded. Registered once, by the executor that loaded Dask for its
+    own cluster; the exit handlers registered before it still run (after it), and objects
+    that die by reference counting are still finalized (Python never promised ``__del__``
+    for what is left at exit)."""
+    global _FROZEN_AT_EXIT
+    if not _FROZEN_AT_EXIT:
+        import atexit
+        import gc
+
+        atexit.register(gc.freeze)
+        _FROZEN_AT_EXIT = True
+
+
+_FROZEN_AT_EXIT = False
 
 
 def start_fork_server(dask: Any) -> bool:
