@@ -1,6 +1,7 @@
 """Converters of operators passhost builds from several host operators (Trilu, Hardmax,
 OneHot, LpNormalization, RMSNormalization, MeanVarianceNormalization, Swish, CumSum, TopK,
-LpPool, EyeLike), and of Mod, which is TVM's ``mod``/``floor_mod``::
+LpPool, EyeLike), of RotaryEmbedding (``nn.rotary_embedding``, its tables read at the
+positions given), and of Mod, which is TVM's ``mod``/``floor_mod``::
 
     Mod(a, b) (fmod=0)     ->  floor_mod(%a, %b)     /* the remainder takes the divisor's sign */
     Mod(a, b) (fmod=1)     ->  mod(%a, %b)           /* C's fmod: the dividend's sign */
@@ -10,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from passhost import ir
+from passhost.ir.dims import floordiv
 
 from .build import call, const, positions, reshape, static
 from .table import converter
@@ -114,6 +116,39 @@ def _rms_normalization(node):
     if node.dtype(1) != dtype:
         normalised = call("cast", normalised, dtype=node.dtype(1))
     return call("multiply", normalised, scale)
+
+
+@converter("RotaryEmbedding", 23)
+def _rotary_embedding(node):
+    """``nn.rotary_embedding``; a 3-D input ``(batch, seq, heads * head)`` is split into
+    ``num_heads`` heads around it, and the caches are read at ``position_ids`` when given."""
+    return rotary(node, node.inputs[0], node.inputs[1], node.inputs[2], 3)
+
+
+def rotary(node, x: ir.Expr, cos: ir.Expr, sin: ir.Expr, at: int) -> ir.Expr:
+    """ONNX's and onnxruntime's RotaryEmbedding as ``nn.rotary_embedding`` (both rotate
+    ``(batch, heads, seq, head)`` data, or ``(batch, seq, heads * head)`` with ``num_heads``)::
+
+        RotaryEmbedding(x, cos_cache, sin_cache, position_ids)   /* x: (batch, heads, seq, 16) */
+        ->  nn.rotary_embedding(%x, take(%cos_cache, %position_ids, axis=0), take(%sin_cache, ...))
+
+    ``at`` is the place of ``position_ids`` among the node's inputs."""
+    kw = dict(interleaved=bool(node.attr("interleaved", 0)), rotary_dim=int(node.attr("rotary_embedding_dim", 0)))
+    position_ids = node.input(at)
+    if position_ids is not None:
+        if node.ndim(at) != 2:
+            raise node.error("position_ids other than (batch, sequence) are not supported")
+        cos, sin = call("take", cos, position_ids, axis=0), call("take", sin, position_ids, axis=0)
+    if node.ndim(0) == 4:
+        return call("nn.rotary_embedding", x, cos, sin, **kw)
+    heads = int(node.attr("num_heads", 0))
+    if node.ndim(0) != 3 or not heads:
+        raise node.error(f"a {node.ndim(0)}-D input is not (batch, seq, hidden) with num_heads")
+    batch, seq, hidden = node.shape(0)
+    head = hidden // heads if type(hidden) is int else floordiv(hidden, heads)
+    x4 = call("transpose", reshape(x, (batch, seq, heads, head)), axes=(0, 2, 1, 3))
+    out = call("transpose", call("nn.rotary_embedding", x4, cos, sin, **kw), axes=(0, 2, 1, 3))
+    return reshape(out, (batch, seq, hidden))
 
 
 @converter("MeanVarianceNormalization", 9)

@@ -8,7 +8,13 @@ operators they stand for, so passes see through them and the export is plain ONN
 Covered: ``Gelu``, ``FastGelu``, ``BiasGelu``, ``QuickGelu``, ``BiasAdd``,
 ``SkipLayerNormalization``, ``FusedMatMul``, ``Attention`` and ``EmbedLayerNormalization``
 (with the default-domain ``LayerNormalization`` the optimizer writes below opset 17, a BERT
-optimized by onnxruntime imports). The quantized ones (``QLinearAdd``, ``QGemm`` ...) are in
+optimized by onnxruntime imports); and for Llama-like decoders ``RotaryEmbedding``
+(``nn.rotary_embedding``), ``SkipSimplifiedLayerNormalization`` and the default-domain
+``SimplifiedLayerNormalization`` onnxruntime registers (``nn.rms_norm``; in a half type
+widened to float32 and rounded once, as onnxruntime's kernels compute)::
+
+    SimplifiedLayerNormalization(x, g)          ->  nn.rms_norm(%x, %g)
+    com.microsoft.RotaryEmbedding(x, pos, cos, sin)  ->  nn.rotary_embedding(%x, take(%cos, %pos), take(%sin, %pos)) The quantized ones (``QLinearAdd``, ``QGemm`` ...) are in
 :mod:`.convert_qcontrib`. Another contrib operator stays opaque (see docs/onnx.md, custom
 operators).
 """
@@ -22,6 +28,7 @@ from passhost.ir.pattern import is_op, wildcard
 
 from .build import arange, call, const, reshape, zeros
 from .composites import composite
+from .convert_composite import rotary
 from .node import Node
 from .table import converter
 
@@ -85,6 +92,58 @@ def _skip_layer_norm(node):
         const(np.zeros(hidden), node.dtype(0)) if type(hidden) is int else zeros((hidden,), node.dtype(0)))
     out = call("nn.layer_norm", total, node.inputs[2], beta, axis=-1, epsilon=float(node.attr("epsilon", 1e-12)))
     return (out, None, None, total) if outputs[3] else out
+
+
+def _rms_once(x, gamma, axis: int, eps: float, dtype: str):
+    """onnxruntime's RMS normalisation kernels: in float32, the product with ``gamma`` included,
+    rounded once to a half ``dtype`` (``nn.rms_norm`` of the half type would round before it)."""
+    if np.dtype(dtype).itemsize >= 4:
+        return call("nn.rms_norm", x, gamma, axis=axis, epsilon=eps)
+    wide = call("nn.rms_norm", call("cast", x, dtype="float32"), call("cast", gamma, dtype="float32"), axis=axis,
+                epsilon=eps)
+    return call("cast", wide, dtype=dtype)
+
+
+@converter("SimplifiedLayerNormalization", 1)
+def _simplified_layer_norm(node):
+    """onnxruntime's (default-domain) RMS normalisation over the axes from ``axis`` on."""
+    if len(node.outputs) > 1 and node.outputs[1]:
+        raise node.error("its inv_std_var output is not supported")
+    if node.dtype(1) != node.dtype(0):
+        raise node.error(f"a scale of {node.dtype(1)} on {node.dtype(0)} data is not supported")
+    nd = node.ndim(0)
+    axis = int(node.attr("axis", -1)) % nd - nd
+    return _rms_once(node.inputs[0], node.inputs[1], axis, float(node.attr("epsilon", 1e-5)), node.dtype(0))
+
+
+@converter("SkipSimplifiedLayerNormalization", 1, domain=MS)
+def _skip_simplified_layer_norm(node):
+    """``rms_norm(input + skip (+ bias)) * gamma`` over the last axis; the optional fourth output
+    is that sum. In a half type the sum is taken in float32, normalised from there and rounded
+    once (the fourth output rounded too), as onnxruntime's kernel does."""
+    outputs = list(node.outputs) + [""] * 4
+    if outputs[1] or outputs[2]:
+        raise node.error("its mean and inv_std_var outputs are not supported")
+    dtype = node.dtype(0)
+    eps = float(node.attr("epsilon", 1e-12))
+    if np.dtype(dtype).itemsize >= 4:
+        total = _added(node.inputs[0], node.inputs[1], node.input(3))
+        out = call("nn.rms_norm", total, node.inputs[2], axis=-1, epsilon=eps)
+    else:
+        total = _added(*(None if t is None else call("cast", t, dtype="float32")
+                         for t in (node.inputs[0], node.inputs[1], node.input(3))))
+        out = call("cast", call("nn.rms_norm", total, call("cast", node.inputs[2], dtype="float32"), axis=-1,
+                                epsilon=eps), dtype=dtype)
+        total = call("cast", total, dtype=dtype)
+    return (out, None, None, total) if outputs[3] else out
+
+
+@converter("RotaryEmbedding", 1, domain=MS)
+def _ms_rotary_embedding(node):
+    """onnxruntime's RotaryEmbedding: (input, position_ids, cos_cache, sin_cache)."""
+    if float(node.attr("scale", 1.0)) != 1.0 or int(node.attr("is_packed_batching", 0)):
+        raise node.error("scale other than 1 and packed batching are not supported")
+    return rotary(node, node.inputs[0], node.inputs[2], node.inputs[3], 1)
 
 
 @converter("FusedMatMul", 1, domain=MS)

@@ -265,3 +265,115 @@ def test_attention_without_the_guard_writes_no_guard_below_23(tmp_path, ort_run,
     assert "IsNaN" not in kinds and "Mul" not in kinds, kinds  # (no guard; a scale of 1 multiplies nothing)
     feeds = {"q": _f32(1, 2, 3, 8), "k": _f32(1, 2, 5, 8), "v": _f32(1, 2, 5, 8), "m": _f32(1, 1, 3, 5)}
     np.testing.assert_allclose(ort_run(str(path), feeds)[0], ir.evaluate(mod, *feeds.values()), rtol=1e-5, atol=1e-5)
+
+
+# -- the fused forms imported: onnxruntime's contrib operators and ONNX's RotaryEmbedding --------
+def _one_node_model(node, inputs: dict, inits: dict, opset: int):
+    """A model of ``node`` alone: ``inputs`` name -> (elem type, shape), ``inits`` name -> array."""
+    from onnx import helper, numpy_helper
+
+    graph = helper.make_graph([node], "one", [helper.make_tensor_value_info(n, t, s) for n, (t, s) in inputs.items()],
+                              [helper.make_empty_tensor_value_info(o) for o in node.output if o],
+                              [numpy_helper.from_array(v, n) for n, v in inits.items()])
+    imports = [helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)]
+    return helper.make_model(graph, opset_imports=imports)
+
+
+def _imported(tmp_path, model, name):
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(model, str(path))
+    return path, ir.load(str(path))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_onnxruntimes_rms_norms_import_as_nn_rms_norm_with_its_numbers(tmp_path, ort_run, dtype):
+    """SimplifiedLayerNormalization and com.microsoft.SkipSimplifiedLayerNormalization (its sum
+    output too): one rounding in a half type, as onnxruntime's kernels."""
+    from onnx import helper
+
+    t = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    rng = np.random.default_rng(3)
+    g = rng.uniform(-2, 2, 64).astype(dtype)
+    a, r = (rng.uniform(-3, 3, (2, 9, 64)).astype(dtype) for _ in range(2))
+    cases = [(helper.make_node("SimplifiedLayerNormalization", ["x", "g"], ["y"], epsilon=1e-6, axis=-1), {"x": a}),
+             (helper.make_node("SkipSimplifiedLayerNormalization", ["x", "r", "g"], ["y", "", "", "s"],
+                               domain="com.microsoft", epsilon=1e-6), {"x": a, "r": r})]
+    for node, feeds in cases:
+        model = _one_node_model(node, {k: (t, ["b", "s", 64]) for k in feeds}, {"g": g}, 18)
+        path, mod = _imported(tmp_path, model, node.op_type)
+        assert "nn.rms_norm" in mod.astext()
+        got, want = ir.evaluate(mod, *feeds.values()), ort_run(str(path), feeds)
+        for gv, wv in zip(got if isinstance(got, tuple) else (got,), want):
+            assert gv.dtype == wv.dtype
+            if dtype == "float32":  # (onnxruntime sums the squares in another order)
+                np.testing.assert_allclose(gv, wv, rtol=1e-6, atol=1e-6)
+                continue
+            off = gv != wv
+            assert off.mean() < 1e-3 and (np.abs(gv - wv)[off] <= np.spacing(np.abs(wv[off]))).all()
+
+
+@pytest.mark.parametrize("form", ["ms_4d", "ms_4d_interleaved_partial", "onnx_4d_positions", "onnx_3d_tables"])
+def test_rotary_embeddings_import_as_nn_rotary_embedding_with_onnxruntimes_numbers(tmp_path, ort_run, form):
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(4)
+    b, h, s, d, r = 2, 4, 5, 16, (8 if "partial" in form else 16)
+    pos = rng.integers(0, 32, (b, s)).astype(np.int64)
+    kw = dict(interleaved=int("interleaved" in form))
+    if "partial" in form:
+        kw.update(rotary_embedding_dim=r, num_heads=h)
+    f = TensorProto.FLOAT
+    if form.startswith("ms"):
+        node = helper.make_node("RotaryEmbedding", ["x", "pos", "c", "sn"], ["y"], domain="com.microsoft", **kw)
+        inits = {"c": rng.standard_normal((32, r // 2)).astype("float32"),
+                 "sn": rng.standard_normal((32, r // 2)).astype("float32")}
+        inputs, feeds = {"x": (f, [b, h, s, d]), "pos": (TensorProto.INT64, [b, s])}, {"x": _f32(b, h, s, d), "pos": pos}
+    elif form == "onnx_4d_positions":
+        node = helper.make_node("RotaryEmbedding", ["x", "c", "sn", "pos"], ["y"], **kw)
+        inits = {"c": rng.standard_normal((32, d // 2)).astype("float32"),
+                 "sn": rng.standard_normal((32, d // 2)).astype("float32")}
+        inputs, feeds = {"x": (f, [b, h, s, d]), "pos": (TensorProto.INT64, [b, s])}, {"x": _f32(b, h, s, d), "pos": pos}
+    else:
+        node = helper.make_node("RotaryEmbedding", ["x", "c", "sn"], ["y"], num_heads=h, **kw)
+        inits = {}
+        inputs = {"x": (f, [b, s, h * d]), "c": (f, [b, s, d // 2]), "sn": (f, [b, s, d // 2])}
+        feeds = {"x": _f32(b, s, h * d), "c": _f32(b, s, d // 2), "sn": _f32(b, s, d // 2)}
+    model = _one_node_model(node, inputs, inits, 23)
+    path, mod = _imported(tmp_path, model, form)
+    assert "nn.rotary_embedding" in mod.astext()
+    np.testing.assert_allclose(ir.evaluate(mod, *feeds.values()), ort_run(str(path), feeds)[0], rtol=1e-6, atol=1e-6)
+
+
+def test_onnxruntimes_optimized_llama_imports_and_generates_its_tokens(tmp_path):
+    """The output of onnxruntime's transformer optimizer (SimplifiedLayerNormalization,
+    SkipSimplifiedLayerNormalization, com.microsoft.RotaryEmbedding) through -O3: the tokens."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    import passhost
+    from passhost import transform
+
+    pytest.importorskip("onnxruntime")
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    here = Path(__file__).parent
+    spec = importlib.util.spec_from_file_location("llm_generate", here / "llm_generate.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    llama = here / "data" / "llm" / "llama"
+    src, dst = tmp_path / "ort.onnx", tmp_path / "out.onnx"
+    optimize_model(str(llama / "model.onnx"), model_type="gpt2", num_heads=4, hidden_size=64,
+                   opt_level=0).save_model_to_file(str(src))
+    kinds = {n.op_type for n in onnx.load(str(src)).graph.node}
+    assert {"SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization", "RotaryEmbedding"} <= kinds
+    mod = ir.load(str(src))
+    with transform.PassContext(opt_level=3):
+        mod = passhost.default_pipeline(3)(mod)
+    ir.save(mod, str(dst), opset=23)
+    ids = np.asarray(json.loads((llama.parent / "expected.json").read_text())["llama"]["prompts_batch2"], np.int64)
+    want, want_logits = gen.greedy_generate(src, ids, 8)
+    got, logits = gen.greedy_generate(dst, ids, 8)
+    np.testing.assert_array_equal(got, want)
+    for g, w in zip(logits, want_logits):
+        np.testing.assert_allclose(g, w, rtol=0, atol=1e-4)
