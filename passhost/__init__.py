@@ -53,10 +53,14 @@ def __getattr__(name: str) -> Any:
 
         return importlib.import_module(".testing", __name__)
     if name == "__version__":
+        # (read once: every ONNX save records it as the producer's version, and a metadata
+        # lookup scans the installed distributions, 0.6 ms a time)
         from importlib.metadata import PackageNotFoundError, version
 
         try:
-            return version("passhost")
+            found = version("passhost")
         except PackageNotFoundError:  # running from a source tree that was never installed
-            return "0.0.0+unknown"
+            found = "0.0.0+unknown"
+        globals()["__version__"] = found
+        return found
     raise AttributeError(f"module 'passhost' has no attribute {name!r}")
