@@ -57,10 +57,8 @@ def as_opaque(part: Part, args: list, opset: int, ty: ir.Type) -> Optional[ir.Ex
     node, ins = em.nodes[0], []
     for x in node.input:
         ins.append(args[names.index(x)] if x in names else ir.Constant(em.values[x]))
-    bare = onnx.NodeProto()
-    bare.CopyFrom(node)
-    bare.input[:] = ["?"] * len(node.input)
-    bare.output[:] = ["?"]
+    bare = onnx.helper.make_node(node.op_type, ["?"] * len(node.input), ["?"], domain=node.domain or None)
+    bare.attribute.extend(node.attribute)
     return ir.Call(opaque(), ins, {"domain": node.domain, "op_type": node.op_type,
                                    "node": bare.SerializeToString().hex(), "out_shapes": (tuple(ty.shape),),
                                    "out_dtypes": (ty.dtype,), "opset": opset})

@@ -28,11 +28,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-
 from passhost import ir
 from passhost.ir.pattern import DFPattern, find_parts
 
-__all__ = ["Composite", "COMPOSITES", "composite", "composite_parts", "scalar", "split", "calls", "example"]
+__all__ = ["Composite", "COMPOSITES", "composite", "composite_parts", "split", "calls", "example"]
 
 
 @dataclass(frozen=True)
@@ -92,21 +91,13 @@ def composite_parts(expr: ir.Expr, opset: int, target: str = "", only: Optional[
     return find_parts([stages[s] for s in sorted(stages)], expr) if stages else {}
 
 
-def scalar(e: ir.Expr) -> Optional[float]:
-    """The value of a one-element floating-point constant, else ``None``."""
-    if type(e) is not ir.Constant or e.data.size != 1 or e.data.dtype.kind != "f":
-        return None
-    return float(e.data.reshape(()))
-
-
 def split(call: ir.Expr) -> tuple:
-    """``(other, value)`` for a two-argument call one of whose arguments is a scalar
-    constant (either order), else ``(None, None)``."""
+    """``(other, value)`` for a two-argument call one of whose arguments is a one-element
+    floating-point constant (either order), else ``(None, None)``."""
     if type(call) is ir.Call and len(call.args) == 2:
         for a, b in (call.args, call.args[::-1]):
-            v = scalar(b)
-            if v is not None:
-                return a, v
+            if type(b) is ir.Constant and b.data.size == 1 and b.data.dtype.kind == "f":
+                return a, float(b.data.reshape(()))
     return None, None
 
 
