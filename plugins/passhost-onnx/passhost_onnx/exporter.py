@@ -310,29 +310,35 @@ def _call_value(em: Emitter, mod: ir.IRModule, e: ir.Call, args: list) -> Any:
 
 
 def _order(body: ir.Expr, parts: dict) -> list:
-    """``post_order(body)`` as the emission goes (functions not entered), a composite's root
-    entered at the leaves of its match: the nodes it holds are its emitter's to write."""
+    """``post_order(body)`` as the emission goes (functions not entered, callees not listed),
+    a composite's root entered at the leaves of its match: the nodes it holds are its
+    emitter's to write."""
     if not parts:
         return ir.post_order(body, skip=_is_function)
     order: list = []
     seen: set = set()
     stack: list = [body]
+    pop, push, listed, see, part_of = stack.pop, stack.append, order.append, seen.add, parts.get
     while stack:
-        node = stack.pop()
+        node = pop()
         if node is _LISTED:
-            order.append(stack.pop())
+            listed(pop())
             continue
         if node in seen:
             continue
-        seen.add(node)
-        part = parts.get(id(node))
-        kids = part.leaves if part is not None else () if _is_function(node) else ir.children(node)
+        see(node)
+        t = type(node)
+        if t is ir.Call:
+            part = part_of(id(node))
+            kids = node.args if part is None else part.leaves
+        else:
+            kids = () if t is ir.Var or t is ir.Constant or _is_function(node) else ir.children(node)
         if not kids:
-            order.append(node)
+            listed(node)
             continue
-        stack.append(node)
-        stack.append(_LISTED)
-        stack.extend(k for k in reversed(kids) if k not in seen)
+        push(node)
+        push(_LISTED)
+        stack.extend([k for k in reversed(kids) if k not in seen])
     return order
 
 
