@@ -9,6 +9,7 @@ from ..op import Op
 from ..types import FuncType
 from ..visitor import post_order
 from .match import _inputs, _Matcher, compile_linear, root_ops
+from .needs import needed_ops
 from .nodes import DFPattern, VarPattern, WildcardPattern
 from .prefilter import prefilter
 
@@ -104,7 +105,7 @@ def find_parts(stages: list, expr: Expr, order: Optional[list] = None) -> dict:
     taken: set = set()
     found: dict = {}
     for entries in stages:
-        by_op, anywhere = _dispatch(entries)
+        by_op, anywhere = _dispatch(entries, at.keys())
         if anywhere:  # (a pattern rooted at any node: every call, tuple and item is offered)
             where: Any = (i for i, n in enumerate(order) if type(n) in (Call, Tuple, TupleGetItem))
         else:
@@ -124,19 +125,23 @@ def find_parts(stages: list, expr: Expr, order: Optional[list] = None) -> dict:
     return found
 
 
-#: a pattern's prefilter and linear matcher, built on first use (a table's patterns live as
+#: a pattern's prefilter, linear matcher and needed operators, built on first use (a table's patterns live as
 #: long as the table)
 _QUICK: WeakKeyDictionary = WeakKeyDictionary()
 
 
-def _dispatch(entries: list) -> tuple:
+def _dispatch(entries: list, called: Any) -> tuple:
     """``({operator name: entries to try}, the entries for any other node)``, each entry
-    with its pattern's prefilter, in the order given."""
+    with its pattern's prefilter and linear matcher, in the order given; an entry whose
+    pattern needs an operator of which the graph calls none (``called``: the names it
+    calls; :func:`~.needs.needed_ops`) is left out."""
     listed = []
     for pattern, tag, check in entries:
         if pattern not in _QUICK:
-            _QUICK[pattern] = (prefilter(pattern), compile_linear(pattern))
-        listed.append((root_ops(pattern), (pattern, tag, check, *_QUICK[pattern])))
+            _QUICK[pattern] = (prefilter(pattern), compile_linear(pattern), needed_ops(pattern))
+        quick, linear, needs = _QUICK[pattern]
+        if not any(called.isdisjoint(clause) for clause in needs):
+            listed.append((root_ops(pattern), (pattern, tag, check, quick, linear)))
     names = {n for ops, _ in listed if ops is not None for n in ops}
     by_op = {n: [e for ops, e in listed if ops is None or n in ops] for n in names}
     return by_op, [e for ops, e in listed if ops is None]
