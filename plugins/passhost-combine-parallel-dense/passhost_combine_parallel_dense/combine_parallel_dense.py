@@ -45,6 +45,7 @@ __all__ = ["CombineParallelDense", "combine_parallel_dense", "MAX_BYTES"]
 
 #: the largest group of weights joined (see the module doc)
 MAX_BYTES = 64 << 20
+_DENSE = frozenset({ir.Op.get("nn.dense")})
 
 
 def _is_function(e: ir.Expr) -> bool:
@@ -126,6 +127,8 @@ def combine_parallel_dense(func: ir.Function, mod: Any = None, min_num_branches:
                            to_batch: bool = False, max_bytes: int = MAX_BYTES) -> ir.Function:
     """``func`` with each group of ``min_num_branches`` or more dense layers reading the
     same input combined (see the module doc); ``func`` itself when there is none."""
+    if not ir.calls_any(func, _DENSE):  # (remembered per function: mostly no walk)
+        return func
     groups = _groups(func.body, min_num_branches, to_batch, max_bytes)
     if not groups:
         return func
