@@ -295,6 +295,22 @@ def test_ab_onnx_pairs_two_live_trees_and_reports_paired_ratios(tmp_path):
     assert "2 alternating pairs" in out.getvalue()
 
 
+def test_ab_onnx_times_the_export_alone(tmp_path):
+    pytest.importorskip("onnx")
+    pytest.importorskip("passhost_onnx")
+    import io
+
+    from benchmarks import ab_onnx
+
+    src = bench_onnx.prepare("squeezenet", str(tmp_path))["path"]
+    res = ab_onnx.pairs(str(ROOT), str(ROOT), src, 2, str(tmp_path), export=True)
+    assert all(len(row) == 1 and row[0] > 0 for side in res.values() for row in side)
+    out = io.StringIO()
+    assert set(ab_onnx.report(res, "HEAD", "squeezenet", out=out)) == {"cpu"}
+    with pytest.raises(SystemExit, match="no model file"):
+        ab_onnx.main(["--rev", "HEAD", "--export", "--model", str(tmp_path / "missing.onnx")])
+
+
 def test_ab_onnx_extracts_a_revision_with_its_plugins(tmp_path):
     from benchmarks import ab_onnx
 
