@@ -130,12 +130,12 @@ class DaskExecutor:
     # -- starting and stopping ----------------------------------------------------------
     def __enter__(self) -> "DaskExecutor":
         try:
-            import dask
-
-            if importlib.util.find_spec("distributed") is None:
-                raise ImportError("No module named 'distributed'")
+            for name in ("dask", "distributed"):
+                if importlib.util.find_spec(name) is None:
+                    raise ModuleNotFoundError(f"No module named {name!r}")
             # first: the fork server loads what the workers need while this process goes on
-            forked = self.address is None and start_fork_server(dask)
+            forked = self.address is None and start_fork_server()
+            import dask
             import distributed
         except ImportError as err:
             raise UsageError(f"the dask executor needs Dask distributed ({_one_line(err)}): "
@@ -441,25 +441,22 @@ def _freeze_at_exit() -> None:
 _FROZEN_AT_EXIT = False
 
 
-def start_fork_server(dask: Any) -> bool:
+def start_fork_server() -> bool:
     """Start (once per process) the fork server the LocalCluster's workers are forked
     from, preloading :mod:`passhost_dask.warm`; ``False`` where there is none (Windows).
 
     It is a fresh interpreter started now, not a fork of this process (whose threads and
     locks a fork would copy), so it imports Dask, passhost and the plugins on another
     core while this process imports Dask and starts the scheduler; each worker is then a
-    fork of it that imports nothing. It gets the environment a spawned worker would
-    (Dask's ``distributed.nanny.pre-spawn-environ``: one BLAS thread, ...), so its numpy
-    starts no threads before a fork. It exits with this process."""
+    fork of it that imports nothing. It has this process's environment, as ``-j N``'s
+    workers do: Dask's ``distributed.nanny.pre-spawn-environ`` (one BLAS thread) is set
+    in each worker's ``os.environ`` but reaches only what loads after the fork, not numpy.
+    It exits with this process."""
     import multiprocessing
     from multiprocessing import forkserver
 
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return False
-    env = dask.config.get("distributed.nanny.pre-spawn-environ", None) or {}
-    for name, value in env.items():  # as the Nanny sets them here before it starts a worker
-        if value is not None and name not in os.environ:
-            os.environ[name] = str(value)
     multiprocessing.get_context("forkserver").set_forkserver_preload(["passhost_dask.warm"])
     forkserver.ensure_running()  # returns at once; the server imports, then serves
     try:  # Dask would set its own preload (importing pandas here if installed): ours runs already
