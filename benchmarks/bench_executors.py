@@ -1,12 +1,13 @@
 """The executors side by side (issue 36): one batch of models through the local process
 pool (``passhost run MODELS -O3 -o out/ -j 2``) and through a Dask LocalCluster of two
 workers (``... --executor dask -j 2``), run as a user runs them: one ``passhost`` process
-per run, its wall time from start to exit (the pool's or the cluster's start and stop
-included). The goal: Dask within 1.2x of ``-j 2`` on a 50-model batch.
+per run, its wall time from start until its output pipes close (the pool's or the
+cluster's start and stop included), and the CPU time of every process it started. The
+goal: Dask within 1.2x of ``-j 2`` on a 50-model batch.
 
 Usage::
 
-    python benchmarks/bench_executors.py                        # 50 generated models, 3 rounds
+    python benchmarks/bench_executors.py                        # 50 generated models, 5 rounds
     python benchmarks/bench_executors.py --models squeezenet    # the zoo's SqueezeNet, reseeded 50 times
     python benchmarks/bench_executors.py --count 4 --rounds 1   # tiny (smoke)
     python benchmarks/bench_executors.py --check --json out.json
@@ -17,43 +18,58 @@ Models (``--models``):
 ``generated`` (the default)
     ResNet-style stacks of ``--blocks`` residual blocks (Conv 3x3, BatchNormalization,
     Relu, Conv, BatchNormalization, Add, Relu; 8 channels, 16x16), seeded per model:
-    ~220 KB files whose -O3 takes a few tenths of a second each, like the zoo's CNNs
-    (ResNet-50: 0.37 s), so the batch measures running models rather than starting
-    processes.
+    ~220 KB files that take ~55 ms of CPU each (read, -O3, write) and the ``fsync`` of
+    their output.
 ``squeezenet``
     the model zoo's SqueezeNet 1.0 (``passhost_onnx.zoo``), reseeded per model: 5 MB
-    files whose -O3 takes ~50 ms, so fixed costs (spawning workers, importing passhost
-    in them, starting the cluster) dominate: the worst case for a cluster.
+    files that take ~20 ms of CPU each, so fixed costs (starting processes, importing
+    passhost and Dask in them, starting the cluster) weigh most: the worst case for a
+    cluster.
 
 Each round runs both executors on the same inputs into fresh output directories, in
-alternating order; outputs are checked byte for byte against each other. The report
-gives each executor's median wall time and the ratio of the medians. With ``--running``
-a third column, ``dask://`` on a LocalCluster of two workers started before the rounds
-(a team's standing cluster: no cluster start or stop in the timing, workers warm after
-the first round), shows what the batch itself costs on Dask.
+alternating order, after one untimed warm-up run of each (bytecode cached in the run's
+scratch directory, as in an installed passhost; this machine sets
+``PYTHONDONTWRITEBYTECODE``); outputs are checked byte for byte against each other. The
+report gives each executor's median wall and CPU time, the ratio of the medians and the
+median of the rounds' ratios. With ``--running`` a third column, ``dask://`` on a
+LocalCluster of two workers started before the rounds (a team's standing cluster: no
+cluster start or stop in the timing), shows what the batch itself costs on Dask.
 
-Measured (2 cores shared with other work, load average 3 to 7, so single rounds vary by
-up to 2x; medians of 3 to 5 rounds, outputs byte-identical in every round):
+Measured 2026-11-28 (2 cores shared with other sessions; medians of 5 to 9 rounds;
+outputs byte-identical in every round). Before: the plugin at c2303d0 (two spawned
+workers, each importing Dask and then passhost at its first job; one round trip through
+the client per model); after: 3babc22 to f20a1f3 (which starts the fork server 0.06 s
+earlier):
 
-=====================================  ==========  ===========  =====  =============
-batch of 50                            local -j 2  dask -j 2    ratio  dask:// (running)
-=====================================  ==========  ===========  =====  =============
-generated, 160 blocks (~47 MB)         25.4 s      24.8 s       0.97x
-generated, 40 blocks (default)         7.8 s       8.8 s        1.12x  6.1 s (0.78x)
-same, 5 rounds, another hour           6.0 s       7.8 s        1.29x  4.8 s (0.79x)
-generated, 40 blocks, ``--check``      13.5 s      13.5 s       1.00x
-squeezenet (248 MB)                    6.8 s       10.2 s       1.50x
-=====================================  ==========  ===========  =====  =============
+=======================================  ===========  ===========  ==============  =============
+batch of 50, load average (1 min)        local -j 2   dask -j 2    ratio (paired)  CPU local/dask
+=======================================  ===========  ===========  ==============  =============
+squeezenet, before, load 3.0-3.9         2.16 s       3.68 s       1.70x (1.66x)   2.15 / 3.46 s
+generated, before, load 2.9-3.8          1.95 s       3.01 s       1.54x (1.59x)   3.41 / 4.88 s
+squeezenet, after, load 2.9-3.9          2.05 s       2.38 s       1.16x (1.16x)   1.90 / 2.30 s
+squeezenet, after, load 3.5-5.1          3.21 s       3.85 s       1.20x (1.20x)   2.09 / 2.65 s
+squeezenet, after, load 2.7-2.9          1.14 s       1.56 s       1.37x (1.40x)   1.85 / 2.34 s
+generated, after, load 5.1-5.6           5.21 s       5.10 s       0.98x (1.08x)   3.74 / 4.15 s
+generated, after, load 3.3-3.6           4.24 s       4.21 s       0.99x (1.17x)   3.59 / 4.09 s
+=======================================  ===========  ===========  ==============  =============
 
-What ``--executor dask`` adds is about 2 s per run, whatever the batch: importing Dask
-here (0.6 s), starting the scheduler and two worker processes that import Dask too, and
-about 10 ms per model (one model per worker thread in flight: the next is sent when one
-ends, so a dying worker takes no other model with it). Closing the cluster costs 0.1 s
-(its workers leave with ``os._exit``; Python's teardown took a second). So the 1.2x goal
-holds once ``-j 2`` itself takes about 12 s or more (models of a few tenths of a second
-each, or ``--check``), and is missed for batches of very quick models such as SqueezeNet
-at 50 ms each; on a scheduler that is already running (a team's cluster) Dask is faster
-than ``-j 2``, which starts its processes every run.
+On a running scheduler (``--running``, the generated batch at load 5.1-5.6) Dask took 4.24 s,
+0.81x of ``-j 2``, which starts its processes every run.
+
+Where ``--executor dask``'s time goes, and what is left (measured with time-stamped
+phases, ``-X importtime`` and per-process CPU): the workers are forked from a fork server
+that imports Dask, passhost and the plugins once (0.45 s of CPU, instead of each spawned
+worker importing Dask and passhost), started before the batch's process imports Dask
+(0.17 s) and starts the scheduler; the scheduler gets the batch as one graph and hands a
+freed worker the next model itself; the workers' profiler and monitors are off; the fork
+server leaves with ``os._exit`` and the batch's process freezes its heap at exit (the
+teardown of Dask's modules took 0.5 s and 0.1 s). Left over ``-j 2``: about 0.5 s of CPU
+(0.40-0.56 s above: Dask imported twice, 0.35 s; scheduling, ~2 ms a model here and ~2 ms on the worker,
+offset by one import of passhost fewer) and on the path to the first model the fork
+server's imports plus forking and registering the workers (0.14 s) where ``-j 2`` spawns
+two processes that import passhost side by side. That is the floor for SqueezeNet's 50
+models: about 0.4 s of wall over a ``-j 2`` run of 1.1-3 s, 1.16-1.4x; the generated batch, whose
+``-j 2`` run takes longer, is within 1.2x.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@
 **The LocalCluster** a batch starts is quick to start: its worker processes are forked
 from a fork server that loaded Dask, passhost and the plugins once (:mod:`.warm`), started
 first so that it loads them while this process imports Dask and starts the scheduler;
-what only its dashboard shows is off. About 0.4 s of CPU over ``-j 2`` remains for a batch
+what only its dashboard shows is off. About 0.5 s of CPU over ``-j 2`` remains for a batch
 of 50 (importing Dask here and in the fork server, ~5 ms a model of scheduling).
 
 **Paths or bytes.** Before the first job, every worker is asked whether it sees each input
