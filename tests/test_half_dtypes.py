@@ -9,7 +9,8 @@ and round their result, the others run on the half arrays as one numpy/ml_dtypes
 which rounds the same way. The normalisations of ``SCALED_IN_HALF`` are held to their own
 rule instead, deliberately (ONNX's function body and Hugging Face's half-precision RMSNorm):
 the float32 normalisation with a unit scale, rounded to the half type, times the scale in the
-half type.
+half type. ``nn.attention`` (``ROUNDED_IN_STEPS``) is held to the steps of ONNX's function body
+of ``Attention`` with ``softmax_precision=1``, written out here in numpy.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import pytest
 
 from passhost import ir
 from passhost.errors import ParseError
-from passhost.ir.ops._util import FLOAT32_FOR_HALF, SCALED_IN_HALF
+from passhost.ir.ops._util import FLOAT32_FOR_HALF, ROUNDED_IN_STEPS, SCALED_IN_HALF
 from passhost.ir.types import FLOAT_DTYPES, LOW_PRECISION_DTYPES, is_float
 
 CASES = Path(__file__).parent / "data" / "op_cases.txt"
@@ -98,10 +99,36 @@ def _scaled_in_half(fn32, wide: list, dtype: str) -> np.ndarray:
     return (normalised * scale).astype("float32")
 
 
-def _check(text32: str, dtype: str, rng, scaled: bool = False) -> str:
+def _attention_in_steps(fn32, wide: list, dtype: str) -> np.ndarray:
+    """What ``nn.attention(q, k, v, mask)`` gives on half inputs: ONNX's function body with
+    ``softmax_precision=1`` -- the scaled query and key, their product and the masked scores
+    rounded to ``dtype``, the softmax in float32, the probabilities rounded, the product with
+    the values rounded (each product summed in float64 here, then rounded: as float32 sums
+    round to the same half value but for a tie far below these inputs' precision)."""
+    q, k, v, mask = wide
+    scale = fn32.body.attrs.scale
+    root = np.sqrt(1 / np.sqrt(q.shape[-1]) if scale is None else float(scale))
+
+    def rnd(a):
+        return np.asarray(a).astype(dtype).astype("float64")
+
+    s = rnd(root)
+    qs, ks = rnd(q * s), rnd(k * s)
+    rep = q.shape[1] // k.shape[1]
+    ks, vs = np.repeat(ks, rep, axis=1), np.repeat(v.astype("float64"), rep, axis=1)
+    x = rnd(qs @ np.swapaxes(ks, -1, -2))
+    x = x + np.where(mask, 0, -np.inf) if mask.dtype == np.bool_ else rnd(x + mask)
+    x = x.astype("float32")
+    e = np.exp(x - x.max(-1, keepdims=True))
+    p = np.nan_to_num(e / e.sum(-1, keepdims=True), nan=0.0)
+    return (rnd(p) @ vs).astype("float32")
+
+
+def _check(text32: str, dtype: str, rng, scaled: bool = False, steps: bool = False) -> str:
     """'' if the case's ``dtype`` version types and computes as the float32 one rounded
     (or the float32 version itself fails), else what went wrong; with ``scaled`` (an
-    operator of ``SCALED_IN_HALF``) as :func:`_scaled_in_half` has it."""
+    operator of ``SCALED_IN_HALF``) as :func:`_scaled_in_half` has it, with ``steps``
+    (``nn.attention``) as :func:`_attention_in_steps` does."""
     try:
         fn32 = ir.parse_expr(text32)
     except Exception:
@@ -115,7 +142,8 @@ def _check(text32: str, dtype: str, rng, scaled: bool = False) -> str:
         return ""
     half, wide = feeds
     try:
-        want = _scaled_in_half(fn32, wide, dtype) if scaled else ir.evaluate(fn32, *wide)
+        want = (_scaled_in_half(fn32, wide, dtype) if scaled else _attention_in_steps(fn32, wide, dtype) if steps
+                else ir.evaluate(fn32, *wide))
     except Exception:
         return ""  # (inputs the case does not take: an index out of range, say)
     try:
@@ -152,8 +180,9 @@ def test_every_core_operator_is_checked_on_half_types():
 @pytest.mark.parametrize("name", sorted(_core_ops() - INTEGER_ONLY))
 def test_operator_computes_half_types_as_float32_rounded_once(name, dtype):
     rng = np.random.RandomState(0)
-    scaled = name in SCALED_IN_HALF
-    failures = [f"{t}\n    -> {problem}" for t in _float_cases(name) if (problem := _check(t, dtype, rng, scaled))]
+    scaled, steps = name in SCALED_IN_HALF, name in ROUNDED_IN_STEPS
+    failures = [f"{t}\n    -> {problem}" for t in _float_cases(name)
+                if (problem := _check(t, dtype, rng, scaled, steps))]
     assert not failures, "\n".join(failures)
 
 
@@ -167,6 +196,37 @@ def test_the_normalisations_scaled_in_half_are_marked_and_not_rounded_once():
     assert SCALED_IN_HALF <= _core_ops() and not SCALED_IN_HALF & FLOAT32_FOR_HALF
     for name in SCALED_IN_HALF:
         assert ir.Op.get(name).definition.extra.get("half_scaled_in_half") is True, name
+
+
+def test_attention_rounds_in_steps_is_marked_and_not_rounded_once():
+    assert ROUNDED_IN_STEPS <= _core_ops() and not ROUNDED_IN_STEPS & (FLOAT32_FOR_HALF | SCALED_IN_HALF)
+    for name in ROUNDED_IN_STEPS:
+        assert ir.Op.get(name).definition.extra.get("half_rounded_in_steps") is True, name
+    q, k = ir.var("q", shape=(1, 2, 8, 16), dtype="float16"), ir.var("k", shape=(1, 2, 8, 16), dtype="float16")
+    rng = np.random.RandomState(2)
+    a, b = (rng.uniform(-2, 2, (1, 2, 8, 16)).astype("float16") for _ in range(2))
+    got = ir.evaluate(ir.Function([q, k], ir.nn.attention(q, k, k, ir.const(np.zeros((), "float16")))), a, b)
+    q32, k32 = ir.var("q", shape=(1, 2, 8, 16)), ir.var("k", shape=(1, 2, 8, 16))
+    wide = ir.evaluate(ir.Function([q32, k32], ir.nn.attention(q32, k32, k32, ir.const(0.0))), a.astype("float32"),
+                       b.astype("float32"))
+    assert (got != wide.astype("float16")).any()
+
+
+def test_attention_with_float32_values_under_a_half_query_gives_float32():
+    """PyTorch's export of float16 SDPA: scores in float16, softmax and values in float32."""
+    q, k = ir.var("q", shape=(1, 4, 3, 8), dtype="float16"), ir.var("k", shape=(1, 2, 5, 8), dtype="float16")
+    v = ir.var("v", shape=(1, 2, 5, 8))
+    fn = ir.infer_type(ir.Function([q, k, v], ir.nn.attention(q, k, v, ir.const(np.zeros((), "float16")))))
+    assert fn.body.checked_type.dtype == "float32"
+    rng = np.random.RandomState(3)
+    a, b = rng.uniform(-2, 2, (1, 4, 3, 8)).astype("float16"), rng.uniform(-2, 2, (1, 2, 5, 8)).astype("float16")
+    c = rng.uniform(-2, 2, (1, 2, 5, 8)).astype("float32")
+    got = ir.evaluate(fn, a, b, c)
+    s = np.float32(np.float16(np.sqrt(1 / np.sqrt(8))))
+    qs, ks = (a.astype("float32") * s).astype("float16"), np.repeat((b.astype("float32") * s).astype("float16"), 2, 1)
+    x = np.matmul(qs.astype("float32"), np.swapaxes(ks, -1, -2).astype("float32")).astype("float16").astype("float32")
+    e = np.exp(x - x.max(-1, keepdims=True))
+    np.testing.assert_array_equal(got, np.matmul(e / e.sum(-1, keepdims=True), np.repeat(c, 2, 1)))
 
 
 def test_a_half_rms_norm_rounds_before_its_scale_unlike_rounding_once():
@@ -184,7 +244,7 @@ def test_a_half_rms_norm_rounds_before_its_scale_unlike_rounding_once():
 def test_the_docs_list_the_operators_computed_in_float32():
     text = (Path(__file__).resolve().parents[1] / "docs" / "ir.md").read_text(encoding="utf-8")
     section = text.split("### Half and low-precision dtypes", 1)[1].split("\n## ", 1)[0]
-    for name in FLOAT32_FOR_HALF | SCALED_IN_HALF:
+    for name in FLOAT32_FOR_HALF | SCALED_IN_HALF | ROUNDED_IN_STEPS:
         assert f"`{name}`" in section, f"docs/ir.md: list {name} among the operators computed in float32"
 
 

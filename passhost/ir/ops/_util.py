@@ -25,6 +25,7 @@ __all__ = [
     "in_float32",
     "FLOAT32_FOR_HALF",
     "SCALED_IN_HALF",
+    "ROUNDED_IN_STEPS",
     "quiet_kernels",
     "tensor_arg",
     "norm_axis",
@@ -45,13 +46,16 @@ def reg(name: str, num_inputs: int, type_rel: Callable, compute: Optional[Callab
     """Register one core operator (a thin wrapper over :func:`register_op`). An operator
     named in :data:`FLOAT32_FOR_HALF` gets its kernel wrapped by :func:`in_float32` and
     ``extra["half_in_float32"] = True``; one named in :data:`SCALED_IN_HALF` gets
-    ``extra["half_scaled_in_half"] = True`` (its kernel widens and rounds by itself)."""
+    ``extra["half_scaled_in_half"] = True`` and one in :data:`ROUNDED_IN_STEPS`
+    ``extra["half_rounded_in_steps"] = True`` (their kernels widen and round by themselves)."""
     extra = dict(extra or {})
     if name in FLOAT32_FOR_HALF and compute is not None:
         compute = in_float32(compute)
         extra["half_in_float32"] = True
     if name in SCALED_IN_HALF:
         extra["half_scaled_in_half"] = True
+    if name in ROUNDED_IN_STEPS:
+        extra["half_rounded_in_steps"] = True
     return register_op(OpDef(name=name, num_inputs=num_inputs, type_rel=type_rel, compute=compute,
                              attrs=attrs, pattern=pattern, stateful=stateful, summary=summary,
                              attr_check=attr_check, extra=extra))
@@ -76,7 +80,7 @@ FLOAT32_FOR_HALF = frozenset([
     "sum", "mean", "prod", "variance", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "topk",
     # normalisations, attention
     "nn.batch_norm", "nn.layer_norm", "nn.instance_norm", "nn.l2_normalize", "nn.lrn", "nn.softmax",
-    "nn.log_softmax", "nn.rotary_embedding", "nn.attention",
+    "nn.log_softmax", "nn.rotary_embedding",
     # pooling
     "nn.avg_pool2d", "nn.avg_pool3d", "nn.global_avg_pool2d", "nn.adaptive_avg_pool2d", "nn.max_pool2d",
     "nn.max_pool3d", "nn.global_max_pool2d", "nn.adaptive_max_pool2d", "nn.max_pool2d_with_argmax",
@@ -92,6 +96,14 @@ FLOAT32_FOR_HALF = frozenset([
 #: and Hugging Face's ``weight * x.to(input_dtype)`` do -- so that the graph a half-precision
 #: model is exported as fuses into one call exactly. docs/ir.md lists these names.
 SCALED_IN_HALF = frozenset(["nn.rms_norm"])
+
+#: the operators whose half-precision result rounds at each step of ONNX's function body, not
+#: once: ``nn.attention`` rounds the scaled query and key, their product and the masked scores
+#: to the half type, takes the softmax in float32 (``softmax_precision=1``) and rounds the
+#: probabilities before their product with the values -- what ONNX's ``Attention`` and Hugging
+#: Face's half-precision attention compute, so that such a graph fuses into one call exactly.
+#: docs/ir.md lists these names.
+ROUNDED_IN_STEPS = frozenset(["nn.attention"])
 
 #: the dtypes :func:`in_float32` widens (numpy scalar types: ``arr.dtype.type`` is cheap)
 _HALF_TYPES = frozenset(np.dtype(d).type for d in (

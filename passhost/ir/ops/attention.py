@@ -19,6 +19,21 @@ Query head ``h`` reads key-value head ``h // (q_heads / kv_heads)`` (grouped-que
 ``kv_heads == q_heads`` is plain multi-head attention). A float ``mask`` is added to the scores
 and a bool one keeps the scores where it is True (``-inf`` elsewhere); either broadcasts against
 ``(batch, q_heads, q_seq, kv_seq)``. A scalar zero mask is no mask.
+
+**Half precision** (float16, bfloat16 query and key) rounds where ONNX's function body of
+``Attention`` with ``softmax_precision=1`` rounds, which is also where Hugging Face's
+half-precision attention rounds (``softmax(..., dtype=float32).to(query.dtype)``)::
+
+    s = half(sqrt(scale))
+    scores = half(half(%q * s) @ half(%k * s)^T)       /* each product summed in float32 */
+    x = half(scores + mask)                            /* a bool mask adds 0 or -inf: exact */
+    p = softmax(float32(x))                            /* in float32 */
+    half(half(p) @ %v)                                 /* %v of the half type */
+    p @ %v                                             /* %v float32: neither rounded */
+
+The value may be float32 under a half query and key (the output is then float32): PyTorch's
+exporter writes ``scaled_dot_product_attention`` on float16 data with a float32 mask so, the
+scores cast to float32 before the mask and the values after the repeat.
 """
 from __future__ import annotations
 
@@ -39,9 +54,11 @@ def _rel(types: list, attrs) -> TensorType:
     names = ("query", "key", "value")
     q, k, v = (tensor_arg(_OP, types, i, n) for i, n in enumerate(names))
     for t, n in zip((q, k, v), names):
-        if t.ndim != 4 or t.dtype != q.dtype or not t.dtype.startswith(("float", "bfloat")):
+        if t.ndim != 4 or not (t.dtype == q.dtype or (n == "value" and t.dtype == "float32" and _half(q.dtype))) \
+                or not t.dtype.startswith(("float", "bfloat")):
             raise TypeInferenceError(f"{_OP}: {n} {t} must be a 4-D floating-point tensor (batch, heads, "
-                                     f"sequence, head size) of the query's dtype")
+                                     f"sequence, head size) of the query's dtype (the value may be float32 "
+                                     f"under a half query)")
     batch, q_heads, q_seq, head = q.shape
     kv_heads, kv_seq = k.shape[1], k.shape[2]
     problems = []
@@ -61,7 +78,12 @@ def _rel(types: list, attrs) -> TensorType:
     scores = (batch, q_heads, q_seq, kv_seq)
     if mask.ndim > 4 or any(d != 1 and s != 1 and differ(d, s) for d, s in zip(mask.shape[::-1], scores[::-1])):
         raise TypeInferenceError(f"{_OP}: the mask {mask} does not broadcast against the scores {scores}")
-    return TensorType((batch, q_heads, q_seq, v.shape[3]), q.dtype)
+    return TensorType((batch, q_heads, q_seq, v.shape[3]), v.dtype)
+
+
+def _half(dtype: str) -> bool:
+    """A float type narrower than float32: the kernel rounds at the function body's steps."""
+    return np.dtype(dtype).itemsize < 4
 
 
 def _check(attrs) -> None:
@@ -79,6 +101,8 @@ def root_scale(scale, head: int) -> float:
 @kernel
 def _attention(args: list, attrs) -> np.ndarray:
     q, k, v, mask = args
+    if _half(q.dtype):
+        return _half_attention(q, k, v, mask, attrs)
     dt = q.dtype
     s = dt.type(root_scale(attrs.scale, q.shape[-1]))
     rep = q.shape[1] // max(k.shape[1], 1)
@@ -90,11 +114,39 @@ def _attention(args: list, attrs) -> np.ndarray:
         scores = scores + np.where(mask, dt.type(0), dt.type(-np.inf))
     elif mask.ndim or mask != 0:
         scores = scores + mask.astype(dt, copy=False)
-    e = np.exp(scores - np.max(scores, axis=-1, keepdims=True))
-    p = (e / np.sum(e, axis=-1, keepdims=True)).astype(dt, copy=False)
+    p = _softmax(scores)
     if attrs.zero_masked_rows:
         p = np.where(np.isnan(p), dt.type(0), p)
     return np.matmul(p, vs).astype(dt, copy=False)
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return (e / np.sum(e, axis=-1, keepdims=True)).astype(x.dtype, copy=False)
+
+
+def _half_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray, attrs) -> np.ndarray:
+    """The half-precision steps of the module doc: every product in float32, rounded to the
+    half type ``h`` where ONNX's function body rounds (``softmax_precision=1``)."""
+    h, f = q.dtype, np.float32
+    s = f(h.type(root_scale(attrs.scale, q.shape[-1])))
+    rep = q.shape[1] // max(k.shape[1], 1)
+    qs = (q.astype(f) * s).astype(h).astype(f)
+    ks = (k.astype(f) * s).astype(h).astype(f)
+    vs = v.astype(f)
+    if rep > 1:
+        ks, vs = np.repeat(ks, rep, axis=1), np.repeat(vs, rep, axis=1)
+    scores = np.matmul(qs, np.swapaxes(ks, -1, -2)).astype(h).astype(f)
+    if mask.dtype == np.bool_:
+        scores = scores + np.where(mask, f(0), f(-np.inf))  # (adds 0 or -inf: nothing to round)
+    elif mask.ndim or mask != 0:
+        scores = (scores + mask.astype(f)).astype(h).astype(f)
+    p = _softmax(scores)
+    if attrs.zero_masked_rows:
+        p = np.where(np.isnan(p), f(0), p)
+    if v.dtype == f:
+        return np.matmul(p, vs)
+    return np.matmul(p.astype(h).astype(f), vs).astype(h)
 
 
 reg(_OP, 4, _rel, _attention, attrs=(("scale", None), ("zero_masked_rows", True)), pattern=OpPattern.OPAQUE,

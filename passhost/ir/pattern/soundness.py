@@ -34,6 +34,7 @@ import numpy as np
 from ...errors import PasshostError
 from ..expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from ..op import Op
+from ..types import LOW_PRECISION_DTYPES
 from .match import _Matcher
 from .nodes import (AltPattern, AttrPattern, CallPattern, ConstantPattern, DataTypePattern, DFPattern,
                     DominatorPattern, ExprPattern, ShapePattern, TuplePattern, TupleGetItemPattern, TypePattern,
@@ -276,6 +277,8 @@ def _close(before: Any, after: Any, rtol: float, atol: float) -> Optional[str]:
     b, a = np.asarray(before), np.asarray(after)
     if b.shape != a.shape or b.dtype != a.dtype:
         return f"the result changes from {b.dtype}{list(b.shape)} to {a.dtype}{list(a.shape)}"
+    if b.dtype.name in LOW_PRECISION_DTYPES and b.dtype.name.startswith(("bfloat", "float")):  # (ml_dtypes' kind is 'V': compare the values as floats)
+        b, a = b.astype("float32"), a.astype("float32")
     if b.dtype.kind in "fc":
         finite = np.isfinite(b)
         if not np.array_equal(finite, np.isfinite(a)) and finite.all():

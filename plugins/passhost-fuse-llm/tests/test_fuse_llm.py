@@ -303,6 +303,75 @@ def test_without_the_guard_rows_masked_whole_stay_what_the_softmax_gives():
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+def _half_inputs(fn, rng):
+    """Random inputs for a half-precision example: a row masked whole in each mask."""
+    out = []
+    for p in fn.params:
+        t = p.type_annotation
+        if t.dtype == "bool":
+            keep = rng.random_sample(t.shape) < 0.7
+            keep[0, 0, 0] = False
+            out.append(keep)
+        else:
+            out.append(rng.uniform(-3, 3, t.shape).astype(t.dtype))
+    return out
+
+
+def _identical(a, b) -> bool:
+    a, b = np.asarray(a).astype("float64"), np.asarray(b).astype("float64")
+    return bool(np.all((a == b) | (np.isnan(a) & np.isnan(b))))
+
+
+def test_half_precision_attention_becomes_one_attention_bit_for_bit():
+    """PyTorch's float16 SDPA (the scores widened, a float32 mask, float32 values), Hugging
+    Face's eager form (the softmax in float32 between casts) and all-half attention, float16
+    and bfloat16, grouped-query heads: nn.attention gives the graph's bits (NaN for NaN)."""
+    from passhost_fuse_llm.attention import AttentionRule
+
+    rng = np.random.RandomState(7)
+    seen = set()
+    for _ in range(60):
+        [fn] = AttentionRule.half_example(rng)
+        before, after = _run("FuseAttention", fn)
+        call = after["main"].body
+        assert isinstance(call, ir.Call) and call.op.name == "nn.attention", after
+        seen.add((fn.params[0].type_annotation.dtype, call.checked_type.dtype))
+        args = _half_inputs(fn, rng)
+        assert _identical(ir.evaluate(after, *args), ir.evaluate(before, *args))
+    assert seen == {("float16", "float16"), ("float16", "float32"), ("bfloat16", "bfloat16"), ("bfloat16", "float32")}
+
+
+def _half_sdpa(q, k, v, keep, *, cq=0.5, ck=0.5, scores_scale=None, mask32=None):
+    """float16 SDPA as PyTorch exports it (scores widened before a float32 mask, values widened)."""
+    b, h, lq, d = (int(x) for x in q.type_annotation.shape)
+    total = int(k.type_annotation.shape[2])
+    q3 = ir.reshape(ir.multiply(q, _c(cq, "float16")), (b * h, lq, d))
+    k3 = ir.reshape(ir.multiply(ir.transpose(k, (0, 1, 3, 2)), _c(ck, "float16")), (b * h, d, total))
+    scores = ir.reshape(ir.nn.batch_matmul(q3, k3, transpose_b=False), (b, h, lq, total))
+    if scores_scale is not None:
+        scores = ir.multiply(scores, _c(scores_scale, "float16"))
+    mask = mask32 if mask32 is not None else ir.where(keep, _c(0.0), _c(-np.inf))
+    p = ir.nn.softmax(ir.add(ir.cast(scores, "float32"), mask))
+    v3 = ir.reshape(ir.cast(v, "float32"), (b * h, total, d))
+    out = ir.nn.batch_matmul(ir.reshape(p, (b * h, lq, total)), v3, transpose_b=False)
+    return ir.reshape(out, (b, h, lq, d))
+
+
+@pytest.mark.parametrize("case", ["as_exported", "scores_scaled", "scales_differ", "float32_mask"])
+def test_half_attention_that_rounds_elsewhere_stays(case):
+    """A scale on the half scores (Hugging Face's eager ``* scaling``: rounded after the
+    product), the query and key scaled by different constants, a float32 mask that is not 0 or
+    -inf (added to the widened scores, not to half ones): nn.attention would round otherwise."""
+    b, h, lq, total, d = 1, 2, 3, 5, 16
+    q = ir.var("q", shape=(b, h, lq, d), dtype="float16")
+    k, v = (ir.var(n, shape=(b, h, total, d), dtype="float16") for n in "kv")
+    keep = ir.var("keep", shape=(b, 1, lq, total), dtype="bool")
+    kw = {"as_exported": {}, "scores_scaled": dict(cq=1.0, ck=1.0, scores_scale=0.25), "scales_differ": dict(ck=0.25),
+          "float32_mask": dict(mask32=ir.where(keep, _c(0.0), _c(-1e4)))}[case]
+    _, after = _run("FuseAttention", ir.Function([q, k, v, keep], _half_sdpa(q, k, v, keep, **kw)))
+    assert ("nn.attention" in _ops(after)) == (case == "as_exported")
+
+
 # -- soundness -------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["FuseRMSNorm", "FuseRotaryEmbedding", "FuseAttention"])
 def test_every_rule_is_sound_and_exercised(name):
@@ -426,6 +495,22 @@ def test_the_float16_llama_fuses_the_rms_norm_of_its_half_input_whole():
                             and isinstance(e.op, ir.Op) and e.op.name == "nn.rms_norm" else None)
     assert sorted(n.checked_type.dtype for n in norms) == ["float16"] + ["float32"] * 4
     assert _count(mod, "nn.rotary_embedding") == 4
+
+
+def test_the_float16_llamas_attention_fuses_with_its_float32_values():
+    """PyTorch's export of float16 SDPA: the float16 scores widened before a float32 mask, the
+    softmax and the values in float32 (a float32 result): each layer's block is one nn.attention
+    of float16 query and key, float32 values and the bool mask, with no softmax left."""
+    pytest.importorskip("passhost_onnx")
+    mod = _optimised(LLM / "llama_fp16" / "model.onnx")
+    calls = []
+    for gv in mod.functions:
+        ir.post_order_visit(mod[gv.name_hint], lambda e: calls.append(e) if isinstance(e, ir.Call)
+                            and isinstance(e.op, ir.Op) and e.op.name == "nn.attention" else None)
+    assert len(calls) == 2 and _count(mod, "nn.softmax") == 0
+    for c in calls:
+        assert [ir.type_of(a).dtype for a in c.args] == ["float16", "float16", "float32", "bool"]
+        assert c.checked_type.dtype == "float32" and c.attrs.scale == 0.25
 
 
 @pytest.mark.parametrize("form", [dict(), dict(opset=23), dict(opset=23, target="onnxruntime")])

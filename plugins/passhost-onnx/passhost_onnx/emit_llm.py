@@ -11,9 +11,10 @@ operator               opset 23 on                                 below opset 2
                                                                    two ``Mul``, ``Add`` (the
                                                                    tables widened once)
 ``nn.attention``       ``Attention`` (the KV cache's ``Concat``     ``MatMul, Add, Softmax,
-                       taken in as ``past_key``/``past_value``)     (IsNaN, Where,) MatMul``; key-value
-                                                                   heads broadcast in 5-D, never
-                                                                   copied
+                       taken in as ``past_key``/``past_value``;    (IsNaN, Where,) MatMul``; key-value
+                       in a half type ``softmax_precision=1``;     heads broadcast in 5-D, never
+                       float32 values under a half query:          copied; in a half type ``Cast``
+                       decomposed)                                 around the softmax
 =====================  ==========================================  ==============================
 
 ``Attention`` zeroes a query row masked whole whatever ``zero_masked_rows`` says (ONNX's errata:
@@ -194,16 +195,26 @@ def _cache_concat(em, name: str):
     return n if axis in (2, -2) else None
 
 
+def _half(dtype: str) -> bool:
+    return np.dtype(dtype).itemsize < 4
+
+
 @emitter("nn.attention")
 def _attention(em, call, args):
+    """From opset 23 ``Attention`` (in a half type with ``softmax_precision=1``, float32: ONNX's
+    function body then rounds where ``nn.attention`` does), except float32 values under a half
+    query, which ``Attention`` cannot take (its output has the query's type): those, and every
+    attention below opset 23, are written as the nodes they stand for."""
     q, k, v, mask = args
     qt = _tensor(call, 0)
-    dt = call.checked_type.dtype
+    dt = qt.dtype
     head = qt.shape[3]
     scale = call.attrs.scale
     mask = "" if _no_mask(call) else mask
-    if em.opset >= FUSED_OPSET and (not mask or _tensor(call, 3).ndim >= 2):
+    if em.opset >= FUSED_OPSET and (not mask or _tensor(call, 3).ndim >= 2) and call.checked_type.dtype == dt:
         kw = {} if scale is None else {"scale": float(scale)}
+        if _half(dt):
+            kw["softmax_precision"] = onnx.TensorProto.FLOAT
         kc, vc = _cache_concat(em, k), _cache_concat(em, v)
         if kc is not None and vc is not None:
             em.nodes.remove(kc)
@@ -219,7 +230,8 @@ def _decomposed_attention(em, call, q, k, v, mask, dt, head, scale, guard: bool)
     """``softmax(q s @ (k s)^T + mask) @ v`` (the NaN rows zeroed where the operator says so; no
     multiply by a scale of 1); grouped-query heads as a 5-D product ``(batch, kv_heads, group,
     seq, head)`` against the key-value heads unsqueezed, so the keys and values are never
-    repeated."""
+    repeated. In a half type ``dt`` the masked scores are cast to float32 for the softmax and
+    the probabilities back to ``dt`` before ``dt`` values (float32 values: not)."""
     root = math.sqrt(1.0 / math.sqrt(head) if scale is None else float(scale))
     s = _const(em, root, dt)
 
@@ -245,9 +257,14 @@ def _decomposed_attention(em, call, q, k, v, mask, dt, head, scale, guard: bool)
         if grouped:
             mask = _grouped_mask(em, mask, tuple(mt.shape), q_heads, kv_heads)
         scores = em.one("Add", [scores, mask])
+    half = _half(dt)
+    if half:
+        scores = em.one("Cast", [scores], to=onnx.TensorProto.FLOAT)
     p = em.one("Softmax", [scores], axis=-1)
     if guard:
-        p = em.one("Where", [em.one("IsNaN", [p]), _const(em, 0.0, dt), p])
+        p = em.one("Where", [em.one("IsNaN", [p]), _const(em, 0.0, "float32" if half else dt), p])
+    if half and call.checked_type.dtype == dt:
+        p = em.one("Cast", [p], to=to_onnx_type(dt))
     out = em.one("MatMul", [p, v])
     if grouped:
         out = em.one("Reshape", [out, em.ints([0, q_heads, -1, call.checked_type.shape[3]])])

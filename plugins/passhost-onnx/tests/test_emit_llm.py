@@ -267,6 +267,64 @@ def test_attention_without_the_guard_writes_no_guard_below_23(tmp_path, ort_run,
     np.testing.assert_allclose(ort_run(str(path), feeds)[0], ir.evaluate(mod, *feeds.values()), rtol=1e-5, atol=1e-5)
 
 
+def _half_attention(dt="float16", d=16, scale=None, mask="bool", vdt=None):
+    """One half-precision nn.attention (6 query heads over 2 key-value heads; a row masked
+    whole) and random feeds; ``vdt`` float32: float32 values, as PyTorch exports float16 SDPA."""
+    vdt = vdt or dt
+    q, k = ir.var("q", shape=(2, 6, 3, d), dtype=dt), ir.var("k", shape=(2, 2, 5, d), dtype=dt)
+    v = ir.var("v", shape=(2, 2, 5, d), dtype=vdt)
+    feeds = {"q": RNG.uniform(-3, 3, (2, 6, 3, d)).astype(dt), "k": RNG.uniform(-3, 3, (2, 2, 5, d)).astype(dt),
+             "v": RNG.uniform(-3, 3, (2, 2, 5, d)).astype(vdt)}
+    if mask == "bool":
+        m = ir.var("m", shape=(2, 1, 3, 5), dtype="bool")
+        feeds["m"] = RNG.random((2, 1, 3, 5)) < 0.6
+        feeds["m"][0, 0, 1] = False
+    else:
+        m = ir.var("m", shape=(2, 1, 3, 5), dtype=dt)
+        feeds["m"] = np.where(RNG.random((2, 1, 3, 5)) < 0.3, -np.inf, RNG.uniform(-1, 1, (2, 1, 3, 5))).astype(dt)
+    fn = ir.Function([q, k, v, m], ir.nn.attention(q, k, v, m, scale=scale))
+    return ir.infer_type(ir.IRModule.from_expr(fn)), feeds
+
+
+@pytest.mark.parametrize("opset", [18, 23])
+@pytest.mark.parametrize("case", ["bool", "float_mask", "scale", "head8", "float32_values"])
+def test_half_attention_gives_onnxs_definition_bit_for_bit(tmp_path, ort_run, opset, case):
+    """A float16 nn.attention is written as Attention(softmax_precision=1) from opset 23 and as
+    Mul, MatMul, Add, Cast, Softmax, Cast, MatMul below it (float32 values under float16 query
+    and key: below and from 23, Attention's output having the query's type); onnx's reference
+    evaluator gives passhost's bits from every form, and from ONNX's function body of the
+    Attention. onnxruntime's CPU provider rounds elsewhere: it applies the scale as its product's
+    alpha (not sqrt(scale) on the query and the key, each rounded) and, with its optimisations
+    off too, runs float16 nodes it has no kernel for in float32 and drops the Cast pairs between
+    them: within a few float16 steps of the output's scale."""
+    from onnx.reference import ReferenceEvaluator
+
+    kw = {"bool": {}, "float_mask": dict(mask="float"), "scale": dict(scale=0.3), "head8": dict(d=8),
+          "float32_values": dict(vdt="float32")}[case]
+    mod, feeds = _half_attention(**kw)
+    want = ir.evaluate(mod, *feeds.values())
+    assert want.dtype == np.dtype(kw.get("vdt", "float16")) and np.isfinite(want).all()
+    path = tmp_path / "m.onnx"
+    ir.save(mod, str(path), opset=opset)
+    model = onnx.load(str(path))
+    kinds = [n.op_type for n in model.graph.node]
+    if opset >= 23 and case != "float32_values":
+        [node] = model.graph.node
+        assert kinds == ["Attention"] and {a.name: a.i for a in node.attribute}["softmax_precision"] == 1
+        body = _function_body(node, model)
+        call = body.graph.node[0]
+        call.input.extend([""] * (len(body.functions[0].input) - len(call.input)))
+        del body.functions[0].output[1:]  # (Y alone: the body writes no present_key without a past)
+        with np.errstate(invalid="ignore"):  # (the row masked whole: the body's softmax makes NaN, then zeroes it)
+            np.testing.assert_array_equal(ReferenceEvaluator(body).run(None, feeds)[0], want)
+    else:
+        assert "Attention" not in kinds and kinds.count("Cast") == (1 if case == "float32_values" else 2), kinds
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(ReferenceEvaluator(model).run(None, feeds)[0], want)
+    got = ort_run(str(path), feeds)[0]
+    np.testing.assert_allclose(got.astype("float32"), want.astype("float32"), rtol=0, atol=4 * 2.0 ** -10 * 3)
+
+
 # -- the fused forms imported: onnxruntime's contrib operators and ONNX's RotaryEmbedding --------
 def _one_node_model(node, inputs: dict, inits: dict, opset: int):
     """A model of ``node`` alone: ``inputs`` name -> (elem type, shape), ``inits`` name -> array."""
