@@ -73,13 +73,27 @@ def test_the_branches_may_read_a_symbolic_input():
     assert tuple(map(str, out["main"].body.fields[1].checked_type.shape)) == ("batch", "seq", "4")
 
 
-def test_it_runs_in_o3_after_the_fusions_and_before_fuse_ops():
-    with transform.PassContext(opt_level=3):
-        names = [p.info.name for p in passhost.default_pipeline(3).passes]
-    assert names.index("CombineParallelDense") < names.index("FuseOps")
-    assert names.index("EliminateCommonSubexpr") < names.index("CombineParallelDense")
-    with transform.PassContext(opt_level=2):
-        assert "CombineParallelDense" not in [p.info.name for p in passhost.default_pipeline(2).passes]
+def test_it_runs_from_o4_after_the_fusions_and_before_fuse_ops():
+    # (TVM's opt_level 4: -O3 keeps each projection's weight and name)
+    names = [p.info.name for p in passhost.default_pipeline(4).passes]
+    assert names.index("EliminateCommonSubexpr") < names.index("CombineParallelDense") < names.index("FuseOps")
+    x = ir.var("x", shape=(2, 8))
+    mod = ir.IRModule.from_expr(ir.Function([x], ir.Tuple([ir.nn.dense(x, _w(4, 8)) for _ in range(3)])))
+    for level, dense in ((3, 3), (4, 1)):
+        with transform.PassContext(opt_level=level):
+            out = passhost.default_pipeline(level)(mod)
+        assert ir.count_ops(out["main"]).get("nn.dense") == dense, level
+
+
+def test_a_joined_weight_is_named_after_the_first_branchs():
+    x = ir.var("x", shape=(3, 8))
+    ws = [_w(4, 8) for _ in range(3)]
+    for w, name in zip(ws, ("q_proj.weight", "k_proj.weight", "v_proj.weight")):
+        ir.set_span(w, ir.Span("model.onnx", name=name))
+    mod = ir.infer_type(ir.IRModule.from_expr(ir.Function([x], ir.Tuple([ir.nn.dense(x, w) for w in ws]))))
+    out = passhost.passes.CombineParallelDense()(mod)
+    dense = next(e for e in ir.post_order(out["main"]) if type(e) is ir.Call and e.op.name == "nn.dense")
+    assert dense.args[1].span.name == "q_proj.weight_folded"
 
 
 def test_bad_options_name_the_pass():

@@ -207,15 +207,13 @@ def test_peak_memory_is_a_fraction_of_the_weights(tmp_path, model):
     above that of the same model with 64 times smaller weights (the interpreter, the
     plugins, the graph) is at most a quarter of the weight bytes (issue 35's goal, which
     a read of the weights into memory, as ``onnx.load`` does, breaks on its own). The
-    folded model makes every other weight anew (FoldScaleAxis), and the decoder joins its
-    query, key and value weights (CombineParallelDense), with no memory budget for new
-    weights, so each goes to the scratch file as it is made."""
+    folded model makes every other weight anew (FoldScaleAxis), with no memory budget for
+    new weights, so each goes to the scratch file as it is made."""
     big, small = str(tmp_path / "big.onnx"), str(tmp_path / "small.onnx")
     extra: tuple = ()
     if model == "decoder":
         nbytes = large_models.decoder(big, hidden=768, intermediate=2048, heads=12, vocab=4000)
         large_models.decoder(small, hidden=96, intermediate=256, heads=12, vocab=500)
-        extra = ("--weights-in-memory", "0")
     else:
         layout = "inline" if model == "matmul-inline" else "one"
         nbytes = large_models.matmul_stack(big, layers=20, width=724, scale_every=2, layout=layout)
