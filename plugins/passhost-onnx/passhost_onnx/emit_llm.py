@@ -261,10 +261,11 @@ def _decomposed_attention(em, call, q, k, v, mask, dt, head, scale, guard: bool)
     if half:
         scores = em.one("Cast", [scores], to=onnx.TensorProto.FLOAT)
     p = em.one("Softmax", [scores], axis=-1)
-    if guard:
-        p = em.one("Where", [em.one("IsNaN", [p]), _const(em, 0.0, "float32" if half else dt), p])
+    pdt = "float32" if half else dt
     if half and call.checked_type.dtype == dt:
-        p = em.one("Cast", [p], to=to_onnx_type(dt))
+        p, pdt = em.one("Cast", [p], to=to_onnx_type(dt)), dt  # (NaN stays NaN: the guard after it)
+    if guard:
+        p = em.one("Where", [em.one("IsNaN", [p]), _const(em, 0.0, pdt), p])
     out = em.one("MatMul", [p, v])
     if grouped:
         out = em.one("Reshape", [out, em.ints([0, q_heads, -1, call.checked_type.shape[3]])])
