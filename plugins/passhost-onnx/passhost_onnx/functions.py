@@ -4,7 +4,9 @@ model's own local functions.
 Many newer ONNX operators (``Attention`` and ``RotaryEmbedding`` of opset 23, the losses,
 ``CenterCropPad`` ...) come with a body of simpler operators in their schema, and exporters
 can write a model's modules as local functions (``model.functions``). A node of either
-kind that no converter knows is replaced by its body, each body node converted as usual::
+kind that no converter knows, or whose converter leaves its form to the body
+(:data:`~.table.USE_BODY`: ``Attention`` with a ``softcap``, say), is replaced by its body,
+each body node converted as usual::
 
     Y = RotaryEmbedding(X, cos, sin)       # opset 23, no converter
     ->  RotaryEmbedding_0::XIn = Transpose(X) ... Y = Concat(...)   # its schema's body

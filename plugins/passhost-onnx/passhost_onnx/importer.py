@@ -27,6 +27,7 @@ from passhost.errors import FormatError, PasshostError, UsageError
 from . import convert_composite, convert_image, convert_index, convert_math, convert_nn, convert_tensor  # noqa: F401
 from . import convert_data_shaped, convert_quant, convert_rnn, convert_scatter, convert_sequence  # noqa: F401
 from . import convert_contrib, convert_qcontrib, convert_qlinear, convert_signal, convert_unary  # noqa: F401
+from . import convert_attention  # noqa: F401
 from . import convert_lift  # noqa: F401,I001  (last: wraps the converters above for 1-D data)
 from .convert_tensor import _constant as _constant_converter
 from .control import SUBGRAPH_OPS, Join, all_nodes, branches, condition_value, defined_names, rename_branch
@@ -39,7 +40,7 @@ from .recurrent import RECURRENT, dynamic_recurrence, recurrent_shapes, without_
 from .model_fields import record_model_fields
 from .node import Node
 from .opaque import opaque
-from .table import BUILTIN, lookup, merged
+from .table import BUILTIN, USE_BODY, lookup, merged
 from .unroll import MAX_UNROLLED_NODES, Unroll
 
 __all__ = ["from_onnx", "ShapeWarning", "STANDARD_DOMAINS"]
@@ -707,6 +708,9 @@ def _convert_graph(graph: onnx.GraphProto, opsets: dict, env: dict, cx: _Context
                 continue
         outputs = list(n.output)
         outs = _converted(n, fn, op_type, domain, inputs, outputs, node_opsets, outer, cx)
+        if outs is USE_BODY:  # (the converter declined this form: the node's function body)
+            pending.extend(_body_entries(n, op_type, domain, inputs, node_opsets, outer, depth, env, cx))
+            continue
         present = [x for x in inputs if x is not None]
         foldable = fn is not None and all(isinstance(x, ir.Constant) or _shape_data(x) for x in present)
         if foldable and not all(isinstance(x, ir.Constant) for x in present):
@@ -773,6 +777,16 @@ def _expansion(n: onnx.NodeProto, op_type: str, domain: str, inputs: list, node_
     return entries
 
 
+def _body_entries(n: onnx.NodeProto, op_type: str, domain: str, inputs: list, node_opsets: dict, outer: Any,
+                  depth: int, env: dict, cx: _Context) -> list:
+    """:func:`_expansion` of a node whose converter returned :data:`~.table.USE_BODY`."""
+    entries = _expansion(n, op_type, domain, inputs, node_opsets, outer, depth, env, cx)
+    if entries is None:
+        raise FormatError(f"{_label(n)}: its converter leaves this form to the operator's function body, "
+                          f"and ONNX defines none at opset {node_opsets.get(domain, 1)}")
+    return entries
+
+
 def _converted(n: onnx.NodeProto, fn: Any, op_type: str, domain: str, inputs: list, outputs: list,
                node_opsets: dict, outer: Any, cx: _Context) -> tuple:
     """The expressions of a node's outputs: its converter's, or an opaque call's for a
@@ -795,6 +809,8 @@ def _converted(n: onnx.NodeProto, fn: Any, op_type: str, domain: str, inputs: li
         raise node.error(f"converting it failed ({type(err).__name__}: {err}); its inputs or attributes "
                          "may not be what ONNX allows (onnx.checker.check_model checks the model); if they "
                          f"are, the converter {where} has a bug: report it") from None
+    if result is USE_BODY:
+        return result
     outs = result if isinstance(result, tuple) else (result,)
     if len(outs) < len([o for o in outputs if o]):
         raise FormatError(f"{node!r}: its converter produced {len(outs)} output(s), the node has "

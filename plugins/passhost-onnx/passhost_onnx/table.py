@@ -11,10 +11,23 @@ from __future__ import annotations
 import bisect
 from typing import Callable, Optional
 
-__all__ = ["converter", "lookup", "BUILTIN", "known_ops"]
+__all__ = ["converter", "lookup", "BUILTIN", "known_ops", "USE_BODY"]
 
 #: (domain, op_type) -> sorted [(since, fn)]
 BUILTIN: dict = {}
+
+
+class _UseBody:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "USE_BODY"
+
+
+#: what a converter returns for a node it does not map onto host operators exactly (an
+#: attribute it has no operator for): the importer expands the node into its ONNX function
+#: body instead, as it does for an operator without a converter
+USE_BODY = _UseBody()
 
 
 def _add(table: dict, domain: str, op_type: str, since: int, fn: Callable) -> None:

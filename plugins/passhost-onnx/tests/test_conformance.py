@@ -65,8 +65,9 @@ def test_node_case_symbolic(name, naming):
 
 def test_the_symbolic_mode_keeps_its_pass_rate():
     # its xfails are strict, so these are the true numbers of failing cases (shared: 81 since the
-    # bfloat16 Celu case and the float16 attention ones, rounded as onnxruntime rounds: known_failures.py)
-    for naming, most in (("strict", 240), ("shared", 81)):
+    # bfloat16 Celu case and the float16 attention ones, rounded as onnxruntime rounds: known_failures.py;
+    # 219 and 78 since Attention without a mask imports as nn.attention, no function body to expand)
+    for naming, most in (("strict", 219), ("shared", 78)):
         assert len(_SYMBOLIC_FAILURES[naming]) <= most, (naming, len(_SYMBOLIC_FAILURES[naming]))
 
 

@@ -343,6 +343,77 @@ def _imported(tmp_path, model, name):
     return path, ir.load(str(path))
 
 
+_ATTENTION_FORMS = {  # name -> (attributes, dtype, 3-D, mask, past, imports as nn.attention)
+    "gqa_bool_mask": (dict(), "float32", False, "bool", False, True),
+    "3d_causal_cache": (dict(is_causal=1, q_num_heads=6, kv_num_heads=2), "float32", True, None, True, True),
+    "causal_float_mask_scaled": (dict(is_causal=1, scale=0.3), "float32", False, "float", False, True),
+    "half_softmax_float32": (dict(softmax_precision=1), "float16", False, "float", True, True),
+    "softcap": (dict(softcap=2.0), "float32", False, "bool", False, False),
+    "half_softmax_in_half": (dict(), "float16", False, "bool", False, False),
+}
+
+
+@pytest.mark.parametrize("form", sorted(_ATTENTION_FORMS))
+def test_onnx_attention_imports_as_nn_attention_where_it_maps(tmp_path, ort_run, form):
+    """ONNX's Attention is nn.attention where that is its definition (GQA, a bool or float mask,
+    is_causal with a cache, 3-D heads, a scale, float16 with the softmax in float32) and its
+    function body otherwise (a softcap; float16 with the softmax in float16): onnx's reference
+    evaluator gives passhost's numbers either way (float16 as nn.attention: bit for bit; the body's
+    float16 Softmax, which passhost rounds once and numpy at each step: a step), and so does onnxruntime
+    (float16: a few steps, see the test above); the export writes Attention again."""
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    attrs, dt, three, mask, past, direct = _ATTENTION_FORMS[form]
+    t = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16}[dt]
+    b, hq, hk, lq, lp, d = 2, 6, 2, 3, 4, 8
+    total = lq + lp if past else lq
+    shapes = {"Q": (b, lq, hq * d) if three else (b, hq, lq, d), "K": (b, lq, hk * d) if three else (b, hk, lq, d)}
+    shapes["V"] = shapes["K"]
+    feeds = {n: RNG.uniform(-2, 2, s).astype(dt) for n, s in shapes.items()}
+    inputs = {n: (t, s) for n, s in shapes.items()}
+    names = ["Q", "K", "V", ""]
+    if mask:
+        names[3] = "M"
+        feeds["M"] = RNG.random((b, 1, lq, total)) < 0.7 if mask == "bool" else \
+            np.where(RNG.random((b, 1, lq, total)) < 0.3, -np.inf, RNG.uniform(-1, 1, (b, 1, lq, total))).astype(dt)
+        inputs["M"] = (TensorProto.BOOL if mask == "bool" else t, feeds["M"].shape)
+    outputs = ["Y"]
+    if past:
+        names += ["PK", "PV"]
+        for n in ("PK", "PV"):
+            feeds[n] = RNG.uniform(-2, 2, (b, hk, lp, d)).astype(dt)
+            inputs[n] = (t, (b, hk, lp, d))
+        outputs += ["present_key", "present_value"]
+    node = helper.make_node("Attention", names, outputs, **attrs)
+    path, mod = _imported(tmp_path, _one_node_model(node, inputs, {}, 23), form)
+    assert _has_op(mod, "nn.attention") == direct
+    got = ir.evaluate(mod, *feeds.values())
+    got = list(got) if isinstance(got, tuple) else [got]
+    with np.errstate(invalid="ignore"):
+        want = ReferenceEvaluator(str(path)).run(None, feeds)
+    for g, w in zip(got, want):
+        if dt == "float16" and direct:
+            np.testing.assert_array_equal(g, w)
+        elif dt == "float16":  # (a float16 Softmax in the body: passhost rounds it once, numpy at each step)
+            np.testing.assert_allclose(g.astype("float32"), w.astype("float32"), rtol=0, atol=2 * 2.0 ** -10 * 2)
+        else:
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    for g, o in zip(got, ort_run(str(path), feeds)):
+        tol = (4 * 2.0 ** -10 * 2, 0) if dt == "float16" else (1e-5, 1e-5)
+        np.testing.assert_allclose(o.astype("float32"), g.astype("float32"), rtol=tol[1], atol=tol[0])
+    if direct:
+        ir.save(mod, str(tmp_path / "out.onnx"), opset=23)
+        assert "Attention" in {n.op_type for n in onnx.load(str(tmp_path / "out.onnx")).graph.node}
+
+
+def _has_op(mod, name: str) -> bool:
+    found = []
+    ir.post_order_visit(mod["main"], lambda e: found.append(e) if isinstance(e, ir.Call) and isinstance(e.op, ir.Op)
+                        and e.op.name == name else None)
+    return bool(found)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_onnxruntimes_rms_norms_import_as_nn_rms_norm_with_its_numbers(tmp_path, ort_run, dtype):
     """SimplifiedLayerNormalization and com.microsoft.SkipSimplifiedLayerNormalization (its sum
