@@ -450,4 +450,6 @@ class AttentionRule(DFPatternCallback):
 
 def FuseAttention():  # noqa: N802 - TVM-style pass constructor
     """Turn scaled dot-product attention (two batched products around a softmax, grouped-query heads, a mask) into nn.attention."""
-    return pattern_pass("FuseAttention", lambda: [AttentionRule()], opt_level=1, doc=__doc__)
+    from .mask import WholeScatterRule
+
+    return pattern_pass("FuseAttention", lambda: [AttentionRule(), WholeScatterRule()], opt_level=1, doc=__doc__)

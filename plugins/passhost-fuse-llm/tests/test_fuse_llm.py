@@ -372,6 +372,48 @@ def test_half_attention_that_rounds_elsewhere_stays(case):
     assert ("nn.attention" in _ops(after)) == (case == "as_exported")
 
 
+def _grid(shape, *, swap=False, start=0):
+    """The indices of every position of ``shape`` (4-D, axis 1 of size 1), as PyTorch exports
+    a slice assignment of the whole tensor; ``swap`` exchanges the row and column components,
+    ``start`` begins the columns elsewhere."""
+    b, _, s, t = shape
+
+    def field(x):
+        return ir.reshape(ir.broadcast_to(x, shape), shape + (1,))
+
+    rows = ir.reshape(ir.arange(0, s, dtype="int64"), (s, 1))
+    cols = ir.strided_slice(ir.arange(start, start + t, dtype="int64"), [0], [t], [1])
+    parts = [field(ir.reshape(ir.arange(0, b, dtype="int64"), (b, 1, 1, 1))),
+             field(ir.const(np.zeros((1, 1, 1), "int64"), dtype="int64")), field(rows), field(cols)]
+    if swap:
+        parts[2], parts[3] = parts[3], parts[2]
+    return ir.transpose(ir.concatenate(parts, axis=-1), (4, 0, 1, 2, 3))
+
+
+@pytest.mark.parametrize("case", ["whole", "rows_and_columns_swapped", "columns_shifted"])
+def test_a_scatter_over_every_position_is_its_updates(case):
+    shape = (2, 1, 3, 3)
+    data, updates = ir.var("data", shape=shape), ir.var("updates", shape=shape)
+    grid = _grid(shape, swap=case == "rows_and_columns_swapped", start=1 if case == "columns_shifted" else 0)
+    before, after = _run("FuseAttention", ir.Function([data, updates], ir.scatter_nd(data, grid, updates)))
+    args = [RNG.standard_normal(shape).astype("float32") for _ in range(2)]
+    if case == "columns_shifted":  # (an index past the end: not every position, and not in place)
+        assert "scatter_nd" in _ops(after)
+        return
+    want = ir.evaluate(before, *args)
+    assert (("scatter_nd" in _ops(after)) == (case != "whole")) and (case != "whole" or after["main"].body is
+                                                                     after["main"].params[1])
+    np.testing.assert_array_equal(ir.evaluate(after, *args), want)
+
+
+def test_t5s_decoders_build_their_causal_mask_without_a_scatter():
+    """PyTorch's slice assignment of the whole mask (a ScatterND over every position) goes."""
+    pytest.importorskip("passhost_onnx")
+    for name in ("decoder_model", "decoder_with_past_model"):
+        assert _count(ir.load(str(LLM / "t5" / f"{name}.onnx")), "scatter_nd") == 1
+        assert _count(_optimised(LLM / "t5" / f"{name}.onnx"), "scatter_nd") == 0
+
+
 # -- soundness -------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["FuseRMSNorm", "FuseRotaryEmbedding", "FuseAttention"])
 def test_every_rule_is_sound_and_exercised(name):
