@@ -230,7 +230,7 @@ def _emit_body(em: Emitter, mod: ir.IRModule, body: ir.Expr, env: dict, parts: O
                 out = part.tag.emit(em, part, [_read(em, mod, vals, x) for x in part.leaves])
                 vals[e] = _typed(em, e, out) if out is not None else _emit_body(em, mod, e, vals, {})
             else:
-                vals[e] = _Later(e) if not e.args else _call_value(em, mod, e, _args(em, mod, vals, e))
+                vals[e] = _LATER if not e.args else _call_value(em, mod, e, _args(em, mod, vals, e))
         elif t is ir.If:
             vals[e] = _emit_if(em, mod, e, vals)
         elif t in (ir.Function, ir.Op, ir.GlobalVar):
@@ -240,19 +240,14 @@ def _emit_body(em: Emitter, mod: ir.IRModule, body: ir.Expr, env: dict, parts: O
     return _read(em, mod, vals, body)
 
 
-class _Later:
-    """A call of no arguments not written yet (see :func:`_emit_body`)."""
-
-    __slots__ = ("call",)
-
-    def __init__(self, call: ir.Call) -> None:
-        self.call = call
+#: the value of a call of no arguments not written yet (see :func:`_emit_body`)
+_LATER = object()
 
 
 def _read(em: Emitter, mod: ir.IRModule, vals: dict, e: ir.Expr) -> Any:
     """The value of ``e``, written now if it was left for later."""
     v = vals[e]
-    if type(v) is _Later:
+    if v is _LATER:
         v = vals[e] = _call_value(em, mod, e, [])
     return v
 
@@ -261,9 +256,11 @@ def _args(em: Emitter, mod: ir.IRModule, vals: dict, call: ir.Call) -> list:
     """The values of ``call``'s arguments; ``None`` for one left for later that its export
     never reads (:func:`_unread`)."""
     args = [vals[a] for a in call.args]
-    for i, v in enumerate(args):
-        if type(v) is _Later:
-            args[i] = None if i in _unread(call) else _read(em, mod, vals, call.args[i])
+    if _LATER in args:
+        unread = _unread(call)
+        for i, v in enumerate(args):
+            if v is _LATER:
+                args[i] = None if i in unread else _read(em, mod, vals, call.args[i])
     return args
 
 
