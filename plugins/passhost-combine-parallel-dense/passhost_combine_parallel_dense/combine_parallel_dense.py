@@ -49,15 +49,12 @@ __all__ = ["CombineParallelDense", "combine_parallel_dense", "MAX_BYTES"]
 
 #: the largest group of weights joined (see the module doc)
 MAX_BYTES = 64 << 20
-_DENSE = frozenset({ir.Op.get("nn.dense")})
+_DENSE_OP = ir.Op.get("nn.dense")
+_DENSE = frozenset({_DENSE_OP})
 
 
 def _is_function(e: ir.Expr) -> bool:
     return type(e) is ir.Function
-
-
-def _calls(e: Any, name: str) -> bool:
-    return type(e) is ir.Call and type(e.op) is ir.Op and e.op.name == name
 
 
 def _key(dense: ir.Call, to_batch: bool):
@@ -94,7 +91,7 @@ def _groups(body: ir.Expr, min_num_branches: int, to_batch: bool, max_bytes: int
             key = _key(e, to_batch)
             if key is not None:
                 by_key.setdefault(key, []).append(e)
-        elif e.op.name == "nn.bias_add" and _calls(e.args[0], "nn.dense"):
+        elif e.op.name == "nn.bias_add" and type(e.args[0]) is ir.Call and e.args[0].op is _DENSE_OP:
             readers[e.args[0]] = e
     out = []
     uses = None
@@ -121,8 +118,8 @@ def _joined(arr: np.ndarray, sources: list) -> ir.Constant:
 
 def _combined(x: ir.Expr, denses: list, biases: Any, to_batch: bool) -> list:
     """The expressions that stand for each branch, reading ``x`` once."""
-    ws = [d.args[1].data for d in denses]
     weights = [d.args[1] for d in denses]
+    ws = [w.data for w in weights]
     if to_batch:
         data = ir.concatenate([ir.expand_dims(x, axis=0)] * len(ws), axis=0)
         product = ir.nn.batch_matmul(data, _joined(np.stack(ws), weights), transpose_b=True,
@@ -131,7 +128,8 @@ def _combined(x: ir.Expr, denses: list, biases: Any, to_batch: bool) -> list:
         return [ir.squeeze(ir.TupleGetItem(parts, i), axis=[0]) for i in range(len(ws))]
     out = ir.nn.dense(x, _joined(np.concatenate(ws, axis=0), weights), out_dtype=denses[0].attrs.out_dtype or "")
     if biases is not None:
-        out = ir.nn.bias_add(out, _joined(np.concatenate([b.args[1].data for b in biases]), [b.args[1] for b in biases]), axis=-1)
+        shifts = [b.args[1] for b in biases]
+        out = ir.nn.bias_add(out, _joined(np.concatenate([c.data for c in shifts]), shifts), axis=-1)
     cuts = np.cumsum([w.shape[0] for w in ws])[:-1].tolist()
     parts = ir.split(out, [int(c) for c in cuts], axis=len(denses[0].checked_type.shape) - 1)
     return [ir.TupleGetItem(parts, i) for i in range(len(ws))]
