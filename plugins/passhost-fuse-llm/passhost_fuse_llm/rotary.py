@@ -60,25 +60,13 @@ _VIEWS = {"reshape", "expand_dims", "squeeze"}
 
 
 def last_axis_range(call: ir.Call, in_shape: tuple) -> Optional[tuple]:
-    """``(start, stop)`` of a ``strided_slice`` that cuts the last axis only, with stride 1."""
-    a = call.attrs
-    if a.slice_mode != "end":
+    """``(start, stop)`` of a ``strided_slice`` that cuts the last axis only, with stride 1
+    (:func:`last_axis_step` of stride 1, the axis' size static)."""
+    step = last_axis_step(call, in_shape)
+    if step is None or step[1] != 1 or type(in_shape[-1]) is not int:
         return None
-    out_shape = shape_of(call)
-    nd = len(in_shape)
-    if out_shape is None or len(out_shape) != nd or not all(same(i, o) for i, o in zip(in_shape[:-1], out_shape[:-1])):
-        return None
-    axes = list(range(len(a.begin))) if a.axes is None else [int(x) % nd for x in a.axes]
-    if nd - 1 not in axes:
-        return None
-    i = axes.index(nd - 1)
-    strides = list(a.strides or (1,))
-    stride = strides[i] if i < len(strides) else (strides[-1] if len(strides) == 1 else 1)
-    begin = a.begin[i]
-    if stride != 1 or type(begin) is not int or type(out_shape[-1]) is not int or type(in_shape[-1]) is not int:
-        return None
-    begin = begin + in_shape[-1] if begin < 0 else begin
-    return begin, begin + out_shape[-1]
+    begin, _, length = step
+    return begin, begin + length
 
 
 def half_of_repeated(e: ir.Expr, width: int) -> Optional[tuple]:
