@@ -29,12 +29,9 @@ def _in_fork_server() -> bool:
 
 def _leave(pid: int) -> None:
     if os.getpid() == pid:  # the fork server itself, never a worker forked from it
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass
-        os._exit(0)
+        from .remote import exit_now
+
+        exit_now()
 
 
 try:
