@@ -442,12 +442,17 @@ def _optimised(path: Path):
         return passhost.default_pipeline(3)(mod)
 
 
-def _count(mod, name: str) -> int:
+def _calls_of(mod, name: str) -> list:
+    """The calls of operator ``name`` in every function of ``mod``."""
     seen = []
     for gv in mod.functions:
         ir.post_order_visit(mod[gv.name_hint], lambda e: seen.append(e) if isinstance(e, ir.Call)
                             and isinstance(e.op, ir.Op) and e.op.name == name else None)
-    return len(seen)
+    return seen
+
+
+def _count(mod, name: str) -> int:
+    return len(_calls_of(mod, name))
 
 
 @pytest.mark.parametrize("rel", sorted(CORPUS))
@@ -531,10 +536,7 @@ def test_the_float16_llama_fuses_the_rms_norm_of_its_half_input_whole():
     others read the residual stream, which the export keeps in float32 (normalised there)."""
     pytest.importorskip("passhost_onnx")
     mod = _optimised(LLM / "llama_fp16" / "model.onnx")
-    norms = []
-    for gv in mod.functions:
-        ir.post_order_visit(mod[gv.name_hint], lambda e: norms.append(e) if isinstance(e, ir.Call)
-                            and isinstance(e.op, ir.Op) and e.op.name == "nn.rms_norm" else None)
+    norms = _calls_of(mod, "nn.rms_norm")
     assert sorted(n.checked_type.dtype for n in norms) == ["float16"] + ["float32"] * 4
     assert _count(mod, "nn.rotary_embedding") == 4
 
@@ -545,10 +547,7 @@ def test_the_float16_llamas_attention_fuses_with_its_float32_values():
     of float16 query and key, float32 values and the bool mask, with no softmax left."""
     pytest.importorskip("passhost_onnx")
     mod = _optimised(LLM / "llama_fp16" / "model.onnx")
-    calls = []
-    for gv in mod.functions:
-        ir.post_order_visit(mod[gv.name_hint], lambda e: calls.append(e) if isinstance(e, ir.Call)
-                            and isinstance(e.op, ir.Op) and e.op.name == "nn.attention" else None)
+    calls = _calls_of(mod, "nn.attention")
     assert len(calls) == 2 and _count(mod, "nn.softmax") == 0
     for c in calls:
         assert [ir.type_of(a).dtype for a in c.args] == ["float16", "float16", "float32", "bool"]

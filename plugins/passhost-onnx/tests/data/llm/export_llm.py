@@ -96,6 +96,15 @@ HALF_RTOL, HALF_ATOL = 2e-2, 2e-2
 #: bos, eos and pad inside the vocabulary
 _SPECIAL = dict(bos_token_id=1, eos_token_id=2, pad_token_id=0)
 
+
+def _llama():
+    """Llama with grouped-query attention (the float16 one is the same model)."""
+    return LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                       hidden_act="silu", rms_norm_eps=1e-6, rope_theta=10000.0,
+                       tie_word_embeddings=False, initializer_range=0.2, **_SPECIAL)
+
+
 MODELS = {
     "gpt2": dict(
         task="text-generation-with-past",
@@ -106,10 +115,7 @@ MODELS = {
     "llama": dict(
         task="text-generation-with-past",
         auto=AutoModelForCausalLM,
-        config=lambda: LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-                                   hidden_act="silu", rms_norm_eps=1e-6, rope_theta=10000.0,
-                                   tie_word_embeddings=False, initializer_range=0.2, **_SPECIAL),
+        config=_llama,
     ),
     "qwen2": dict(
         task="text-generation-with-past",
@@ -133,10 +139,7 @@ MODELS = {
         auto=AutoModelForCausalLM,
         dtype="fp16",
         seed=1,  # llama's weights and prompts, in float16
-        config=lambda: LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-                                   hidden_act="silu", rms_norm_eps=1e-6, rope_theta=10000.0,
-                                   tie_word_embeddings=False, initializer_range=0.2, **_SPECIAL),
+        config=_llama,
     ),
     "gptj": dict(
         task="text-generation-with-past",
